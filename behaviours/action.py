@@ -1,0 +1,129 @@
+"""The action behaviour: one capability call over a backend."""
+from __future__ import annotations
+
+import logging
+
+import py_trees
+from py_trees.common import Status
+
+from bt_exec.backends import OP_STATE_OF, CallStatus, CapabilityCall
+
+from .plan_hooks import PlanHooks
+
+log = logging.getLogger(__name__)
+
+
+class CapabilityAction(py_trees.behaviour.Behaviour):
+    """Runs one capability call: started in ``initialise``, polled in ``update``, cancelled in ``terminate``.
+
+    Statuses:
+        RUNNING: the call is in progress (the capability may report it paused).
+        SUCCESS: the capability reported SUCCEEDED.
+        FAILURE: it reported FAILED, TIMEOUT or CANCELED, or the backend raised
+            or answered something that is not a call status; ``result["error"]`` says which.
+
+    After it finishes, ``final_state`` is the op state (succeeded, failed,
+    timeout, canceled) and ``result`` is ``{success, output, error, cap, call_id, event}``.
+    """
+
+    def __init__(self, name: str, op_id: str, cap: str, args: dict, provider: str | None = None,
+                 call_id: str | None = None):
+        super().__init__(name)
+        self.op_id = op_id
+        self.cap = cap
+        self.args = args
+        self.provider = provider
+        self.call_id = call_id
+        self.backend = None
+        self.hooks: PlanHooks | None = None
+        self.result: dict | None = None
+        self.final_state: str | None = None
+        self._run_id: str | None = None
+        self._polled: CallStatus | None = None
+        self._reported_state = "RUNNING"
+
+    def setup(self, **kwargs) -> None:
+        """Takes ``backend`` (the capability backend) and ``plan`` (the run's PlanHooks)."""
+        self.backend = kwargs["backend"]
+        self.hooks = kwargs["plan"]
+        if self.call_id is None:
+            self.call_id = f"{self.hooks.plan_id}:{self.op_id}"
+
+    def initialise(self) -> None:
+        self.result = self.final_state = self._run_id = self._polled = None
+        self._reported_state = "RUNNING"
+        if self.backend is None:
+            self._finish(CallStatus("FAILED", error="action was not set up with a backend"))
+            return
+        call = CapabilityCall(self.hooks.plan_id, self.op_id, self.cap, self.args, self.provider, self.call_id)
+        try:
+            started = self.backend.start(call)
+        except Exception as exc:  # a backend fault fails this op, never the executor
+            self._finish(CallStatus("FAILED", error=f"backend raised {type(exc).__name__}: {exc}"))
+            return
+        if isinstance(started, str) and started:
+            self._run_id = started
+            self.hooks.call_started(self)
+        elif isinstance(started, CallStatus) and started.terminal:
+            self._finish(started)
+        else:
+            self._finish(CallStatus("FAILED", error=f"backend returned {_describe(started)} from start, "
+                                                    "expected a run id or a terminal CallStatus"))
+
+    def poll(self) -> bool:
+        """Ask the backend for news; True when a tick is needed (state changed or finished)."""
+        self._polled = self._status()
+        return self._polled.terminal or self._polled.state != self._reported_state
+
+    def update(self) -> Status:
+        if self.final_state is None:
+            status, self._polled = self._polled or self._status(), None
+            if status.terminal:
+                self.hooks.call_ended(self)
+                self._finish(status)
+            elif status.state != self._reported_state:
+                self._reported_state = status.state
+                self.hooks.op_state(self.op_id, "paused" if status.state == "PAUSED" else "running",
+                                    detail=status.detail or None)
+        if self.final_state is None:
+            return Status.RUNNING
+        return Status.SUCCESS if self.final_state == "succeeded" else Status.FAILURE
+
+    def terminate(self, new_status: Status) -> None:
+        if new_status == Status.INVALID and self.status == Status.RUNNING and self._run_id is not None \
+                and self.final_state is None:
+            self.hooks.call_ended(self)
+            try:
+                self.backend.cancel(self._run_id)
+            except Exception as exc:
+                log.warning("cancel of %s (op %s, run %s) raised %s: %s", self.cap, self.op_id, self._run_id,
+                            type(exc).__name__, exc)
+            self._run_id = None
+
+    def _status(self) -> CallStatus:
+        try:
+            status = self.backend.status(self._run_id)
+        except Exception as exc:
+            return CallStatus("FAILED", error=f"backend status raised {type(exc).__name__}: {exc}")
+        if not isinstance(status, CallStatus) or status.state not in OP_STATE_OF and status.state not in (
+                "PENDING", "RUNNING", "PAUSED"):
+            return CallStatus("FAILED", error=f"backend returned {_describe(status)} from status, expected a CallStatus")
+        if status.state == "PENDING":  # not started yet is still "running" to the plan
+            return CallStatus("RUNNING", status.output, status.error, status.detail, status.event)
+        return status
+
+    def _finish(self, status: CallStatus) -> None:
+        self.final_state = OP_STATE_OF[status.state]
+        success = status.state == "SUCCEEDED"
+        error = status.error or ("" if success else f"capability ended {status.state}")
+        self.result = {"success": success, "output": status.output, "error": error, "cap": self.cap,
+                       "call_id": self.call_id, "event": status.event or _DEFAULT_EVENT[status.state]}
+        self.feedback_message = error or "succeeded"
+
+
+_DEFAULT_EVENT = {"SUCCEEDED": "success", "FAILED": "failure", "CANCELED": "canceled", "TIMEOUT": "timeout"}
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,58 @@
+"""The capability backend protocol: how an action behaviour starts, polls and cancels a call.
+
+A backend serves ``start(call)``. A synchronous capability answers with a
+terminal ``CallStatus`` straight away; an asynchronous one answers with a run
+id (a non-empty string), after which ``status(run_id)`` is polled until a
+terminal state and ``cancel(run_id)`` may be called at any time before that.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+TERMINAL_STATES = frozenset(("SUCCEEDED", "FAILED", "CANCELED", "TIMEOUT"))
+ACTIVE_STATES = frozenset(("PENDING", "RUNNING", "PAUSED"))
+
+# Op state reported in events for each terminal call state.
+OP_STATE_OF = {"SUCCEEDED": "succeeded", "FAILED": "failed", "CANCELED": "canceled", "TIMEOUT": "timeout"}
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilityCall:
+    """One request to run a capability for an op of a plan."""
+
+    plan_id: str
+    op_id: str
+    cap: str
+    args: dict
+    provider: str | None
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallStatus:
+    """A call's state: PENDING, RUNNING, PAUSED, or terminal SUCCEEDED, FAILED, CANCELED, TIMEOUT.
+
+    ``event`` names the outcome for dialects whose transitions follow events
+    (success, failure, timeout, or a skill's own event name).
+    """
+
+    state: str
+    output: Any = None
+    error: str = ""
+    detail: str = ""
+    event: str | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+class Backend(Protocol):
+    """What an action behaviour needs from whatever serves capabilities."""
+
+    def start(self, call: CapabilityCall) -> CallStatus | str: ...
+
+    def status(self, run_id: str) -> CallStatus: ...
+
+    def cancel(self, run_id: str) -> None: ...

@@ -1,0 +1,418 @@
+"""The executor: accepts plans, ticks their trees, and answers inspect / stop-at / cancel."""
+from __future__ import annotations
+
+import collections
+import copy
+import itertools
+import logging
+import re
+import threading
+import time
+from typing import Callable
+
+from .backends import Backend
+from .builtins import BuiltinBackend
+from .compilers import CapabilityCatalog, ControlRequest, Limits, Plan, compile_plan, load
+from .compilers.catalog import builtin_name, check_plan, is_control_only
+from .compilers.ir import STOP_WHENS
+from .errors import ControlError, Issue, PlanError
+from .plan_run import PlanRun
+from .sim import SimBackend
+
+log = logging.getLogger(__name__)
+
+_PLAN_ID = re.compile(r"[1-9][0-9]*")
+
+
+class Executor:
+    """Runs plans on a capability backend.
+
+    It ticks only when asked (``tick_once``, ``run_until_complete``) unless
+    ``start()`` runs its own tick loop thread. Every public method is safe to
+    call from any thread while another thread ticks.
+    """
+
+    def __init__(self, backend: Backend | None = None, *, catalog: CapabilityCatalog | dict | None = None,
+                 limits: Limits | None = None, tick_rate_hz: float = 100.0, keep_finished: int = 1000,
+                 remember_run_ids: int = 10_000):
+        if tick_rate_hz <= 0:
+            raise ValueError(f"tick_rate_hz must be positive, got {tick_rate_hz}")
+        self.backend = backend if backend is not None else SimBackend()
+        self.catalog = CapabilityCatalog(catalog) if isinstance(catalog, dict) else catalog
+        self.limits = limits or Limits()
+        self.tick_period = 1.0 / tick_rate_hz
+        self._builtins = BuiltinBackend(self)
+        self._lock = threading.Lock()  # guards the tables and counters below; never held while ticking
+        self._active: dict[str, PlanRun] = {}
+        self._finished: collections.OrderedDict[str, dict] = collections.OrderedDict()
+        self._keep_finished = keep_finished
+        self._answers: collections.OrderedDict[str, dict] = collections.OrderedDict()
+        self._answering: dict[str, threading.Event] = {}
+        self._remember_run_ids = remember_run_ids
+        self._next_plan_id = 1
+        self._next_op_id = 1
+        self._subscribers: tuple[Callable[[dict], None], ...] = ()
+        self._seq = itertools.count(1)
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ticking = threading.local()
+
+    # --- submit -----------------------------------------------------------------
+
+    def submit(self, source, run_id: str | None = None, dialect: str = "auto") -> dict:
+        """Validate, compile and enqueue a plan, or carry out a meta op; never raises for bad input.
+
+        Returns ``{accepted, run_id, plan_id, verdict, issues, message, ...}``. A
+        ``run_id`` seen before returns the same answer and runs nothing again.
+        """
+        if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
+            return _refusal("invalid", [Issue("bad_run_id", "", f"run_id must be a non-empty string, got {run_id!r}")],
+                            run_id=None)
+        if run_id is None:
+            return self._answer(source, None, dialect)
+        with self._lock:
+            answer = self._answers.get(run_id)
+            waiter = self._answering.get(run_id)
+            if answer is None and waiter is None:
+                self._answering[run_id] = threading.Event()
+        if answer is not None:
+            return copy.deepcopy(answer)
+        if waiter is not None:  # the same run_id is being answered by another thread right now
+            waiter.wait()
+            with self._lock:
+                return copy.deepcopy(self._answers[run_id])
+        answer = self._answer(source, run_id, dialect)
+        with self._lock:
+            self._answers[run_id] = answer
+            while len(self._answers) > self._remember_run_ids:
+                self._answers.popitem(last=False)
+            self._answering.pop(run_id).set()
+        return copy.deepcopy(answer)
+
+    def _answer(self, source, run_id: str | None, dialect: str) -> dict:
+        try:
+            return self._submit(source, run_id, dialect)
+        except Exception as exc:  # a bug must not escape to a service or leave a run_id waiting
+            log.exception("submit failed unexpectedly")
+            return _refusal("invalid", [Issue("internal", "", f"internal error: {type(exc).__name__}: {exc}")], run_id)
+
+    def _submit(self, source, run_id: str | None, dialect: str) -> dict:
+        try:
+            loaded = load(source, dialect=dialect, limits=self.limits)
+        except PlanError as exc:
+            return _refusal("invalid", exc.issues, run_id)
+        if isinstance(loaded, ControlRequest):
+            return self._carry_out(loaded, run_id)
+        issues = check_plan(loaded, self.catalog)
+        if issues:
+            return _refusal("invalid", issues, run_id)
+        # Reserve ids under the lock; load and compile outside it so big plans never stall ticking.
+        with self._lock:
+            plan_id = str(self._next_plan_id)
+            self._next_plan_id += 1
+            first_op = self._next_op_id
+            if loaded.numbered_by_loader:
+                self._next_op_id += loaded.op_count
+        plan = loaded.renumbered(first_op) if loaded.numbered_by_loader else loaded
+        run = self._make_run(plan_id, plan, run_id)
+        with self._lock:
+            self._active[plan_id] = run
+        self._wake.set()
+        return {"accepted": True, "run_id": run_id, "plan_id": plan_id, "verdict": "ok", "issues": [],
+                "message": f"plan {plan_id} accepted: {plan.op_count} ops, {plan.description!r}",
+                "dialect": plan.dialect, "op_count": plan.op_count, "root_op_id": plan.root}
+
+    def _make_run(self, plan_id: str, plan: Plan, run_id: str | None) -> PlanRun:
+        compiled = compile_plan(plan)
+        run = PlanRun(plan_id, plan, compiled, run_id, is_control_only(plan), self._emit)
+        for guard in compiled.guards.values():
+            guard.setup(plan=run)
+            body = guard.decorated
+            if body.children:
+                continue
+            backend = self._builtins if builtin_name(body.cap, body.provider) else self.backend
+            body.setup(plan=run, backend=backend)
+        return run
+
+    def _carry_out(self, request: ControlRequest, run_id: str | None) -> dict:
+        try:
+            if request.op == "cancel_plan":
+                result = self.cancel_plan(request.plan_id, wait_ms=request.wait_ms)
+            elif request.op == "cancel_all":
+                result = self.cancel_all(wait_ms=request.wait_ms)
+            else:
+                result = self.stop_plan_at(request.plan_id, request.target_op_id, when=request.when)
+        except ControlError as exc:
+            return {"accepted": False, "run_id": run_id, "plan_id": None, "verdict": "control",
+                    "issues": [Issue("control_refused", "", str(exc)).as_dict()], "message": str(exc),
+                    "control": request.as_dict()}
+        return {"accepted": True, "run_id": run_id, "plan_id": None, "verdict": "control", "issues": [],
+                "message": result["message"], "control": request.as_dict(), "result": result}
+
+    # --- inspect -------------------------------------------------------------------
+
+    def get_all_plans(self) -> dict:
+        """In-flight plans (control-only plans are not listed)."""
+        with self._lock:
+            runs = [run for run in self._active.values() if not run.control_only]
+        plans = [{"plan_id": run.plan_id, "description": run.plan.description, "op_count": run.plan.op_count,
+                  "cancelled": run.cancel_requested, "stop_points": len(run.stop_points)} for run in runs]
+        return {"count": len(plans), "plans": plans}
+
+    def get_plan_status(self, plan_id: str) -> dict:
+        """Live state of every op of an in-flight plan; raises ControlError for any other plan."""
+        run = self._active_run(plan_id, "get_plan_status")
+        if run is None:
+            raise ControlError(f"get_plan_status: no active plan {plan_id!r} (it already finished or was "
+                               "cancelled); call get_all_plans to list running plans, or get_plan_result for "
+                               "a finished plan's record")
+        ops = [{"op_id": op_id, "kind": record.op.kind, "description": record.op.description,
+                "state": record.state, "stop_point": run.stop_point_of(op_id)}
+               for op_id, record in run.records.items()]
+        return {"plan_id": run.plan_id, "running": not run.finished, "cancelled": run.cancel_requested,
+                "description": run.plan.description, "ops": ops}
+
+    def get_plan_result(self, plan_id: str) -> dict:
+        """The final record of a finished plan (states, results, timings)."""
+        self._check_id(plan_id, "plan_id", "get_plan_result")
+        with self._lock:
+            record = self._finished.get(plan_id)
+            active = plan_id in self._active
+        if record is not None:
+            return copy.deepcopy(record)
+        if active:
+            raise ControlError(f"get_plan_result: plan {plan_id!r} is still running; use get_plan_status")
+        raise ControlError(f"get_plan_result: no record of plan {plan_id!r} (never submitted, or too old to be kept)")
+
+    # --- control -------------------------------------------------------------------
+
+    def stop_plan_at(self, plan_id: str, op_id: str, when: str = "on_complete") -> dict:
+        """Arm a stop point: when execution reaches ``op_id`` the whole plan is cancelled."""
+        self._check_id(op_id, "op_id", "stop_plan_at")
+        if when not in STOP_WHENS:
+            raise ControlError(f"stop_plan_at: invalid when {when!r} (expected on_enter or on_complete)")
+        run = self._active_run(plan_id, "stop_plan_at")
+        if run is None:
+            return {"success": True, "armed": False,
+                    "message": f"plan {plan_id!r} is not running (already finished or cancelled); no stop point needed."}
+        record = run.records.get(op_id)
+        if record is None:
+            raise ControlError(f"stop_plan_at: plan {plan_id!r} has no op {op_id!r}; "
+                               "call get_plan_status to see its op ids")
+        run.arm(op_id, when)
+        message = f"Stop point set: plan {plan_id!r} will be cancelled {when} op_id={op_id}."
+        too_late = record.state != "pending" if when == "on_enter" else record.state not in ("pending", "running", "paused")
+        if too_late:
+            message += f" Note: op {op_id} is already {record.state}, so this stop point will not fire."
+        return {"success": True, "armed": True, "message": message}
+
+    def cancel_plan(self, plan_id: str, wait_ms: int = 5000) -> dict:
+        """Cancel a plan; return once it finished or ``wait_ms`` passed, saying which."""
+        _check_wait(wait_ms)
+        run = self.request_cancel(plan_id, "cancel_plan")
+        if run is None:
+            return {"plan_id": plan_id, "finished": True, "message": f"plan {plan_id!r} already finished; nothing to cancel"}
+        finished = self._await([run], wait_ms)
+        state = "finished cancelled" if finished else f"still tearing down after {wait_ms} ms"
+        return {"plan_id": plan_id, "finished": finished, "message": f"plan {plan_id!r} {state}"}
+
+    def cancel_all(self, wait_ms: int = 5000) -> dict:
+        """Cancel every in-flight plan except control-only ones."""
+        _check_wait(wait_ms)
+        runs = self.request_cancel_all("cancel_all")
+        finished = self._await(runs, wait_ms)
+        ids = [run.plan_id for run in runs]
+        return {"count": len(runs), "plan_ids": ids, "finished": finished,
+                "message": f"cancelled {len(runs)} plan(s)" + ("" if finished else f"; some still tearing down after {wait_ms} ms")}
+
+    def request_cancel(self, plan_id: str, reason: str) -> PlanRun | None:
+        """Mark a plan for cancellation without waiting; None if it already finished."""
+        run = self._active_run(plan_id, "cancel_plan")
+        if run is not None:
+            run.request_cancel(reason)
+            self._wake.set()
+        return run
+
+    def request_cancel_all(self, reason: str) -> list[PlanRun]:
+        with self._lock:
+            runs = [run for run in self._active.values() if not run.control_only]
+        for run in runs:
+            run.request_cancel(reason)
+        self._wake.set()
+        return runs
+
+    def _await(self, runs: list[PlanRun], wait_ms: int) -> bool:
+        if getattr(self._ticking, "active", False):
+            return all(run.done.is_set() for run in runs)  # called from inside a tick: teardown follows it
+        if self._thread is None:
+            for run in runs:
+                self._tick_run(run)  # no tick loop: tear down here
+        else:
+            deadline = time.monotonic() + wait_ms / 1000.0
+            for run in runs:
+                if not run.done.wait(max(0.0, deadline - time.monotonic())):
+                    break
+        return all(run.done.is_set() for run in runs)
+
+    # --- ticking -------------------------------------------------------------------
+
+    def tick_once(self) -> None:
+        """Tick every in-flight plan once."""
+        with self._lock:
+            runs = list(self._active.values())
+        self._ticking.active = True
+        try:
+            for run in runs:
+                self._tick_run(run)
+        finally:
+            self._ticking.active = False
+
+    def _tick_run(self, run: PlanRun) -> None:
+        with run.tick_lock:
+            if run.finished:
+                return
+            if not run.started:
+                run.begin()
+            try:
+                if not run.cancel_requested:
+                    run.tick()
+                if run.cancel_requested:
+                    run.tear_down()
+                elif not run.complete:
+                    return
+            except Exception as exc:  # a fault in one plan's tree never stops the executor
+                log.exception("plan %s: tick failed", run.plan_id)
+                run.error = f"internal error while ticking: {type(exc).__name__}: {exc}"
+                try:
+                    run.tear_down()
+                except Exception:
+                    log.exception("plan %s: teardown after a failed tick failed too", run.plan_id)
+            self._finish(run)
+
+    def _finish(self, run: PlanRun) -> None:
+        run.finished = True
+        run.ended_at = time.time()
+        record = run.final_record()
+        with self._lock:
+            self._active.pop(run.plan_id, None)
+            self._finished[run.plan_id] = record
+            while len(self._finished) > self._keep_finished:
+                self._finished.popitem(last=False)
+        run.release_tree()
+        self._emit({"event": "plan_complete", "plan_id": run.plan_id, "run_id": run.run_id,
+                    "any_failed": record["any_failed"], "cancelled": record["cancelled"],
+                    "outcome": record["outcome"], "description": run.plan.description, "time": run.ended_at})
+        run.done.set()
+
+    def run_until_complete(self, plan_id: str, timeout: float | None = None) -> dict:
+        """Tick (or wait for the tick loop) until the plan finished; return its final record."""
+        self._check_id(plan_id, "plan_id", "run_until_complete")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            run = self._active.get(plan_id)
+        if run is not None:
+            while not run.done.is_set():
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise ControlError(f"run_until_complete: plan {plan_id!r} still running after {timeout} s")
+                if self._thread is not None:
+                    run.done.wait(remaining)
+                    continue
+                self.tick_once()
+                if not run.done.is_set():
+                    self._wake.wait(self.tick_period if remaining is None else min(self.tick_period, remaining))
+                    self._wake.clear()
+        return self.get_plan_result(plan_id)
+
+    def start(self) -> None:
+        """Run the tick loop in a thread of its own (the ROS node and the web server drive it so)."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._loop, name="bt_exec-tick", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the tick loop; plans stay in flight and can be ticked by hand."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._stopping.set()
+        self._wake.set()
+        thread.join()
+        self._thread = None
+
+    def close(self, wait_ms: int = 5000) -> None:
+        """Cancel every plan (control-only ones too), then stop the tick loop."""
+        with self._lock:
+            runs = list(self._active.values())
+        for run in runs:
+            run.request_cancel("executor closed")
+        self._await(runs, wait_ms)
+        self.stop()
+        for run in runs:
+            self._tick_run(run)
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            began = time.monotonic()
+            try:
+                self.tick_once()
+            except Exception:
+                log.exception("tick loop: unexpected error")
+            self._wake.wait(max(0.0, self.tick_period - (time.monotonic() - began)))
+            self._wake.clear()
+
+    # --- events --------------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[dict], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event, in the ticking thread; returns an unsubscribe function."""
+        with self._lock:
+            self._subscribers = self._subscribers + (callback,)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._subscribers = tuple(s for s in self._subscribers if s is not callback)
+
+        return unsubscribe
+
+    def _emit(self, event: dict) -> None:
+        event["seq"] = next(self._seq)
+        for callback in self._subscribers:
+            try:
+                callback(event)
+            except Exception as exc:
+                log.warning("event subscriber %r raised %s: %s", callback, type(exc).__name__, exc)
+
+    # --- helpers --------------------------------------------------------------------
+
+    def _active_run(self, plan_id: str, caller: str) -> PlanRun | None:
+        """The in-flight run; None for a plan that finished; ControlError for one never seen."""
+        self._check_id(plan_id, "plan_id", caller)
+        with self._lock:
+            run = self._active.get(plan_id)
+            seen = _PLAN_ID.fullmatch(plan_id) is not None and int(plan_id) < self._next_plan_id
+        if run is None and not seen:
+            raise ControlError(f"{caller}: no plan {plan_id!r} was ever submitted to this executor; "
+                               "call get_all_plans to list running plans")
+        return run
+
+    @staticmethod
+    def _check_id(value: object, name: str, caller: str) -> None:
+        if not isinstance(value, str) or not value.strip():
+            raise ControlError(f"{caller}: {name} must be a non-empty string, got {value!r}")
+
+
+def _check_wait(wait_ms: object) -> None:
+    if not isinstance(wait_ms, int) or isinstance(wait_ms, bool) or wait_ms < 0:
+        raise ControlError(f"wait_ms must be a non-negative integer, got {wait_ms!r}")
+
+
+def _refusal(verdict: str, issues: list[Issue], run_id: str | None) -> dict:
+    first = issues[0] if issues else None
+    message = f"refused ({verdict}): {first}" + (f" (+{len(issues) - 1} more issues)" if len(issues) > 1 else "") \
+        if first else f"refused ({verdict})"
+    return {"accepted": False, "run_id": run_id, "plan_id": None, "verdict": verdict,
+            "issues": [issue.as_dict() for issue in issues], "message": message}

@@ -1,0 +1,135 @@
+"""The sim backend, the embedded default: scripted outcomes and real-time durations."""
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import pathlib
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import jsonschema
+
+from .backends import CallStatus, CapabilityCall
+from .errors import ConfigError
+
+_STATE_OF_OUTCOME = {"success": "SUCCEEDED", "failure": "FAILED", "timeout": "TIMEOUT"}
+BUILTIN_DEFAULT = {"outcome": "success", "duration_s": 0.0}
+
+
+@dataclass(slots=True)
+class _SimRun:
+    call: CapabilityCall
+    outcome: str
+    ends_at: float
+    error: str
+    output: object
+
+
+class SimBackend:
+    """Serves every capability from a script; nothing moves.
+
+    Script: ``{"default": ENTRY, "caps": {cap: ENTRY}, "ops": {op_id: ENTRY}}``
+    with ENTRY ``{"outcome", "duration_s", "error", "output"}``. The most
+    specific entry wins as a whole (ops, then caps, then default); fields it
+    omits take the built-in defaults. ``outcome`` is success, failure,
+    timeout or an event name; a list gives successive calls, its last value
+    repeating. Calls with a duration are asynchronous and can be cancelled.
+    """
+
+    def __init__(self, script: dict | str | pathlib.Path | None = None):
+        self.script = load_sim_script(script)
+        self._lock = threading.Lock()
+        self._runs: dict[str, _SimRun] = {}
+        self._run_ids = itertools.count(1)
+        self._call_counts: dict[tuple[str, str], int] = {}
+        # Recent history for inspection and tests; bounded so a long-lived executor stays flat.
+        self.calls: collections.deque[CapabilityCall] = collections.deque(maxlen=10_000)
+        self.cancelled: collections.deque[str] = collections.deque(maxlen=10_000)
+
+    def start(self, call: CapabilityCall) -> CallStatus | str:
+        key, entry = self._entry_for(call)
+        with self._lock:
+            self.calls.append(call)
+            count = self._call_counts.get(key, 0)
+            self._call_counts[key] = count + 1
+        outcomes = entry.get("outcome", BUILTIN_DEFAULT["outcome"])
+        if isinstance(outcomes, list):
+            outcome = outcomes[min(count, len(outcomes) - 1)]
+        else:
+            outcome = outcomes
+        duration = float(entry.get("duration_s", BUILTIN_DEFAULT["duration_s"]))
+        error = entry.get("error", "")
+        output = entry.get("output", {"sim": True, "cap": call.cap})
+        if duration <= 0:
+            return _final(outcome, error, output)
+        run_id = f"sim-{next(self._run_ids)}"
+        with self._lock:
+            self._runs[run_id] = _SimRun(call, outcome, time.monotonic() + duration, error, output)
+        return run_id
+
+    def status(self, run_id: str) -> CallStatus:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                return CallStatus("FAILED", error=f"sim: unknown run {run_id!r}")
+            if time.monotonic() < run.ends_at:
+                return CallStatus("RUNNING")
+            del self._runs[run_id]
+        return _final(run.outcome, run.error, run.output)
+
+    def cancel(self, run_id: str) -> None:
+        with self._lock:
+            if self._runs.pop(run_id, None) is not None:
+                self.cancelled.append(run_id)
+
+    def active_calls(self) -> list[CapabilityCall]:
+        """Calls started and neither finished (polled to the end) nor cancelled."""
+        with self._lock:
+            return [run.call for run in self._runs.values()]
+
+    def _entry_for(self, call: CapabilityCall) -> tuple[tuple[str, str], dict]:
+        by_op = self.script.get("ops", {})
+        if call.op_id in by_op:
+            return ("ops", call.op_id), by_op[call.op_id]
+        by_cap = self.script.get("caps", {})
+        if call.cap in by_cap:
+            return ("caps", call.cap), by_cap[call.cap]
+        return ("default", ""), self.script.get("default", BUILTIN_DEFAULT)
+
+
+def _final(outcome: str, error: str, output: object) -> CallStatus:
+    state = _STATE_OF_OUTCOME.get(outcome)
+    if state == "SUCCEEDED":
+        return CallStatus(state, output=output, event="success")
+    if state is None:  # an event name: the op's dialect decides what it means
+        return CallStatus("FAILED", output=output, error=error or f"sim outcome {outcome!r}", event=outcome)
+    return CallStatus(state, output=output, error=error or f"sim outcome {outcome}", event=outcome)
+
+
+def load_sim_script(script: dict | str | pathlib.Path | None) -> dict:
+    """A validated sim script from a dict, a file path, or None (everything succeeds at once)."""
+    if script is None:
+        return {}
+    if isinstance(script, (str, pathlib.Path)):
+        path = pathlib.Path(script)
+        try:
+            script = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read sim script {path}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ConfigError(f"sim script {path} is not valid JSON: {exc}") from None
+    errors = sorted(_script_validator().iter_errors(script), key=lambda e: list(e.absolute_path))
+    if errors:
+        where = "/" + "/".join(str(p) for p in errors[0].absolute_path)
+        raise ConfigError(f"sim script is invalid at {where}: {errors[0].message}")
+    return script
+
+
+@lru_cache(maxsize=None)
+def _script_validator() -> jsonschema.Draft202012Validator:
+    text = resources.files("bt_exec.schemas").joinpath("sim-script.schema.json").read_text(encoding="utf-8")
+    return jsonschema.Draft202012Validator(json.loads(text))

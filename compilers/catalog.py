@@ -1,0 +1,150 @@
+"""Capability catalogs (``{cap: {args_schema, async}}``) and the executor's builtin capabilities.
+
+A catalog turns unknown caps and args that break their ``args_schema`` into
+validation errors. Builtins are always known and always checked, catalog or not.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+from functools import lru_cache
+from importlib import resources
+
+import jsonschema
+
+from bt_exec.errors import ConfigError, Issue
+
+from .ir import Op, Plan
+
+BUILTIN_PREFIX = "executor.builtin_"
+_ARENA_BUILTIN_PREFIX = "robonix/system/executor/builtin/"
+
+_PLAN_ID = {"type": "string", "pattern": r"\S"}
+_WAIT_MS = {"type": "integer", "minimum": 0}
+BUILTIN_ARGS_SCHEMAS: dict[str, dict] = {
+    "get_all_plans": {"type": "object", "additionalProperties": False},
+    "get_plan_status": {"type": "object", "required": ["plan_id"], "properties": {"plan_id": _PLAN_ID},
+                        "additionalProperties": False},
+    "stop_plan_at": {"type": "object", "required": ["plan_id", "op_id"],
+                     "properties": {"plan_id": _PLAN_ID, "op_id": _PLAN_ID,
+                                    "when": {"enum": ["on_enter", "on_complete"]}},
+                     "additionalProperties": False},
+    "cancel_plan": {"type": "object", "required": ["plan_id"], "properties": {"plan_id": _PLAN_ID, "wait_ms": _WAIT_MS},
+                    "additionalProperties": False},
+    "cancel_all_plans": {"type": "object", "properties": {"wait_ms": _WAIT_MS}, "additionalProperties": False},
+}
+
+
+def builtin_name(cap: str | None, provider: str | None = None) -> str | None:
+    """The builtin a cap names (``executor.builtin_cancel_plan`` or the arena contract id), else None."""
+    if not cap:
+        return None
+    if cap.startswith(BUILTIN_PREFIX):
+        name = cap[len(BUILTIN_PREFIX):]
+    elif cap.startswith(_ARENA_BUILTIN_PREFIX) and provider in (None, "executor"):
+        name = cap[len(_ARENA_BUILTIN_PREFIX):]
+    else:
+        return None
+    return name if name in BUILTIN_ARGS_SCHEMAS else None
+
+
+def is_control_only(plan: Plan) -> bool:
+    """True when every do op is a builtin: such a plan is control, not task work."""
+    has_do = False
+    for op in plan.ops.values():
+        if op.kind == "do":
+            has_do = True
+            if builtin_name(op.cap, op.provider) is None:
+                return False
+    return has_do
+
+
+class CapabilityCatalog:
+    """Known capabilities and the JSON Schema of each one's args."""
+
+    def __init__(self, entries: dict):
+        problems = sorted(_catalog_validator().iter_errors(entries), key=lambda e: list(e.absolute_path))
+        if problems:
+            first = problems[0]
+            where = "/" + "/".join(str(p) for p in first.absolute_path)
+            raise ConfigError(f"capability catalog is invalid at {where}: {first.message}")
+        self.entries = entries
+        self._validators = {}
+        for cap, entry in entries.items():
+            schema = entry.get("args_schema", {"type": "object"})
+            try:
+                jsonschema.Draft202012Validator.check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                raise ConfigError(f"capability catalog: args_schema of {cap!r} is not a valid JSON Schema: {exc.message}") from None
+            self._validators[cap] = jsonschema.Draft202012Validator(schema)
+
+    @classmethod
+    def from_file(cls, path: str | pathlib.Path) -> "CapabilityCatalog":
+        try:
+            entries = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read capability catalog {path}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ConfigError(f"capability catalog {path} is not valid JSON: {exc}") from None
+        return cls(entries)
+
+    def __contains__(self, cap: str) -> bool:
+        return cap in self.entries
+
+    def check_args(self, cap: str, args: dict) -> list[tuple[str, str]]:
+        """(pointer inside args, message) for every way ``args`` breaks the cap's schema."""
+        return _schema_problems(self._validators[cap], args)
+
+
+def check_plan(plan: Plan, catalog: CapabilityCatalog | None) -> list[Issue]:
+    """Issues of the plan's do ops against the builtins and, when given, the catalog."""
+    issues: list[Issue] = []
+    for op in plan.ops.values():
+        if op.kind != "do":
+            continue
+        builtin = builtin_name(op.cap, op.provider)
+        if builtin is not None:
+            problems = check_args_of_builtin(builtin, op.args)
+        elif catalog is None:
+            continue
+        elif op.cap not in catalog:
+            issues.append(Issue("unknown_cap", _field_path(plan, op, "cap"),
+                                f"capability {op.cap!r} is not in the catalog"))
+            continue
+        else:
+            problems = catalog.check_args(op.cap, op.args)
+        for pointer, message in problems:
+            issues.append(Issue("bad_args", _field_path(plan, op, "args", pointer), f"args of {op.cap!r}: {message}"))
+    return issues
+
+
+def check_args_of_builtin(name: str, args: object) -> list[tuple[str, str]]:
+    """(pointer, message) for every way ``args`` break the builtin's args schema."""
+    return _schema_problems(_builtin_validator(name), args)
+
+
+def _field_path(plan: Plan, op: Op, field: str, pointer: str = "") -> str:
+    if plan.shape == "arena":
+        name = "contract_id" if field == "cap" else "args_json"
+        suffix = f" at {pointer}" if pointer else ""
+        return f"{op.path}.call.{name}{suffix}"
+    return f"{op.path}/{field}{pointer}"
+
+
+def _schema_problems(validator: jsonschema.Draft202012Validator, instance: object) -> list[tuple[str, str]]:
+    out = []
+    for error in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path)):
+        pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
+        out.append((pointer, error.message))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _builtin_validator(name: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(BUILTIN_ARGS_SCHEMAS[name])
+
+
+@lru_cache(maxsize=None)
+def _catalog_validator() -> jsonschema.Draft202012Validator:
+    text = resources.files("bt_exec.schemas").joinpath("capability-catalog.schema.json").read_text(encoding="utf-8")
+    return jsonschema.Draft202012Validator(json.loads(text))

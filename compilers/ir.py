@@ -1,0 +1,88 @@
+"""The intermediate representation every dialect loads into, and that compiles to py_trees."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+OP_KINDS = ("sequence", "parallel", "do")
+STOP_WHENS = ("on_enter", "on_complete")
+
+
+@dataclass(slots=True)
+class Op:
+    """One plan node. ``children`` holds child op ids in execution order."""
+
+    op_id: str
+    kind: str
+    description: str
+    children: list[str] = field(default_factory=list)
+    cap: str | None = None
+    args: dict | None = None
+    provider: str | None = None
+    call_id: str | None = None
+    path: str = ""  # where the node sits in the input, for messages
+
+
+@dataclass(slots=True)
+class Plan:
+    """A loaded, structurally valid plan.
+
+    ``ops`` is ordered parent before children, children in order (pre-order).
+    ``numbered_by_loader`` is true when the input carried no usable op ids (RTDL
+    trees): ids are then "1", "2", ... in pre-order and an executor renumbers
+    them from its own counter.
+    """
+
+    dialect: str
+    shape: str
+    root: str
+    ops: dict[str, Op]
+    description: str
+    depth: int
+    numbered_by_loader: bool
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def op_count(self) -> int:
+        return len(self.ops)
+
+    def renumbered(self, first: int) -> "Plan":
+        """This plan with loader-assigned ids moved to start at ``first``."""
+        if not self.numbered_by_loader:
+            raise ValueError("only loader-numbered plans can be renumbered")
+        offset = first - 1
+        if offset == 0:
+            return self
+
+        def moved(op_id: str) -> str:
+            return str(int(op_id) + offset)
+
+        ops = {}
+        for op in self.ops.values():
+            new_id = moved(op.op_id)
+            ops[new_id] = Op(new_id, op.kind, op.description, [moved(c) for c in op.children],
+                             op.cap, op.args, op.provider, op.call_id, op.path)
+        return replace(self, root=moved(self.root), ops=ops)
+
+
+@dataclass(frozen=True, slots=True)
+class ControlRequest:
+    """A root meta op (cancel_plan, cancel_all, stop_plan_at): control, never a plan."""
+
+    op: str
+    dialect: str
+    plan_id: str | None = None
+    target_op_id: str | None = None
+    when: str | None = None
+    wait_ms: int = 5000
+
+    def as_dict(self) -> dict:
+        out = {"op": self.op}
+        if self.plan_id is not None:
+            out["plan_id"] = self.plan_id
+        if self.target_op_id is not None:
+            out["target_op_id"] = self.target_op_id
+        if self.when is not None:
+            out["when"] = self.when
+        if self.op != "stop_plan_at":
+            out["wait_ms"] = self.wait_ms
+        return out

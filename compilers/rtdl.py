@@ -1,0 +1,456 @@
+"""RTDL (Robonix) loading: envelope, bare tree and wire arena shapes, plus root meta ops.
+
+Nodes are checked by hand rather than by jsonschema, for speed on 10k-op plans;
+tests/test_schema_agreement.py proves the schemas in ``schemas/`` and this module
+agree. Every problem is collected, not just the first.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import networkx as nx
+
+from bt_exec.errors import Issue, PlanError
+
+from .ir import STOP_WHENS, ControlRequest, Op, Plan
+from .source import Limits
+
+META_OPS = ("cancel_plan", "cancel_all", "stop_plan_at")
+TREE_OPS = ("sequence", "parallel", "do")
+ARENA_KINDS = {0: "sequence", 1: "parallel", 2: "do"}
+TASK_STATUSES = ("in_progress", "done", "succeeded", "failed")
+
+_COMPOSITE_FIELDS = frozenset(("op", "op_id", "description", "children"))
+_DO_FIELDS = frozenset(("op", "op_id", "description", "cap", "args"))
+_META_FIELDS = {
+    "cancel_plan": frozenset(("op", "op_id", "description", "plan_id", "wait_ms")),
+    "cancel_all": frozenset(("op", "op_id", "description", "wait_ms")),
+    "stop_plan_at": frozenset(("op", "op_id", "description", "plan_id", "target_op_id", "when")),
+}
+_ARENA_NODE_FIELDS = frozenset(("node_kind", "children", "op_id", "description", "call"))
+_CALL_FIELDS = frozenset(("call_id", "provider_id", "contract_id", "args_json"))
+
+CAP_PATTERN = re.compile(r"[^\s.]+(\.[^\s.]+)+")
+_NON_BLANK = re.compile(r"\S")
+
+
+def detect_shape(doc: dict) -> str | None:
+    """Which RTDL shape ``doc`` is: envelope, arena or tree; None if none fits."""
+    if "rtdl" in doc:
+        return "envelope"
+    if "nodes" in doc or "root_index" in doc:
+        return "arena"
+    if "op" in doc:
+        return "tree"
+    return None
+
+
+def load_rtdl(doc: object, limits: Limits) -> Plan | ControlRequest:
+    """Load an RTDL document of any shape; raise PlanError with every issue found."""
+    if not isinstance(doc, dict):
+        raise PlanError([Issue("type", "", f"an RTDL document must be a JSON object, got {_type_name(doc)}")])
+    shape = detect_shape(doc)
+    if shape == "envelope":
+        return _load_envelope(doc, limits)
+    if shape == "arena":
+        return _load_arena(doc, limits)
+    if shape == "tree":
+        return _load_tree_root(doc, "", limits, description=None, meta={})
+    raise PlanError([Issue("unknown_shape", "", "not an RTDL document: expected an envelope (key 'rtdl'), "
+                                               "a tree (key 'op') or a wire arena (keys 'nodes', 'root_index')")])
+
+
+# --- envelope -------------------------------------------------------------
+
+def _load_envelope(doc: dict, limits: Limits) -> Plan | ControlRequest:
+    issues: list[Issue] = []
+    rtdl = doc["rtdl"]
+    content = doc.get("content")
+    if content is not None and not isinstance(content, str):
+        issues.append(Issue("type", "/content", f"content must be a string, got {_type_name(content)}"))
+    task_update = doc.get("task_update")
+    _check_task_update(task_update, issues)
+    description = doc.get("rtdl_description")
+    if description is not None and not isinstance(description, str):
+        issues.append(Issue("type", "/rtdl_description", f"rtdl_description must be a string, got {_type_name(description)}"))
+        description = None
+    if not isinstance(rtdl, dict):
+        hint = " (an RTDL tree object, not JSON text inside a string)" if isinstance(rtdl, str) else ""
+        issues.append(Issue("type", "/rtdl", f"rtdl must be an object{hint}, got {_type_name(rtdl)}"))
+        raise PlanError(issues)
+    is_empty_sequence = rtdl.get("op") == "sequence" and rtdl.get("children") == []
+    if description is not None and not _NON_BLANK.search(description) and not is_empty_sequence \
+            and rtdl.get("op") not in META_OPS:
+        issues.append(Issue("empty_description", "/rtdl_description",
+                            "rtdl_description may be empty only when rtdl is an empty sequence"))
+    meta = {"content": content, "task_update": task_update}
+    try:
+        loaded = _load_tree_root(rtdl, "/rtdl", limits, description=description, meta=meta)
+    except PlanError as exc:
+        raise PlanError(issues + exc.issues) from None
+    if issues:
+        raise PlanError(issues)
+    if isinstance(loaded, Plan):
+        loaded.shape = "envelope"
+    return loaded
+
+
+def _check_task_update(task_update: object, issues: list[Issue]) -> None:
+    if task_update is None:
+        return
+    if not isinstance(task_update, dict):
+        issues.append(Issue("type", "/task_update", f"task_update must be null or an object, got {_type_name(task_update)}"))
+        return
+    for key in ("goal", "success_criterion"):
+        if key in task_update and not isinstance(task_update[key], str):
+            issues.append(Issue("type", f"/task_update/{key}", f"{key} must be a string"))
+    status = task_update.get("status")
+    if "status" in task_update and status not in TASK_STATUSES:
+        issues.append(Issue("bad_value", "/task_update/status",
+                            f"status must be one of {', '.join(TASK_STATUSES)}, got {status!r}"))
+
+
+# --- tree -----------------------------------------------------------------
+
+def _load_tree_root(root: dict, path: str, limits: Limits, description: str | None, meta: dict) -> Plan | ControlRequest:
+    if root.get("op") in META_OPS:
+        return _load_meta(root, path)
+    issues: list[Issue] = []
+    ops: dict[str, Op] = {}
+    depth = _walk_tree(root, path, limits, ops, issues)
+    if issues:
+        raise PlanError(issues)
+    root_op = ops["1"]
+    plan_description = description if description and _NON_BLANK.search(description) else root_op.description
+    return Plan(dialect="rtdl", shape="tree", root="1", ops=ops, description=plan_description,
+                depth=depth, numbered_by_loader=True, meta=meta)
+
+
+def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], issues: list[Issue]) -> int:
+    """Walk the nested tree in pre-order with an explicit stack (no recursion), filling ``ops``."""
+    max_depth_seen = 0
+    count = 0
+    # (node, path, depth, parent Op or None)
+    stack: list[tuple[object, str, int, Op | None]] = [(root, root_path, 1, None)]
+    while stack:
+        node, path, depth, parent = stack.pop()
+        if depth > limits.max_depth:
+            issues.append(Issue("too_deep", path, f"nesting deeper than the limit of {limits.max_depth} levels"))
+            stack = [entry for entry in stack if entry[2] <= limits.max_depth]
+            continue
+        count += 1
+        if count > limits.max_ops:
+            issues.append(Issue("too_many_ops", path, f"more than the limit of {limits.max_ops} ops"))
+            return max_depth_seen
+        max_depth_seen = max(max_depth_seen, depth)
+        op = _check_tree_node(node, path, str(count), issues)
+        if op is not None and parent is not None:
+            parent.children.append(op.op_id)
+        if op is not None:
+            ops[op.op_id] = op
+        children = node.get("children") if isinstance(node, dict) else None
+        if isinstance(children, list):
+            for index in range(len(children) - 1, -1, -1):
+                stack.append((children[index], f"{path}/children/{index}", depth + 1, op))
+    return max_depth_seen
+
+
+def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue]) -> Op | None:
+    if not isinstance(node, dict):
+        issues.append(Issue("type", path, f"a node must be an object, got {_type_name(node)}"))
+        return None
+    before = len(issues)
+    kind = node.get("op")
+    if kind not in TREE_OPS:
+        if kind in META_OPS:
+            issues.append(Issue("nested_meta_op", f"{path}/op",
+                                f"meta op '{kind}' must be the whole rtdl value, never nested inside a tree"))
+        elif "op" not in node:
+            issues.append(Issue("required", path, "node has no 'op' (expected sequence, parallel or do)"))
+        else:
+            issues.append(Issue("bad_op", f"{path}/op", f"unknown op {kind!r} (expected sequence, parallel or do)"))
+        return None
+    allowed = _DO_FIELDS if kind == "do" else _COMPOSITE_FIELDS
+    for key in node.keys() - allowed:
+        issues.append(Issue("unknown_field", f"{path}/{_escape(key)}",
+                            f"field {key!r} is not allowed in a {kind} node (allowed: {', '.join(sorted(allowed))})"))
+    description = _check_description(node, path, issues)
+    if kind == "do":
+        cap = node.get("cap")
+        if "cap" not in node:
+            issues.append(Issue("required", path, "do node has no 'cap'"))
+        elif not isinstance(cap, str) or not CAP_PATTERN.fullmatch(cap):
+            issues.append(Issue("bad_cap", f"{path}/cap",
+                                f"cap must be provider-qualified like 'provider.name' (a dot, no spaces), got {cap!r}"))
+        args = node.get("args", {})
+        if not isinstance(args, dict):
+            issues.append(Issue("type", f"{path}/args", f"args must be an object, got {_type_name(args)}"))
+        if len(issues) > before:
+            return None
+        return Op(op_id, "do", description, cap=cap, args=args, provider=cap.split(".", 1)[0], path=path)
+    children = node.get("children")
+    if "children" not in node:
+        issues.append(Issue("required", path, f"{kind} node has no 'children'"))
+    elif not isinstance(children, list):
+        issues.append(Issue("type", f"{path}/children", f"children must be an array, got {_type_name(children)}"))
+    if len(issues) > before:
+        return None
+    return Op(op_id, kind, description, path=path)
+
+
+def _check_description(node: dict, path: str, issues: list[Issue]) -> str:
+    description = node.get("description")
+    if "description" not in node:
+        issues.append(Issue("required", path, "node has no 'description'"))
+    elif not isinstance(description, str):
+        issues.append(Issue("type", f"{path}/description", f"description must be a string, got {_type_name(description)}"))
+    elif not _NON_BLANK.search(description):
+        issues.append(Issue("empty_description", f"{path}/description", "description must not be empty"))
+    else:
+        return description
+    return ""
+
+
+def _load_meta(node: dict, path: str) -> ControlRequest:
+    issues: list[Issue] = []
+    kind = node["op"]
+    allowed = _META_FIELDS[kind]
+    for key in node.keys() - allowed:
+        issues.append(Issue("unknown_field", f"{path}/{_escape(key)}",
+                            f"field {key!r} is not allowed in a {kind} meta op (allowed: {', '.join(sorted(allowed))})"))
+    plan_id = target = when = None
+    if kind in ("cancel_plan", "stop_plan_at"):
+        plan_id = _required_id(node, "plan_id", path, issues)
+    if kind == "stop_plan_at":
+        target = _required_id(node, "target_op_id", path, issues)
+        when = node.get("when", "on_complete")
+        if when not in STOP_WHENS:
+            issues.append(Issue("bad_value", f"{path}/when", f"when must be on_enter or on_complete, got {when!r}"))
+    wait_ms = node.get("wait_ms", 5000)
+    if kind != "stop_plan_at" and (not isinstance(wait_ms, int) or isinstance(wait_ms, bool) or wait_ms < 0):
+        issues.append(Issue("bad_value", f"{path}/wait_ms", f"wait_ms must be a non-negative integer, got {wait_ms!r}"))
+    if issues:
+        raise PlanError(issues)
+    return ControlRequest(op=kind, dialect="rtdl", plan_id=plan_id, target_op_id=target, when=when,
+                          wait_ms=wait_ms if kind != "stop_plan_at" else 0)
+
+
+def _required_id(node: dict, key: str, path: str, issues: list[Issue]) -> str | None:
+    value = node.get(key)
+    if key not in node:
+        issues.append(Issue("required", path, f"{node['op']} needs '{key}'"))
+    elif not isinstance(value, str) or not value.strip():
+        issues.append(Issue("bad_value", f"{path}/{key}", f"{key} must be a non-empty string, got {value!r}"))
+    else:
+        return value
+    return None
+
+
+# --- wire arena -----------------------------------------------------------
+
+def _load_arena(doc: dict, limits: Limits) -> Plan:
+    issues: list[Issue] = []
+    nodes = doc.get("nodes")
+    root_index = doc.get("root_index")
+    if "nodes" not in doc:
+        issues.append(Issue("required", "nodes", "arena has no 'nodes'"))
+    elif not isinstance(nodes, list):
+        issues.append(Issue("type", "nodes", f"nodes must be an array, got {_type_name(nodes)}"))
+    elif not nodes:
+        issues.append(Issue("bad_value", "nodes", "nodes must not be empty"))
+    elif len(nodes) > limits.max_ops:
+        issues.append(Issue("too_many_ops", "nodes", f"{len(nodes)} nodes, over the limit of {limits.max_ops} ops"))
+    if "root_index" not in doc:
+        issues.append(Issue("required", "root_index", "arena has no 'root_index'"))
+    elif not _is_int(root_index) or root_index < 0:
+        issues.append(Issue("type", "root_index", f"root_index must be a non-negative integer, got {root_index!r}"))
+    for key in ("plan_id", "session_id"):
+        if key in doc and not isinstance(doc[key], str):
+            issues.append(Issue("type", key, f"{key} must be a string, got {_type_name(doc[key])}"))
+    if "round" in doc and not _is_int(doc["round"]):
+        issues.append(Issue("type", "round", f"round must be an integer, got {_type_name(doc['round'])}"))
+    if issues:
+        raise PlanError(issues)
+    if root_index >= len(nodes):
+        issues.append(Issue("index_out_of_range", "root_index",
+                            f"root_index {root_index} is out of range (nodes has {len(nodes)} entries)"))
+
+    ops: list[Op | None] = [_check_arena_node(node, index, len(nodes), issues) for index, node in enumerate(nodes)]
+    seen_ids: dict[str, int] = {}
+    for index, op in enumerate(ops):
+        if op is None:
+            continue
+        first = seen_ids.setdefault(op.op_id, index)
+        if first != index:
+            issues.append(Issue("duplicate_op_id", f"nodes[{index}].op_id",
+                                f"op_id {op.op_id!r} is already used by nodes[{first}]"))
+    if issues:
+        raise PlanError(issues)
+
+    order, depth = _check_arena_graph(nodes, root_index, limits, issues)
+    if issues:
+        raise PlanError(issues)
+    by_index = {}
+    for index in order:
+        op = ops[index]
+        op.children = [ops[child].op_id for child in nodes[index]["children"]]
+        by_index[op.op_id] = op
+    root = ops[root_index]
+    meta = {key: doc[key] for key in ("plan_id", "session_id", "round") if key in doc}
+    return Plan(dialect="rtdl", shape="arena", root=root.op_id, ops=by_index, description=root.description,
+                depth=depth, numbered_by_loader=False, meta=meta)
+
+
+def _check_arena_node(node: object, index: int, count: int, issues: list[Issue]) -> Op | None:
+    path = f"nodes[{index}]"
+    if not isinstance(node, dict):
+        issues.append(Issue("type", path, f"a node must be an object, got {_type_name(node)}"))
+        return None
+    before = len(issues)
+    for key in node.keys() - _ARENA_NODE_FIELDS:
+        issues.append(Issue("unknown_field", f"{path}.{key}",
+                            f"field {key!r} is not allowed in an arena node (allowed: {', '.join(sorted(_ARENA_NODE_FIELDS))})"))
+    kind_code = node.get("node_kind")
+    kind = ARENA_KINDS.get(kind_code) if _is_int(kind_code) else None
+    if "node_kind" not in node:
+        issues.append(Issue("required", path, "node has no 'node_kind' (0 sequence, 1 parallel, 2 do)"))
+    elif kind is None:
+        issues.append(Issue("bad_value", f"{path}.node_kind", f"node_kind must be 0 (sequence), 1 (parallel) or 2 (do), got {kind_code!r}"))
+    children = node.get("children")
+    if "children" not in node:
+        issues.append(Issue("required", path, "node has no 'children'"))
+    elif not isinstance(children, list):
+        issues.append(Issue("type", f"{path}.children", f"children must be an array, got {_type_name(children)}"))
+    else:
+        for position, child in enumerate(children):
+            if not _is_int(child):
+                issues.append(Issue("type", f"{path}.children[{position}]", f"a child must be a node index, got {child!r}"))
+            elif not 0 <= child < count:
+                issues.append(Issue("index_out_of_range", f"{path}.children[{position}]",
+                                    f"index {child} is out of range (nodes has {count} entries)"))
+        if kind == "do" and children:
+            issues.append(Issue("bad_value", f"{path}.children", "a do node (node_kind 2) has no children"))
+    op_id = node.get("op_id")
+    if "op_id" not in node:
+        issues.append(Issue("required", path, "node has no 'op_id'"))
+    elif not isinstance(op_id, str) or not op_id.strip():
+        issues.append(Issue("bad_value", f"{path}.op_id", f"op_id must be a non-empty string, got {op_id!r}"))
+    description = node.get("description")
+    if "description" not in node:
+        issues.append(Issue("required", path, "node has no 'description'"))
+    elif not isinstance(description, str) or not _NON_BLANK.search(description):
+        issues.append(Issue("empty_description", f"{path}.description", f"description must be a non-empty string, got {description!r}"))
+    call = node.get("call")
+    cap = provider = call_id = None
+    args: dict | None = None
+    if kind == "do":
+        if "call" not in node:
+            issues.append(Issue("required", path, "do node (node_kind 2) has no 'call'"))
+        else:
+            cap, provider, call_id, args = _check_call(call, f"{path}.call", issues)
+    elif "call" in node and kind is not None:
+        issues.append(Issue("unknown_field", f"{path}.call", f"only do nodes (node_kind 2) carry a call, not {kind}"))
+    if len(issues) > before:
+        return None
+    return Op(op_id, kind, description, cap=cap, args=args, provider=provider, call_id=call_id, path=path)
+
+
+def _check_call(call: object, path: str, issues: list[Issue]) -> tuple:
+    if not isinstance(call, dict):
+        issues.append(Issue("type", path, f"call must be an object, got {_type_name(call)}"))
+        return None, None, None, None
+    for key in call.keys() - _CALL_FIELDS:
+        issues.append(Issue("unknown_field", f"{path}.{key}",
+                            f"field {key!r} is not allowed in a call (allowed: {', '.join(sorted(_CALL_FIELDS))})"))
+    for key in ("call_id", "provider_id"):
+        if key in call and not isinstance(call[key], str):
+            issues.append(Issue("type", f"{path}.{key}", f"{key} must be a string, got {_type_name(call[key])}"))
+    contract = call.get("contract_id")
+    if "contract_id" not in call:
+        issues.append(Issue("required", path, "call has no 'contract_id'"))
+    elif not isinstance(contract, str) or not _NON_BLANK.search(contract) or contract != contract.strip() \
+            or " " in contract:
+        issues.append(Issue("bad_cap", f"{path}.contract_id", f"contract_id must be a non-empty name without spaces, got {contract!r}"))
+    args_json = call.get("args_json", "{}")
+    args = None
+    if not isinstance(args_json, str):
+        issues.append(Issue("type", f"{path}.args_json", f"args_json must be JSON text (a string), got {_type_name(args_json)}"))
+    else:
+        try:
+            args = json.loads(args_json or "{}", parse_constant=_no_constant)
+        except (ValueError, RecursionError) as exc:
+            issues.append(Issue("json_syntax", f"{path}.args_json", f"args_json is not valid JSON: {exc}"))
+        else:
+            if not isinstance(args, dict):
+                issues.append(Issue("type", f"{path}.args_json", f"args_json must hold an object, got {_type_name(args)}"))
+                args = None
+    return contract, call.get("provider_id"), call.get("call_id"), args
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _check_arena_graph(nodes: list, root_index: int, limits: Limits, issues: list[Issue]) -> tuple[list[int], int]:
+    """Check the arena is one tree rooted at root_index; return its pre-order and depth.
+
+    Linear time: one pass over the edges for nodes listed twice, strongly
+    connected components for cycles, one traversal for reachability and depth.
+    """
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(nodes)))
+    first_listed: dict[int, str] = {root_index: "root_index"}
+    for index, node in enumerate(nodes):
+        for position, child in enumerate(node["children"]):
+            where = f"nodes[{index}].children[{position}]"
+            if child == index:
+                issues.append(Issue("cycle", where, f"node {index} lists itself as a child"))
+            elif child in first_listed:
+                issues.append(Issue("reached_twice", where,
+                                    f"node {child} is reached more than once (also from {first_listed[child]})"))
+            else:
+                first_listed[child] = where
+            graph.add_edge(index, child)
+    for component in nx.strongly_connected_components(graph):
+        if len(component) > 1:
+            members = sorted(component)
+            shown = ", ".join(str(m) for m in members[:8]) + (" ..." if len(members) > 8 else "")
+            issues.append(Issue("cycle", f"nodes[{members[0]}]", f"nodes {shown} form a cycle"))
+    if issues:
+        return [], 0
+    reached = nx.descendants(graph, root_index) | {root_index}
+    for index in range(len(nodes)):
+        if index not in reached:
+            issues.append(Issue("unreachable", f"nodes[{index}]", f"node {index} is not reachable from root_index {root_index}"))
+    if issues:
+        return [], 0
+    # A proven tree now: an explicit-stack pre-order walk terminates and visits each node once.
+    order: list[int] = []
+    depth = 0
+    stack = [(root_index, 1)]
+    while stack:
+        index, level = stack.pop()
+        order.append(index)
+        if level > depth:
+            depth = level
+            if depth > limits.max_depth:
+                issues.append(Issue("too_deep", f"nodes[{index}]",
+                                    f"node {index} is {depth} levels deep, over the limit of {limits.max_depth}"))
+                return [], depth
+        for child in reversed(nodes[index]["children"]):
+            stack.append((child, level + 1))
+    return order, depth
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _type_name(value: object) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)

@@ -1,0 +1,55 @@
+"""bt_exec: one package on two rails, `pip install -e .` and `colcon build`.
+
+`compilers/`, `behaviours/` and `schemas/` live at the top of the repository
+(the design card) but install inside `bt_exec`, so no one's site-packages
+gains a top-level package called `compilers`.
+"""
+from pathlib import Path
+
+from setuptools import setup
+
+PACKAGE = "bt_exec"
+HERE = Path(__file__).parent
+
+
+def read_version() -> str:
+    # package.xml is the one place the version is kept; ROS tools read it too.
+    import xml.etree.ElementTree as ET
+
+    return ET.parse(HERE / "package.xml").getroot().findtext("version").strip()
+
+
+def share(folder: str, pattern: str) -> tuple[str, list[str]]:
+    files = sorted(str(p.relative_to(HERE)) for p in (HERE / folder).glob(pattern))
+    return (f"share/{PACKAGE}/{folder}", files)
+
+
+setup(
+    name=PACKAGE,
+    version=read_version(),
+    description="Behaviour-tree runtime that validates, compiles and runs LLM plan graphs safely",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=[
+        PACKAGE,
+        f"{PACKAGE}.compilers",
+        f"{PACKAGE}.behaviours",
+        f"{PACKAGE}.schemas",
+    ],
+    package_dir={
+        PACKAGE: PACKAGE,
+        f"{PACKAGE}.compilers": "compilers",
+        f"{PACKAGE}.behaviours": "behaviours",
+        f"{PACKAGE}.schemas": "schemas",
+    },
+    package_data={f"{PACKAGE}.schemas": ["*.json"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/bt_exec"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        share("schemas", "*.json"),
+    ],
+    install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18"],
+    extras_require={"test": ["pytest>=7", "hypothesis>=6"]},
+    zip_safe=True,
+    entry_points={"console_scripts": ["bt-exec = bt_exec.cli:main"]},
+)
