@@ -11,6 +11,7 @@ import time
 from typing import Callable
 
 from .backends import Backend
+from .behaviours import CapabilityAction
 from .builtins import BuiltinBackend
 from .compilers import CapabilityCatalog, ControlRequest, Limits, Plan, compile_plan, load
 from .compilers.catalog import builtin_name, check_plan, is_control_only
@@ -129,7 +130,7 @@ class Executor:
         for guard in compiled.guards.values():
             guard.setup(plan=run)
             body = guard.decorated
-            if body.children:
+            if not isinstance(body, CapabilityAction):
                 continue
             backend = self._builtins if builtin_name(body.cap, body.provider) else self.backend
             body.setup(plan=run, backend=backend)
@@ -180,7 +181,8 @@ class Executor:
             record = self._finished.get(plan_id)
             active = plan_id in self._active
         if record is not None:
-            return copy.deepcopy(record)
+            # Two levels deep is what callers edit; a deepcopy of 10k op results costs more than the run.
+            return {**record, "ops": [dict(op) for op in record["ops"]]}
         if active:
             raise ControlError(f"get_plan_result: plan {plan_id!r} is still running; use get_plan_status")
         raise ControlError(f"get_plan_result: no record of plan {plan_id!r} (never submitted, or too old to be kept)")

@@ -28,7 +28,7 @@ def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | 
     if dialect not in DIALECTS:
         raise PlanError([Issue("unknown_dialect", "", f"unknown dialect {dialect!r} (expected one of {', '.join(DIALECTS)})")])
     doc = parse_document(source, limits)
-    if dialect == "auto" and not (isinstance(doc, dict) and detect_shape(doc)):
+    if dialect == "auto" and isinstance(doc, dict) and not detect_shape(doc):
         raise PlanError([Issue("unknown_shape", "", "not a plan of any known dialect: expected an RTDL envelope "
                                                    "(key 'rtdl'), tree (key 'op') or wire arena (keys 'nodes', 'root_index')")])
     return load_rtdl(doc, limits)

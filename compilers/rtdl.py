@@ -130,29 +130,33 @@ def _load_tree_root(root: dict, path: str, limits: Limits, description: str | No
 def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], issues: list[Issue]) -> int:
     """Walk the nested tree in pre-order with an explicit stack (no recursion), filling ``ops``."""
     max_depth_seen = 0
+    too_deep_reported = False
     count = 0
     # (node, path, depth, parent Op or None)
     stack: list[tuple[object, str, int, Op | None]] = [(root, root_path, 1, None)]
     while stack:
         node, path, depth, parent = stack.pop()
-        if depth > limits.max_depth:
-            issues.append(Issue("too_deep", path, f"nesting deeper than the limit of {limits.max_depth} levels"))
-            stack = [entry for entry in stack if entry[2] <= limits.max_depth]
-            continue
         count += 1
         if count > limits.max_ops:
             issues.append(Issue("too_many_ops", path, f"more than the limit of {limits.max_ops} ops"))
             return max_depth_seen
         max_depth_seen = max(max_depth_seen, depth)
         op = _check_tree_node(node, path, str(count), issues)
-        if op is not None and parent is not None:
-            parent.children.append(op.op_id)
         if op is not None:
             ops[op.op_id] = op
+            if parent is not None:
+                parent.children.append(op.op_id)
         children = node.get("children") if isinstance(node, dict) else None
-        if isinstance(children, list):
-            for index in range(len(children) - 1, -1, -1):
-                stack.append((children[index], f"{path}/children/{index}", depth + 1, op))
+        if not isinstance(children, list) or not children:
+            continue
+        if depth == limits.max_depth:
+            if not too_deep_reported:
+                too_deep_reported = True
+                issues.append(Issue("too_deep", f"{path}/children/0",
+                                    f"nesting deeper than the limit of {limits.max_depth} levels"))
+            continue
+        for index in range(len(children) - 1, -1, -1):
+            stack.append((children[index], f"{path}/children/{index}", depth + 1, op))
     return max_depth_seen
 
 
@@ -205,7 +209,7 @@ def _check_description(node: dict, path: str, issues: list[Issue]) -> str:
         issues.append(Issue("required", path, "node has no 'description'"))
     elif not isinstance(description, str):
         issues.append(Issue("type", f"{path}/description", f"description must be a string, got {_type_name(description)}"))
-    elif not _NON_BLANK.search(description):
+    elif not description or description.isspace():
         issues.append(Issue("empty_description", f"{path}/description", "description must not be empty"))
     else:
         return description

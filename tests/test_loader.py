@@ -1,0 +1,279 @@
+"""Loading RTDL: shapes, meta ops, op ids, located issues, limits, catalogs."""
+import json
+import pathlib
+
+import pytest
+from conftest import do, envelope, par, seq
+
+import bt_exec
+from bt_exec.compilers import ControlRequest, Plan
+
+
+def issues_of(source, **kwargs):
+    with pytest.raises(bt_exec.PlanError) as caught:
+        bt_exec.load(source, **kwargs)
+    return [(i.code, i.path) for i in caught.value.issues]
+
+
+def arena(nodes, root_index=0, **extra):
+    return {"plan_id": "p", "session_id": "s", "round": 1, "root_index": root_index, "nodes": nodes, **extra}
+
+
+def arena_do(op_id, description="act", children=(), args_json="{}", contract="robonix/prim/act"):
+    return {"node_kind": 2, "children": list(children), "op_id": op_id, "description": description,
+            "call": {"call_id": f"c{op_id}", "provider_id": "prim", "contract_id": contract, "args_json": args_json}}
+
+
+def arena_seq(op_id, children, kind=0):
+    return {"node_kind": kind, "children": list(children), "op_id": op_id, "description": f"group {op_id}"}
+
+
+class TestShapes:
+    def test_envelope_tree_and_json_text_load_the_same_plan(self):
+        tree = seq(do("a"), par(do("b"), do("c")), description="root")
+        from_env = bt_exec.load(envelope(tree, "snapshot + battery"))
+        from_tree = bt_exec.load(json.dumps(tree))
+        from_bytes = bt_exec.load(json.dumps(envelope(tree)).encode())
+        assert from_env.shape == "envelope" and from_tree.shape == "tree" and from_bytes.shape == "envelope"
+        assert from_env.description == "snapshot + battery"
+        assert from_tree.description == "root"
+        assert [op.kind for op in from_env.ops.values()] == ["sequence", "do", "parallel", "do", "do"]
+        assert [op.kind for op in from_tree.ops.values()] == ["sequence", "do", "parallel", "do", "do"]
+
+    def test_tree_op_ids_are_assigned_in_pre_order_from_1(self):
+        plan = bt_exec.load(seq(do("a"), par(do("b"), do("c")), do("d")))
+        assert list(plan.ops) == ["1", "2", "3", "4", "5", "6"]
+        assert [plan.ops[i].description for i in plan.ops] == ["in order", "a", "together", "b", "c", "d"]
+        assert plan.ops["1"].children == ["2", "3", "6"]
+        assert plan.ops["3"].children == ["4", "5"]
+
+    def test_whatever_op_id_the_llm_wrote_is_ignored(self):
+        tree = seq(do("a"))
+        tree["op_id"] = 99
+        tree["children"][0]["op_id"] = "x"
+        assert list(bt_exec.load(tree).ops) == ["1", "2"]
+
+    def test_arena_keeps_its_op_ids_and_child_order(self):
+        plan = bt_exec.load(arena([arena_seq("4", [2, 1]), arena_do("5"), arena_do("6", args_json='{"command": "ls"}')]))
+        assert plan.shape == "arena" and plan.root == "4"
+        assert list(plan.ops) == ["4", "6", "5"]
+        assert plan.ops["4"].children == ["6", "5"]
+        assert plan.ops["6"].args == {"command": "ls"} and plan.ops["6"].cap == "robonix/prim/act"
+        assert plan.meta == {"plan_id": "p", "session_id": "s", "round": 1}
+
+    def test_empty_sequence_is_a_valid_no_op_plan_and_takes_root_description(self):
+        plan = bt_exec.load(envelope(seq(description="nothing to do"), ""))
+        assert plan.op_count == 1 and plan.description == "nothing to do"
+
+    @pytest.mark.parametrize("meta, expected", [
+        ({"op": "cancel_plan", "plan_id": "3", "wait_ms": 100}, ("cancel_plan", "3", None, None, 100)),
+        ({"op": "cancel_all"}, ("cancel_all", None, None, None, 5000)),
+        ({"op": "stop_plan_at", "plan_id": "2", "target_op_id": "7", "when": "on_enter"},
+         ("stop_plan_at", "2", "7", "on_enter", 0)),
+        ({"op": "stop_plan_at", "plan_id": "2", "target_op_id": "7"}, ("stop_plan_at", "2", "7", "on_complete", 0)),
+    ])
+    def test_root_meta_op_is_a_control_request_in_both_shapes(self, meta, expected):
+        for source in (meta, envelope(meta, "")):
+            request = bt_exec.load(source)
+            assert isinstance(request, ControlRequest)
+            assert (request.op, request.plan_id, request.target_op_id, request.when, request.wait_ms) == expected
+
+    def test_a_str_is_json_text_never_a_file_name(self, tmp_path):
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps(seq(do())))
+        assert issues_of(str(path))[0][0] == "json_syntax"
+        assert isinstance(bt_exec.load(pathlib.Path(path)), Plan)
+
+    def test_unreadable_path_and_unknown_dialect_are_plan_errors(self, tmp_path):
+        assert issues_of(tmp_path / "missing.json") == [("unreadable", "")]
+        assert issues_of(seq(do()), dialect="yaml") == [("unknown_dialect", "")]
+
+    def test_dialect_rtdl_forces_the_dialect_and_reports_shape_problems(self):
+        assert issues_of({"plan": []}) == [("unknown_shape", "")]
+        assert issues_of({"plan": []}, dialect="rtdl") == [("unknown_shape", "")]
+        assert bt_exec.load(seq(do()), dialect="rtdl").dialect == "rtdl"
+
+
+class TestTreeIssues:
+    def test_every_problem_is_reported_with_its_json_pointer(self):
+        tree = seq(
+            do("ok"),
+            {"op": "do", "description": "", "cap": "nodot", "args": []},
+            {"op": "loop", "description": "x", "children": []},
+            par({"op": "do", "description": "d", "cap": "a.b", "out": "x"}),
+            {"op": "cancel_all"},
+            "not a node",
+        )
+        found = issues_of(envelope(tree))
+        assert sorted(found) == sorted([
+            ("empty_description", "/rtdl/children/1/description"),
+            ("bad_cap", "/rtdl/children/1/cap"),
+            ("type", "/rtdl/children/1/args"),
+            ("bad_op", "/rtdl/children/2/op"),
+            ("unknown_field", "/rtdl/children/3/children/0/out"),
+            ("nested_meta_op", "/rtdl/children/4/op"),
+            ("type", "/rtdl/children/5"),
+        ])
+
+    @pytest.mark.parametrize("cap", ["camera", "a. b", "a b.c", ".a", "a.", "a..b", 7, None])
+    def test_cap_must_be_provider_qualified(self, cap):
+        assert issues_of(seq(do(cap=cap))) == [("bad_cap", "/children/0/cap")]
+
+    @pytest.mark.parametrize("cap", ["tiago_camera.camera_snapshot", "nav2.navigation_navigate", "a.b.c"])
+    def test_provider_qualified_caps_load(self, cap):
+        assert bt_exec.load(seq(do(cap=cap))).ops["2"].provider == cap.split(".")[0]
+
+    def test_rtdl_given_as_a_string_is_rejected(self):
+        found = issues_of({"rtdl": json.dumps(seq(do())), "rtdl_description": "x"})
+        assert found == [("type", "/rtdl")]
+
+    def test_envelope_description_may_be_empty_only_for_an_empty_sequence(self):
+        assert issues_of(envelope(seq(do()), "  ")) == [("empty_description", "/rtdl_description")]
+
+    def test_unknown_top_level_envelope_keys_are_ignored(self):
+        doc = envelope(seq(do()))
+        doc["model"] = "gpt"
+        assert bt_exec.load(doc).op_count == 2
+
+    def test_task_update_is_checked_and_kept(self):
+        doc = envelope(seq(do()))
+        doc["task_update"] = {"goal": "g", "success_criterion": "s", "status": "in_progress"}
+        assert bt_exec.load(doc).meta["task_update"]["status"] == "in_progress"
+        doc["task_update"]["status"] = "maybe"
+        assert issues_of(doc) == [("bad_value", "/task_update/status")]
+
+    def test_unknown_field_names_are_escaped_in_pointers(self):
+        node = do()
+        node["a/b~c"] = 1
+        assert issues_of(seq(node)) == [("unknown_field", "/children/0/a~1b~0c")]
+
+    @pytest.mark.parametrize("meta, code", [
+        ({"op": "cancel_plan"}, "required"),
+        ({"op": "cancel_plan", "plan_id": ""}, "bad_value"),
+        ({"op": "cancel_plan", "plan_id": 3}, "bad_value"),
+        ({"op": "cancel_all", "wait_ms": -1}, "bad_value"),
+        ({"op": "cancel_all", "wait_ms": True}, "bad_value"),
+        ({"op": "stop_plan_at", "plan_id": "1", "target_op_id": "2", "when": "halt"}, "bad_value"),
+        ({"op": "cancel_all", "children": []}, "unknown_field"),
+    ])
+    def test_bad_meta_ops_are_refused(self, meta, code):
+        assert issues_of(meta)[0][0] == code
+
+    @pytest.mark.parametrize("text, code", [
+        ("{", "json_syntax"), ('{"op": NaN}', "json_syntax"), ("[1, 2]", "type"), ("42", "type"),
+        ('"a string"', "type"), ("", "json_syntax"),
+    ])
+    def test_malformed_documents(self, text, code):
+        assert issues_of(text)[0][0] == code
+
+    def test_non_utf8_bytes(self):
+        assert issues_of(b"\xff\xfe{}")[0][0] == "encoding"
+
+
+class TestArenaIssues:
+    def test_index_out_of_range_names_the_child_slot(self):
+        assert issues_of(arena([arena_seq("1", [1, 5]), arena_do("2")])) == [("index_out_of_range", "nodes[0].children[1]")]
+
+    def test_root_index_out_of_range(self):
+        assert issues_of(arena([arena_do("1")], root_index=3)) == [("index_out_of_range", "root_index")]
+
+    def test_node_reached_twice(self):
+        found = issues_of(arena([arena_seq("1", [1, 2]), arena_seq("2", [2]), arena_do("3")]))
+        assert found == [("reached_twice", "nodes[1].children[0]")]
+
+    def test_cycle_and_self_loop(self):
+        assert ("cycle", "nodes[1]") in issues_of(arena([arena_seq("1", [1]), arena_seq("2", [2]), arena_seq("3", [1])]))
+        assert issues_of(arena([arena_seq("1", [0])])) == [("cycle", "nodes[0].children[0]")]
+
+    def test_unreachable_node(self):
+        assert issues_of(arena([arena_seq("1", [1]), arena_do("2"), arena_do("3")])) == [("unreachable", "nodes[2]")]
+
+    def test_duplicate_op_ids(self):
+        assert issues_of(arena([arena_seq("1", [1]), arena_do("1")])) == [("duplicate_op_id", "nodes[1].op_id")]
+
+    def test_node_problems_are_all_reported(self):
+        nodes = [arena_seq("1", [1, 2, 3]), {"node_kind": 5, "children": [], "op_id": "2", "description": "x"},
+                 arena_do("3", args_json="[1]"), {**arena_do("4"), "children": [0]}]
+        assert sorted(issues_of(arena(nodes))) == sorted([
+            ("bad_value", "nodes[1].node_kind"), ("type", "nodes[2].call.args_json"), ("bad_value", "nodes[3].children"),
+        ])
+
+    def test_call_only_on_do_nodes(self):
+        node = {**arena_seq("1", []), "call": arena_do("x")["call"]}
+        assert issues_of(arena([node])) == [("unknown_field", "nodes[0].call")]
+
+
+class TestLimits:
+    def test_size_limit(self):
+        limits = bt_exec.Limits(max_input_bytes=100)
+        text = json.dumps(seq(do("x" * 200)))
+        assert issues_of(text, limits=limits) == [("too_large", "")]
+        assert issues_of(text.encode(), limits=limits) == [("too_large", "")]
+
+    def test_op_limit(self):
+        limits = bt_exec.Limits(max_ops=3)
+        assert bt_exec.load(seq(do(), do()), limits=limits).op_count == 3
+        assert issues_of(seq(do(), do(), do()), limits=limits)[0][0] == "too_many_ops"
+        nodes = [arena_seq("1", [1, 2, 3])] + [arena_do(str(i)) for i in range(2, 5)]
+        assert issues_of(arena(nodes), limits=limits) == [("too_many_ops", "nodes")]
+
+    def test_depth_limit_in_both_shapes(self):
+        limits = bt_exec.Limits(max_depth=3)
+        assert bt_exec.load(seq(seq(do())), limits=limits).depth == 3
+        assert issues_of(seq(seq(seq(do()))), limits=limits) == [("too_deep", "/children/0/children/0/children/0")]
+        nodes = [arena_seq("1", [1]), arena_seq("2", [2]), arena_seq("3", [3]), arena_do("4")]
+        assert issues_of(arena(nodes), limits=limits) == [("too_deep", "nodes[3]")]
+
+    def test_absurd_nesting_is_a_depth_error_not_a_crash(self):
+        assert issues_of("[" * 100_000 + "]" * 100_000) == [("too_deep", "")]
+        node = seq()
+        deep = node
+        for _ in range(5000):
+            deep["children"].append(seq())
+            deep = deep["children"][0]
+        assert issues_of(node)[0][0] == "too_deep"
+
+    def test_limits_reject_nonsense(self):
+        with pytest.raises(ValueError):
+            bt_exec.Limits(max_ops=0)
+
+
+class TestCatalog:
+    CATALOG = {
+        "tiago_camera.camera_snapshot": {"args_schema": {"type": "object", "additionalProperties": False}, "async": False},
+        "nav2.navigation_navigate": {"args_schema": {"type": "object", "required": ["x", "y"],
+                                                     "properties": {"x": {"type": "number"}, "y": {"type": "number"}}},
+                                     "async": True},
+    }
+
+    def test_unknown_caps_and_bad_args_are_invalid_only_with_a_catalog(self):
+        tree = seq(do(cap="tiago_camera.camera_snapshot"), do(cap="arm.wave"), do(cap="nav2.navigation_navigate", args={"x": "1"}))
+        assert bt_exec.validate(tree).verdict == "ok"
+        report = bt_exec.validate(tree, catalog=self.CATALOG)
+        assert report.verdict == "invalid"
+        assert sorted((i.code, i.path) for i in report.issues) == [
+            ("bad_args", "/children/2/args"), ("bad_args", "/children/2/args/x"), ("unknown_cap", "/children/1/cap")]
+
+    def test_catalog_paths_in_an_arena_name_the_node(self):
+        nodes = [arena_seq("1", [1]), arena_do("2", contract="nav2.navigation_navigate", args_json='{"x": 1}')]
+        report = bt_exec.validate(arena(nodes), catalog=self.CATALOG)
+        assert [(i.code, i.path) for i in report.issues] == [("bad_args", "nodes[1].call.args_json")]
+
+    def test_builtin_args_are_always_checked(self):
+        report = bt_exec.validate(seq(do(cap="executor.builtin_stop_plan_at", args={"plan_id": "1", "when": "later"})))
+        assert report.verdict == "invalid"
+        assert {i.path for i in report.issues} == {"/children/0/args", "/children/0/args/when"}
+
+    def test_a_broken_catalog_is_a_config_error(self):
+        with pytest.raises(bt_exec.ConfigError):
+            bt_exec.CapabilityCatalog({"a.b": {"args_schema": {"type": 7}}})
+        with pytest.raises(bt_exec.ConfigError):
+            bt_exec.CapabilityCatalog({"a.b": {"unexpected": 1}})
+
+
+class TestValidate:
+    def test_validate_never_raises_and_reports_verdicts(self):
+        assert bt_exec.validate("{oops").as_dict()["verdict"] == "invalid"
+        assert bt_exec.validate({"op": "cancel_all"}).verdict == "control"
+        report = bt_exec.validate(bt_exec.load(seq(do(), par(do()))))
+        assert report.ok and report.stats["ops"] == 4 and report.stats["parallel"] == 1 and report.stats["depth"] == 3
