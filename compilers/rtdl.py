@@ -33,6 +33,7 @@ _CALL_FIELDS = frozenset(("call_id", "provider_id", "contract_id", "args_json"))
 
 CAP_PATTERN = re.compile(r"[^\s.]+(\.[^\s.]+)+")
 _NON_BLANK = re.compile(r"\S")
+_NO_WHITESPACE = re.compile(r"\S+")
 
 
 def detect_shape(doc: dict) -> str | None:
@@ -373,8 +374,7 @@ def _check_call(call: object, path: str, issues: list[Issue]) -> tuple:
     contract = call.get("contract_id")
     if "contract_id" not in call:
         issues.append(Issue("required", path, "call has no 'contract_id'"))
-    elif not isinstance(contract, str) or not _NON_BLANK.search(contract) or contract != contract.strip() \
-            or " " in contract:
+    elif not isinstance(contract, str) or not _NO_WHITESPACE.fullmatch(contract):
         issues.append(Issue("bad_cap", f"{path}.contract_id", f"contract_id must be a non-empty name without spaces, got {contract!r}"))
     args_json = call.get("args_json", "{}")
     args = None
