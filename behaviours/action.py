@@ -52,9 +52,6 @@ class CapabilityAction(py_trees.behaviour.Behaviour):
     def initialise(self) -> None:
         self.result = self.final_state = self._run_id = self._polled = None
         self._reported_state = "RUNNING"
-        if self.backend is None:
-            self._finish(CallStatus("FAILED", error="action was not set up with a backend"))
-            return
         call = CapabilityCall(self.hooks.plan_id, self.op_id, self.cap, self.args, self.provider, self.call_id)
         try:
             started = self.backend.start(call)

@@ -6,7 +6,6 @@ agree. Every problem is collected, not just the first.
 """
 from __future__ import annotations
 
-import json
 import re
 
 import networkx as nx
@@ -14,7 +13,7 @@ import networkx as nx
 from bt_exec.errors import Issue, PlanError
 
 from .ir import STOP_WHENS, ControlRequest, Op, Plan
-from .source import Limits
+from .source import STRICT_JSON as _DECODER, Limits
 
 META_OPS = ("cancel_plan", "cancel_all", "stop_plan_at")
 TREE_OPS = ("sequence", "parallel", "do")
@@ -382,7 +381,7 @@ def _check_call(call: object, path: str, issues: list[Issue]) -> tuple:
         issues.append(Issue("type", f"{path}.args_json", f"args_json must be JSON text (a string), got {_type_name(args_json)}"))
     else:
         try:
-            args = json.loads(args_json or "{}", parse_constant=_no_constant)
+            args = _DECODER.decode(args_json or "{}")
         except (ValueError, RecursionError) as exc:
             issues.append(Issue("json_syntax", f"{path}.args_json", f"args_json is not valid JSON: {exc}"))
         else:
@@ -392,15 +391,12 @@ def _check_call(call: object, path: str, issues: list[Issue]) -> tuple:
     return contract, call.get("provider_id"), call.get("call_id"), args
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _check_arena_graph(nodes: list, root_index: int, limits: Limits, issues: list[Issue]) -> tuple[list[int], int]:
     """Check the arena is one tree rooted at root_index; return its pre-order and depth.
 
-    Linear time: one pass over the edges for nodes listed twice, strongly
-    connected components for cycles, one traversal for reachability and depth.
+    Linear time: one pass over the edges for nodes listed twice, one traversal
+    of the DiGraph for reachability, strongly connected components (of the
+    unreached part only) to name cycles, one walk for order and depth.
     """
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(nodes)))
@@ -416,18 +412,18 @@ def _check_arena_graph(nodes: list, root_index: int, limits: Limits, issues: lis
             else:
                 first_listed[child] = where
             graph.add_edge(index, child)
-    for component in nx.strongly_connected_components(graph):
-        if len(component) > 1:
-            members = sorted(component)
-            shown = ", ".join(str(m) for m in members[:8]) + (" ..." if len(members) > 8 else "")
-            issues.append(Issue("cycle", f"nodes[{members[0]}]", f"nodes {shown} form a cycle"))
-    if issues:
+    if issues:  # already no tree: name the cycles too, the cost no longer matters
+        issues.extend(_cycle_issues(graph, set()))
         return [], 0
+    # With no node listed twice and the root listed nowhere, a node on a cycle
+    # cannot be reached from the root: components are only needed to name cycles.
     reached = nx.descendants(graph, root_index) | {root_index}
-    for index in range(len(nodes)):
-        if index not in reached:
+    if len(reached) < len(nodes):
+        unreached = graph.subgraph(index for index in range(len(nodes)) if index not in reached)
+        on_cycles: set[int] = set()
+        issues.extend(_cycle_issues(unreached, on_cycles))
+        for index in sorted(set(unreached) - on_cycles):
             issues.append(Issue("unreachable", f"nodes[{index}]", f"node {index} is not reachable from root_index {root_index}"))
-    if issues:
         return [], 0
     # A proven tree now: an explicit-stack pre-order walk terminates and visits each node once.
     order: list[int] = []
@@ -445,6 +441,21 @@ def _check_arena_graph(nodes: list, root_index: int, limits: Limits, issues: lis
         for child in reversed(nodes[index]["children"]):
             stack.append((child, level + 1))
     return order, depth
+
+
+def _cycle_issues(graph: nx.DiGraph, on_cycles: set[int]) -> list[Issue]:
+    """One issue per cycle of two or more nodes (strongly connected components, linear time).
+
+    Adds the nodes found on cycles to ``on_cycles``.
+    """
+    issues = []
+    for component in nx.strongly_connected_components(graph):
+        if len(component) > 1:
+            on_cycles.update(component)
+            members = sorted(component)
+            shown = ", ".join(str(m) for m in members[:8]) + (" ..." if len(members) > 8 else "")
+            issues.append(Issue("cycle", f"nodes[{members[0]}]", f"nodes {shown} form a cycle"))
+    return issues
 
 
 def _is_int(value: object) -> bool:

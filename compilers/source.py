@@ -30,6 +30,10 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
+# One decoder for every parse: json.loads with keyword arguments builds a new one each call.
+STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_document(source, limits: Limits) -> object:
     """Return the JSON document held by ``source``; raise PlanError if it cannot be read.
 
@@ -65,7 +69,7 @@ def parse_document(source, limits: Limits) -> object:
 
 def _parse_json(text: str) -> object:
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return STRICT_JSON.decode(text)
     except json.JSONDecodeError as exc:
         raise PlanError([Issue("json_syntax", "", f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")]) from None
     except ValueError as exc:
