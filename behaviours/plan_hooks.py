@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 class PlanHooks(Protocol):
     plan_id: str
+    cancel_requested: bool  # once true, no op may start: the teardown follows this tick
 
     def stop_point_armed(self, op_id: str, when: str) -> bool:
         """Whether a stop point is armed on ``op_id`` for ``when`` (on_enter | on_complete)."""

@@ -16,7 +16,8 @@ class StopGuard(py_trees.decorators.Decorator):
     ``on_complete``. A fired stop point asks the runtime to cancel the plan.
 
     Statuses:
-        RUNNING: the op runs, or a stop point fired and the plan's teardown is due.
+        RUNNING: the op runs, or a stop point fired (or the plan is being cancelled and the
+            op was held back unstarted) and the plan's teardown is due.
         SUCCESS / FAILURE: the op finished so and no stop point fired.
         INVALID (from RUNNING): the plan was torn down; the op is reported canceled.
     """
@@ -27,6 +28,7 @@ class StopGuard(py_trees.decorators.Decorator):
         self.hooks: PlanHooks | None = None
         self.fired: str | None = None
         self._finished_as: str | None = None
+        self._held_back = False
         self._held_result: dict | None = None
 
     def setup(self, **kwargs) -> None:
@@ -37,11 +39,16 @@ class StopGuard(py_trees.decorators.Decorator):
         # Decorator.tick would always tick the child; an on_enter stop must not.
         if self.status != Status.RUNNING:
             self.fired = self._held_result = None
+            self._held_back = self.hooks.cancel_requested
+            if self._held_back:  # e.g. a sibling branch's stop point fired earlier in this tick
+                self.status = Status.RUNNING
+                yield self
+                return
             if self.hooks.stop_point_armed(self.op_id, "on_enter"):
                 yield from self._fire("on_enter")
                 return
             self.hooks.op_state(self.op_id, "running")
-        elif self.fired is not None:
+        elif self.fired is not None or self._held_back:
             yield self
             return
         child = self.decorated
@@ -71,7 +78,7 @@ class StopGuard(py_trees.decorators.Decorator):
         self.status = new_status
 
     def terminate(self, new_status: Status) -> None:
-        if new_status == Status.INVALID and self.status == Status.RUNNING:
+        if new_status == Status.INVALID and self.status == Status.RUNNING and not self._held_back:
             if self.fired == "on_enter":
                 detail = "stop point on_enter fired: the op never started"
             elif self.fired == "on_complete":

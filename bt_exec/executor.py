@@ -46,6 +46,7 @@ class Executor:
         self._lock = threading.Lock()  # guards the tables and counters below; never held while ticking
         self._active: dict[str, PlanRun] = {}
         self._finished: collections.OrderedDict[str, dict] = collections.OrderedDict()
+        self._finishing: dict[str, PlanRun] = {}  # left the table, plan_complete not yet delivered
         self._keep_finished = keep_finished
         self._answers: collections.OrderedDict[str, dict] = collections.OrderedDict()
         self._answering: dict[str, threading.Event] = {}
@@ -298,6 +299,7 @@ class Executor:
         record = run.final_record()
         with self._lock:
             self._active.pop(run.plan_id, None)
+            self._finishing[run.plan_id] = run
             self._finished[run.plan_id] = record
             while len(self._finished) > self._keep_finished:
                 self._finished.popitem(last=False)
@@ -306,13 +308,15 @@ class Executor:
                     "any_failed": record["any_failed"], "cancelled": record["cancelled"],
                     "outcome": record["outcome"], "description": run.plan.description, "time": run.ended_at})
         run.done.set()
+        with self._lock:
+            del self._finishing[run.plan_id]
 
     def run_until_complete(self, plan_id: str, timeout: float | None = None) -> dict:
         """Tick (or wait for the tick loop) until the plan finished; return its final record."""
         self._check_id(plan_id, "plan_id", "run_until_complete")
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            run = self._active.get(plan_id)
+            run = self._active.get(plan_id) or self._finishing.get(plan_id)
         if run is not None:
             while not run.done.is_set():
                 remaining = None if deadline is None else deadline - time.monotonic()

@@ -47,7 +47,8 @@ class JsonlJournal:
             if event is _CLOSE:
                 break
             try:
-                self._file.write(json.dumps(event, default=str, ensure_ascii=False) + "\n")
+                # ASCII escapes keep lone surrogates from plan text writable.
+                self._file.write(json.dumps(event, default=str) + "\n")
                 if self._queue.empty():
                     self._file.flush()
             except (OSError, ValueError) as exc:

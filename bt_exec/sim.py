@@ -120,7 +120,7 @@ def load_sim_script(script: dict | str | pathlib.Path | None) -> dict:
             script = json.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigError(f"cannot read sim script {path}: {exc.strerror or exc}") from None
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ConfigError(f"sim script {path} is not valid JSON: {exc}") from None
     errors = sorted(_script_validator().iter_errors(script), key=lambda e: list(e.absolute_path))
     if errors:

@@ -84,7 +84,7 @@ class CapabilityCatalog:
             entries = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigError(f"cannot read capability catalog {path}: {exc.strerror or exc}") from None
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ConfigError(f"capability catalog {path} is not valid JSON: {exc}") from None
         return cls(entries)
 

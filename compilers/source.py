@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 from dataclasses import dataclass
 
@@ -30,8 +31,15 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:20]} is too large")
+    return value
+
+
 # One decoder for every parse: json.loads with keyword arguments builds a new one each call.
-STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant)
+STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def parse_document(source, limits: Limits) -> object:

@@ -42,5 +42,6 @@ def compile_plan(plan: Plan) -> CompiledPlan:
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
+    # Names reach terminals: no control characters, whitespace folded.
+    text = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
     return text if len(text) <= NAME_DESCRIPTION_CHARS else text[:NAME_DESCRIPTION_CHARS - 1] + "…"

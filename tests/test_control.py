@@ -311,3 +311,23 @@ class TestThreadSafety:
             events.complete(plan_id)
             for record in ex.get_plan_result(plan_id)["ops"]:
                 assert record["state"] not in ("running", "paused")
+
+
+def test_a_stop_in_one_branch_keeps_later_branches_from_starting(make_executor, events):
+    ex = make_executor()
+    plan_id = ex.submit(seq(par(do("first"), do("second"), do("third"))))["plan_id"]
+    ex.stop_plan_at(plan_id, "3", "on_enter")
+    record = finish(ex, plan_id)
+    assert states(record) == {"1": "canceled", "2": "canceled", "3": "canceled", "4": "pending", "5": "pending"}
+    assert not ex.backend.calls and events.states(plan_id, "4") == []
+
+
+def test_run_until_complete_returns_after_plan_complete_was_delivered(make_executor):
+    ex = make_executor({"default": {"duration_s": 0.01}})
+    ex.start()
+    delivered = []
+    ex.subscribe(lambda event: event["event"] == "plan_complete" and delivered.append(event["plan_id"]))
+    for _ in range(20):
+        plan_id = ex.submit(seq(do()))["plan_id"]
+        ex.run_until_complete(plan_id, timeout=5)
+        assert plan_id in delivered

@@ -277,3 +277,12 @@ class TestValidate:
         assert bt_exec.validate({"op": "cancel_all"}).verdict == "control"
         report = bt_exec.validate(bt_exec.load(seq(do(), par(do()))))
         assert report.ok and report.stats["ops"] == 4 and report.stats["parallel"] == 1 and report.stats["depth"] == 3
+
+
+def test_overflowing_numbers_are_refused():
+    assert issues_of('{"op": "do", "description": "d", "cap": "a.b", "args": {"x": 1e999999}}')[0][0] == "json_syntax"
+
+
+def test_behaviour_names_carry_no_control_characters():
+    compiled = bt_exec.compile_plan(bt_exec.load(seq(do("bad \x1b[2J\nname"))))
+    assert compiled.guards["2"].name == "[2] bad [2J name"

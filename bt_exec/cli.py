@@ -1,0 +1,350 @@
+"""The ``bt-exec`` command line: validate, compile and run plans.
+
+Exit codes: 0 success; 1 the plan is invalid, is a control request where a plan
+is needed, or failed / was cancelled when run; 2 usage errors and unusable files
+or options; 3 an internal error; 130 a run interrupted with Ctrl-C.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import logging
+import math
+import os
+import sys
+import threading
+
+import py_trees
+
+import bt_exec
+
+from .compilers import DIALECTS, ControlRequest, Plan
+from .compilers.ir import STOP_WHENS
+from .errors import BtExecError, Issue, PlanError
+from .live_view import EventLines, LiveView, one_line, printable
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+RENDERS = ("ascii", "unicode", "dot")
+BACKENDS = ("sim",)
+# Op states in the order the run summary counts them.
+SUMMARY_STATES = ("succeeded", "failed", "timeout", "canceled", "running", "paused", "pending")
+# Longest a Ctrl-C waits to be noticed during a run.
+CTRL_C_LATENCY_S = 0.1
+# How many op ids a "no such op" message lists before it stops.
+LISTED_OP_IDS = 20
+
+
+class CommandError(Exception):
+    """A command cannot go on; main prints ``bt-exec: <message>`` and exits with ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one ``bt-exec`` command; return its exit code. Nothing it is given ends in a traceback."""
+    _make_output_safe()
+    _configure_logging()
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:  # argparse: usage errors (2), --help and --version (0)
+            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        return args.command(args)
+    except KeyboardInterrupt:  # a run handles its own; this is Ctrl-C anywhere else
+        return EXIT_INTERRUPTED
+    except CommandError as exc:
+        _error(str(exc))
+        return exc.exit_code
+    except PlanError as exc:
+        _print_refusal(exc.issues)
+        return EXIT_FAILED
+    except BrokenPipeError:
+        # Whoever reads our output went away (`| head`): stop quietly, and keep the
+        # interpreter from complaining when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+    except (BtExecError, OSError) as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    except Exception as exc:
+        _error(f"internal error: {type(exc).__name__}: {exc}")
+        return EXIT_INTERNAL
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bt-exec", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {bt_exec.__version__}")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    def add_input(command: argparse.ArgumentParser) -> None:
+        command.add_argument("file", metavar="FILE", help="plan JSON file, or - for standard input")
+        command.add_argument("--dialect", choices=DIALECTS, default="auto", help="plan dialect (default: auto)")
+
+    validate = commands.add_parser("validate", help="check a plan; exit 0 if valid, 1 if not")
+    add_input(validate)
+    validate.add_argument("--catalog", metavar="CATALOG.json", help="capability catalog to check caps and args against")
+    validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.set_defaults(command=validate_command)
+
+    compile_ = commands.add_parser("compile", help="print the behaviour tree a plan compiles to")
+    add_input(compile_)
+    compile_.add_argument("--render", choices=RENDERS, required=True, help="tree format")
+    compile_.set_defaults(command=compile_command)
+
+    run = commands.add_parser("run", help="run a plan to the end; exit 0 if it succeeded")
+    add_input(run)
+    run.add_argument("--backend", choices=BACKENDS, default="sim", help="capability backend (default: sim)")
+    run.add_argument("--sim-script", metavar="F", help="sim backend script: outcomes and durations per cap or op")
+    run.add_argument("--catalog", metavar="C", help="capability catalog to check caps and args against")
+    run.add_argument("--stop-at", metavar="OP[:WHEN]", type=stop_point, action="append", default=[],
+                     help="cancel the plan when it reaches op OP; WHEN is on_enter or on_complete (default); "
+                          "repeatable. See op ids with: bt-exec compile FILE --render ascii")
+    run.add_argument("--events", metavar="F.jsonl", help="append every event to this JSONL file")
+    run.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
+    run.set_defaults(command=run_command)
+    return parser
+
+
+def stop_point(text: str) -> tuple[str, str]:
+    """``OP[:on_enter|on_complete]`` -> (op id, when). Op ids may hold colons: only a known WHEN is split off."""
+    op_id, colon, when = text.rpartition(":")
+    if not colon or when not in STOP_WHENS:
+        op_id, when = text, "on_complete"
+    if not op_id.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} names no op (expected OP or OP:on_enter or OP:on_complete)")
+    return op_id, when
+
+
+def tick_rate(text: str) -> float:
+    try:
+        rate = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (rate > 0 and math.isfinite(rate)):
+        raise argparse.ArgumentTypeError(f"tick rate must be a positive number of ticks per second, got {text!r}")
+    return rate
+
+
+# --- commands ---------------------------------------------------------------------
+
+def validate_command(args: argparse.Namespace) -> int:
+    catalog = bt_exec.CapabilityCatalog.from_file(args.catalog) if args.catalog else None
+    try:
+        source = read_input(args.file)
+    except PlanError as exc:
+        report = bt_exec.Report("invalid", None if args.dialect == "auto" else args.dialect, exc.issues)
+    else:
+        report = bt_exec.validate(source, catalog=catalog, dialect=args.dialect)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(printable(report_text(_label(args.file), report)))  # issue paths and messages quote the input
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def compile_command(args: argparse.Namespace) -> int:
+    _source, plan = read_plan(args.file, args.dialect, "compile")
+    report = bt_exec.validate(plan)  # the builtins' args, as the executor would check them
+    if not report.ok:
+        raise PlanError(report.issues)
+    root = bt_exec.compile_plan(plan).root
+    if args.render == "dot":
+        rendered = py_trees.display.dot_tree(root).to_string()
+    elif args.render == "unicode":
+        rendered = py_trees.display.unicode_tree(root)
+    else:
+        rendered = py_trees.display.ascii_tree(root)
+    print(printable(rendered))  # node names carry the plan's descriptions, control characters included
+    return EXIT_OK
+
+
+def run_command(args: argparse.Namespace) -> int:
+    backend = bt_exec.SimBackend(args.sim_script)
+    catalog = bt_exec.CapabilityCatalog.from_file(args.catalog) if args.catalog else None
+    source, plan = read_plan(args.file, args.dialect, "run")
+    executor = bt_exec.Executor(backend=backend, catalog=catalog, tick_rate_hz=args.tick_rate)
+    answer = executor.submit(source, dialect=args.dialect)
+    if not answer["accepted"]:
+        raise PlanError([Issue(**issue) for issue in answer["issues"]])
+    plan_id = answer["plan_id"]
+    if plan.numbered_by_loader:  # the executor numbers ops from its own counter; follow it
+        plan = plan.renumbered(int(answer["root_op_id"]))
+    try:
+        for op_id, when in args.stop_at:
+            if op_id not in plan.ops:
+                raise CommandError(_missing_op_message(op_id, plan, args.file))
+            executor.stop_plan_at(plan_id, op_id, when)
+        return _run_to_end(executor, plan_id, plan, args.events)
+    finally:
+        executor.close()
+
+
+def _run_to_end(executor: bt_exec.Executor, plan_id: str, plan: Plan, events_path: str | None) -> int:
+    view = LiveView(executor, plan_id, plan, sys.stdout) if sys.stdout.isatty() else None
+    finished = threading.Event()
+
+    def note_plan_end(event: dict) -> None:
+        if event["event"] == "plan_complete" and event["plan_id"] == plan_id:
+            finished.set()
+
+    journal = None
+    unsubscribes = [executor.subscribe(view or EventLines(sys.stdout))]
+    interrupted = False
+    try:
+        try:
+            if events_path:
+                journal = _open_journal(events_path)
+                unsubscribes.append(executor.subscribe(journal))
+            # Subscribers are called in order, so once this last one hears plan_complete the
+            # journal has it too.
+            unsubscribes.append(executor.subscribe(note_plan_end))
+            if view:
+                view.start()
+            # The executor ticks in its own thread, so Ctrl-C lands in this one, which only
+            # waits: never in the middle of a tick, and the plan can still be torn down cleanly.
+            executor.start()
+            # Wait in slices: a signal that comes just before a wait begins (or that the OS
+            # hands to another thread) is only acted on once that wait ends.
+            while not finished.wait(CTRL_C_LATENCY_S):
+                continue
+            record = executor.run_until_complete(plan_id)
+        except KeyboardInterrupt:
+            interrupted = True
+            executor.cancel_plan(plan_id)
+            record = executor.get_plan_result(plan_id)
+    finally:
+        for unsubscribe in unsubscribes:
+            unsubscribe()
+        if journal:
+            journal.close()
+    if view:
+        view.close(record)
+    print(summary_line(record))
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if record["outcome"] == "succeeded" else EXIT_FAILED
+
+
+def _open_journal(path: str) -> bt_exec.JsonlJournal:
+    try:
+        return bt_exec.JsonlJournal(path)
+    except OSError as exc:
+        raise CommandError(f"cannot write events to {path}: {exc.strerror or exc}") from None
+
+
+# --- input ------------------------------------------------------------------------
+
+def read_input(name: str) -> bytes:
+    """The bytes of file ``name`` (``-``: standard input), read no further than the input size limit.
+
+    Raises CommandError (exit 2) if it cannot be read and PlanError if it is over
+    the limit: reading on would let /dev/zero or a huge file eat all memory.
+    """
+    limit = bt_exec.Limits().max_input_bytes
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(name, "rb") as file:
+                data = file.read(limit + 1)
+    except OSError as exc:
+        raise CommandError(f"cannot read {name}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise PlanError([Issue("too_large", "", f"{_label(name)} is over the input limit of {limit} bytes")])
+    return data
+
+
+def read_plan(name: str, dialect: str, verb: str) -> tuple[bytes, Plan]:
+    """The bytes of ``name`` and the plan they hold; PlanError if invalid, CommandError for a meta op."""
+    source = read_input(name)
+    loaded = bt_exec.load(source, dialect=dialect)
+    if isinstance(loaded, ControlRequest):
+        raise CommandError(f"{_label(name)} is a control request ({loaded.op}), not a plan: there is nothing to "
+                           f"{verb}. A control request acts on the plans of a running executor.", EXIT_FAILED)
+    return source, loaded
+
+
+# --- output -----------------------------------------------------------------------
+
+def report_text(label: str, report: bt_exec.Report) -> str:
+    """The readable validation report: a verdict line, then one line per issue."""
+    if report.verdict == "control":
+        control = report.stats["control"]
+        return f"{label}: control: a {control['op']} request, not a plan ({json.dumps(control)})"
+    if report.verdict == "ok":
+        stats = report.stats
+        return (f"{label}: ok: {report.dialect} {stats['shape']}, {stats['ops']} ops ({stats['sequence']} sequence, "
+                f"{stats['parallel']} parallel, {stats['do']} do), depth {stats['depth']}")
+    count = len(report.issues)
+    lines = [f"{label}: invalid: {count} issue{'s' if count != 1 else ''}"]
+    lines += [f"  {issue}" for issue in report.issues]
+    return "\n".join(lines)
+
+
+def summary_line(record: dict) -> str:
+    """``plan 1 failed after 0.81 s; ops: 3 succeeded, 1 failed, 1 pending`` (with the cancel reason or error)."""
+    counts = collections.Counter(op["state"] for op in record["ops"])
+    states = ", ".join(f"{counts[state]} {state}" for state in SUMMARY_STATES if counts[state])
+    reasons = "; ".join(one_line(reason) for reason in (record["cancel_reason"], record["error"]) if reason)
+    because = f" ({reasons})" if reasons else ""
+    return f"plan {record['plan_id']} {record['outcome']} after {record['duration_s']:.2f} s{because}; ops: {states}"
+
+
+def _missing_op_message(op_id: str, plan: Plan, name: str) -> str:
+    ids = list(plan.ops)
+    shown = ", ".join(ids[:LISTED_OP_IDS]) + (f", ... ({len(ids)} ops)" if len(ids) > LISTED_OP_IDS else "")
+    return (f"--stop-at: the plan has no op {op_id!r} (its op ids: {shown}; expected OP, OP:on_enter or "
+            f"OP:on_complete). See each op with its id: bt-exec compile {name} --render ascii")
+
+
+def _print_refusal(issues: list[Issue]) -> None:
+    count = len(issues)
+    _error(f"plan refused: {count} issue{'s' if count != 1 else ''}")
+    for issue in issues:
+        print(f"  {printable(issue)}", file=sys.stderr)
+
+
+def _label(name: str) -> str:
+    return "<stdin>" if name == "-" else name
+
+
+def _error(message: str) -> None:
+    print(f"bt-exec: {printable(message)}", file=sys.stderr)
+
+
+def _make_output_safe() -> None:
+    # Plan text can hold lone surrogates ("\ud800" is valid JSON) or characters the
+    # terminal's encoding lacks; print them escaped rather than fail with UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+class _OneLineFormatter(logging.Formatter):
+    """Log records as ``bt-exec: warning: message (Error: detail)``: the CLI never shows a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = f"bt-exec: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            message += f" ({type(error).__name__}: {error})"
+        return message
+
+
+def _configure_logging() -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(_OneLineFormatter())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,531 @@
+"""The bt-exec command line, run as a real process: exit codes, reports, trees, runs and hostile input."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import bt_exec
+from bt_exec import cli
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+SNAPSHOT = REPO / "examples" / "rtdl" / "snapshot_battery.json"
+ARENA = REPO / "examples" / "rtdl" / "three_commands_arena.json"
+CANCEL_ALL = REPO / "examples" / "rtdl" / "cancel_all.json"
+BATTERY_LOW = REPO / "examples" / "sim" / "battery_low.json"
+TIMEOUT_S = 60
+
+
+def bt_exec_cli(*args, stdin: bytes | None = None, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
+    """Run ``bt-exec ARGS`` in a fresh interpreter; stdout and stderr as text."""
+    proc = subprocess.run([sys.executable, "-m", "bt_exec.cli", *map(str, args)], input=stdin,
+                          capture_output=True, timeout=timeout, cwd=REPO)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                                       proc.stderr.decode("utf-8", "replace"))
+
+
+def read_events(path: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def op_states(events: list[dict], op_id: str) -> list[str]:
+    return [e["state"] for e in events if e["event"] == "node_state" and e["op_id"] == op_id]
+
+
+def plan_complete(events: list[dict]) -> dict:
+    [complete] = [e for e in events if e["event"] == "plan_complete"]
+    return complete
+
+
+@pytest.fixture
+def write(tmp_path):
+    """Write bytes or text to a file in tmp_path; return its path."""
+    def write(name: str, content: bytes | str) -> pathlib.Path:
+        path = tmp_path / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+        return path
+    return write
+
+
+INVALID_TREE = json.dumps({"op": "sequence", "description": "two steps", "children": [
+    {"op": "do", "description": "no cap here"},
+    {"op": "wander", "description": "not an op"},
+]})
+
+
+# --- version and entry point ------------------------------------------------------
+
+def test_version_prints_the_package_version():
+    result = bt_exec_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"bt-exec {bt_exec.__version__}"
+
+
+def test_installed_console_script_runs():
+    script = shutil.which("bt-exec", path=os.path.dirname(sys.executable)) or shutil.which("bt-exec")
+    if script is None:
+        pytest.skip("the bt-exec console script is not installed")
+    result = subprocess.run([script, "validate", str(SNAPSHOT)], capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert result.returncode == 0, result.stderr
+    assert "ok" in result.stdout
+
+
+def test_no_command_is_a_usage_error():
+    result = bt_exec_cli()
+    assert result.returncode == 2
+    assert "usage:" in result.stderr
+
+
+# --- validate ---------------------------------------------------------------------
+
+def test_validate_valid_plan_text():
+    result = bt_exec_cli("validate", SNAPSHOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (f"{SNAPSHOT}: ok: rtdl envelope, 5 ops (1 sequence, 1 parallel, 3 do), depth 3")
+
+
+def test_validate_valid_plan_json():
+    result = bt_exec_cli("validate", ARENA, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report == {"valid": True, "verdict": "ok", "dialect": "rtdl", "issues": [],
+                      "stats": {"shape": "arena", "ops": 4, "depth": 2, "sequence": 1, "parallel": 0, "do": 3}}
+
+
+def test_validate_invalid_plan_text_lists_every_issue(write):
+    result = bt_exec_cli("validate", write("bad.json", INVALID_TREE))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith("invalid: 2 issues")
+    assert lines[1:] == ["  /children/0: do node has no 'cap' [required]",
+                         "  /children/1/op: unknown op 'wander' (expected sequence, parallel or do) [bad_op]"]
+
+
+def test_validate_invalid_plan_json(write):
+    result = bt_exec_cli("validate", write("bad.json", INVALID_TREE), "--json")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["valid"] is False and report["verdict"] == "invalid"
+    assert [(i["code"], i["path"]) for i in report["issues"]] == [("required", "/children/0"),
+                                                                   ("bad_op", "/children/1/op")]
+    assert all(i["message"] for i in report["issues"])
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_validate_malformed_json(write, as_json):
+    path = write("broken.json", '{"op": "sequence", "children": [')
+    result = bt_exec_cli("validate", path, *(["--json"] if as_json else []))
+    assert result.returncode == 1
+    if as_json:
+        report = json.loads(result.stdout)
+        assert report["verdict"] == "invalid"
+        assert [i["code"] for i in report["issues"]] == ["json_syntax"]
+    else:
+        assert "malformed JSON" in result.stdout and "[json_syntax]" in result.stdout
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_validate_unreadable_file_is_a_usage_error(tmp_path, as_json):
+    missing = tmp_path / "missing.json"
+    result = bt_exec_cli("validate", missing, *(["--json"] if as_json else []))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.strip() == f"bt-exec: cannot read {missing}: No such file or directory"
+
+
+def test_validate_directory_is_a_usage_error(tmp_path):
+    result = bt_exec_cli("validate", tmp_path)
+    assert result.returncode == 2
+    assert "cannot read" in result.stderr and "Is a directory" in result.stderr
+
+
+def test_validate_meta_op_is_control():
+    result = bt_exec_cli("validate", CANCEL_ALL)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"{CANCEL_ALL}: control: a cancel_all request, not a plan")
+
+
+def test_validate_meta_op_json():
+    result = bt_exec_cli("validate", CANCEL_ALL, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["valid"], report["verdict"], report["issues"]) == (True, "control", [])
+    assert report["stats"]["control"] == {"op": "cancel_all", "wait_ms": 5000}
+
+
+def test_validate_reads_stdin():
+    result = bt_exec_cli("validate", "-", "--json", stdin=SNAPSHOT.read_bytes())
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["stats"]["ops"] == 5
+    bad = bt_exec_cli("validate", "-", stdin=b"[1, 2")
+    assert bad.returncode == 1
+    assert bad.stdout.startswith("<stdin>: invalid")
+
+
+def test_validate_with_catalog(write):
+    catalog = write("catalog.json", json.dumps({
+        "tiago_camera.camera_snapshot": {},
+        "battery.battery_status": {"args_schema": {"type": "object", "additionalProperties": False}},
+        "audio.speak_text": {"args_schema": {"type": "object", "required": ["text", "volume"]}},
+    }))
+    result = bt_exec_cli("validate", SNAPSHOT, "--catalog", catalog, "--json")
+    assert result.returncode == 1
+    issues = json.loads(result.stdout)["issues"]
+    assert [(i["code"], i["path"]) for i in issues] == [("bad_args", "/rtdl/children/1/args")]
+    assert "'volume' is a required property" in issues[0]["message"]
+
+
+def test_validate_bad_catalog_is_a_usage_error(write):
+    catalog = write("catalog.json", '{"a.b": {"args_schema": 7}}')
+    result = bt_exec_cli("validate", SNAPSHOT, "--catalog", catalog)
+    assert result.returncode == 2
+    assert result.stderr.startswith("bt-exec: capability catalog is invalid at /a.b/args_schema")
+
+
+def test_validate_unknown_dialect_is_a_usage_error():
+    result = bt_exec_cli("validate", SNAPSHOT, "--dialect", "nonesuch")
+    assert result.returncode == 2
+    assert "invalid choice: 'nonesuch'" in result.stderr
+
+
+# --- compile ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("render", ["ascii", "unicode"])
+def test_compile_text_tree(render):
+    result = bt_exec_cli("compile", SNAPSHOT, "--render", render)
+    assert result.returncode == 0, result.stderr
+    lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+    assert lines == [
+        "-^- [1] capture the scene and check the battery, then report", "{-} 1 sequence",
+        "-^- [2] snapshot and battery check together", "--> 2 parallel (wait all)",
+        "-^- [3] take a snapshot", "--> 3 do tiago_camera.camera_snapshot",
+        "-^- [4] read the battery status", "--> 4 do battery.battery_status",
+        "-^- [5] tell the user the result", "--> 5 do audio.speak_text",
+    ]
+
+
+def test_compile_dot():
+    result = bt_exec_cli("compile", ARENA, "--render", "dot")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("digraph ")
+    assert '"4 sequence" -> "[5] echo one";' in result.stdout
+    assert result.stdout.count("->") == 7  # 4 guards -> their bodies, 3 sequence -> child guards
+
+
+def test_compile_invalid_plan(write):
+    result = bt_exec_cli("compile", write("bad.json", INVALID_TREE), "--render", "ascii")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "bt-exec: plan refused: 2 issues" in result.stderr
+    assert "/children/1/op: unknown op 'wander'" in result.stderr
+
+
+def test_compile_meta_op_is_not_a_plan():
+    result = bt_exec_cli("compile", CANCEL_ALL, "--render", "ascii")
+    assert result.returncode == 1
+    assert "is a control request (cancel_all), not a plan" in result.stderr
+
+
+def test_compile_needs_a_render():
+    result = bt_exec_cli("compile", SNAPSHOT)
+    assert result.returncode == 2
+    assert "--render" in result.stderr
+
+
+# --- run --------------------------------------------------------------------------
+
+def test_run_success(tmp_path):
+    events_path = tmp_path / "events.jsonl"
+    result = bt_exec_cli("run", SNAPSHOT, "--events", events_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "plan 1 started: snapshot + battery check (5 ops)"
+    assert "op 3 do running: take a snapshot" in lines
+    assert "op 3 do succeeded: take a snapshot" in lines
+    assert ("op 1 sequence succeeded: capture the scene and check the battery, then report "
+            "[all 2 children succeeded]") in lines
+    assert lines[-2] == "plan 1 complete: succeeded"
+    assert lines[-1].startswith("plan 1 succeeded after ") and lines[-1].endswith("; ops: 5 succeeded")
+    events = read_events(events_path)
+    assert events[0]["event"] == "plan_started"
+    assert plan_complete(events)["outcome"] == "succeeded"
+    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+
+
+def test_run_failing_sim_script(tmp_path):
+    events_path = tmp_path / "events.jsonl"
+    result = bt_exec_cli("run", SNAPSHOT, "--sim-script", BATTERY_LOW, "--events", events_path)
+    assert result.returncode == 1, result.stderr
+    assert ("op 4 do failed: read the battery status [error: battery at 7%: below the 15% needed to continue]"
+            in result.stdout.splitlines())
+    assert result.stdout.splitlines()[-1].endswith("; ops: 1 succeeded, 3 failed, 1 pending")
+    events = read_events(events_path)
+    assert op_states(events, "5") == []  # the sequence stops at the failed parallel
+    complete = plan_complete(events)
+    assert (complete["outcome"], complete["any_failed"], complete["cancelled"]) == ("failed", True, False)
+    started = events[0]["time"]
+    assert 0.9 <= complete["time"] - started < 5  # the script's durations: the battery check takes 1 s
+
+
+def test_run_stop_at_on_enter(tmp_path):
+    events_path = tmp_path / "events.jsonl"
+    result = bt_exec_cli("run", SNAPSHOT, "--stop-at", "3:on_enter", "--events", events_path)
+    assert result.returncode == 1, result.stderr
+    events = read_events(events_path)
+    assert op_states(events, "3") == ["canceled"]
+    [canceled] = [e for e in events if e.get("op_id") == "3"]
+    assert canceled["detail"] == "stop point on_enter fired: the op never started"
+    assert op_states(events, "5") == []
+    complete = plan_complete(events)
+    assert (complete["cancelled"], complete["outcome"]) == (True, "cancelled")
+    assert "(stop point on_enter at op 3)" in result.stdout.splitlines()[-1]
+
+
+def test_run_stop_at_defaults_to_on_complete(tmp_path):
+    events_path = tmp_path / "events.jsonl"
+    result = bt_exec_cli("run", SNAPSHOT, "--stop-at", "2", "--events", events_path)
+    assert result.returncode == 1, result.stderr
+    events = read_events(events_path)
+    assert op_states(events, "2") == ["running", "canceled"]
+    [final] = [e for e in events if e.get("op_id") == "2" and e["state"] == "canceled"]
+    assert final["detail"] == "stop point on_complete fired after the op succeeded"
+    assert op_states(events, "5") == []
+    assert plan_complete(events)["cancelled"] is True
+
+
+def test_run_stop_at_uses_arena_op_ids(tmp_path):
+    events_path = tmp_path / "events.jsonl"
+    result = bt_exec_cli("run", ARENA, "--stop-at", "6:on_enter", "--events", events_path)
+    assert result.returncode == 1, result.stderr
+    events = read_events(events_path)
+    assert (op_states(events, "5"), op_states(events, "6"), op_states(events, "7")) == (
+        ["running", "succeeded"], ["canceled"], [])
+
+
+def test_run_stop_at_missing_op_is_a_usage_error(tmp_path):
+    events_path = tmp_path / "events.jsonl"
+    result = bt_exec_cli("run", SNAPSHOT, "--stop-at", "9:on_enter", "--events", events_path)
+    assert result.returncode == 2
+    assert "the plan has no op '9' (its op ids: 1, 2, 3, 4, 5;" in result.stderr
+    assert f"bt-exec compile {SNAPSHOT} --render ascii" in result.stderr
+    assert result.stdout == ""
+    assert not events_path.exists()
+
+
+def test_run_stop_at_without_op_is_a_usage_error():
+    result = bt_exec_cli("run", SNAPSHOT, "--stop-at", ":on_enter")
+    assert result.returncode == 2
+    assert "names no op" in result.stderr
+
+
+@pytest.mark.parametrize("script, message", [
+    ('{"caps": {"a.b": {"outcome": "explode!"}}}', "sim script is invalid at /caps/a.b/outcome"),
+    ('{"defaults": {}}', "sim script is invalid at /: Additional properties are not allowed"),
+    ("{not json", "is not valid JSON"),
+])
+def test_run_bad_sim_script_is_a_usage_error(write, script, message):
+    result = bt_exec_cli("run", SNAPSHOT, "--sim-script", write("sim.json", script))
+    assert result.returncode == 2
+    assert result.stderr.startswith("bt-exec: ") and message in result.stderr
+    assert result.stdout == ""
+
+
+def test_run_missing_sim_script_is_a_usage_error(tmp_path):
+    result = bt_exec_cli("run", SNAPSHOT, "--sim-script", tmp_path / "nope.json")
+    assert result.returncode == 2
+    assert "cannot read sim script" in result.stderr
+
+
+def test_run_refused_plan_prints_issues(write):
+    result = bt_exec_cli("run", write("bad.json", INVALID_TREE))
+    assert result.returncode == 1
+    assert "bt-exec: plan refused: 2 issues" in result.stderr
+    assert "  /children/0: do node has no 'cap' [required]" in result.stderr.splitlines()
+
+
+def test_run_refused_by_catalog(write):
+    catalog = write("catalog.json", json.dumps({"battery.battery_status": {}}))
+    result = bt_exec_cli("run", SNAPSHOT, "--catalog", catalog)
+    assert result.returncode == 1
+    assert "capability 'tiago_camera.camera_snapshot' is not in the catalog [unknown_cap]" in result.stderr
+    assert "started" not in result.stdout
+
+
+def test_run_meta_op_is_not_a_plan():
+    result = bt_exec_cli("run", CANCEL_ALL)
+    assert result.returncode == 1
+    assert "is a control request (cancel_all), not a plan" in result.stderr
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--backend", "ros"], "invalid choice: 'ros'"),
+    (["--tick-rate", "0"], "tick rate must be a positive number"),
+    (["--tick-rate", "fast"], "'fast' is not a number"),
+])
+def test_run_bad_options_are_usage_errors(options, message):
+    result = bt_exec_cli("run", SNAPSHOT, *options)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_run_unwritable_events_file_is_a_usage_error(tmp_path):
+    result = bt_exec_cli("run", SNAPSHOT, "--events", tmp_path)
+    assert result.returncode == 2
+    assert f"cannot write events to {tmp_path}" in result.stderr
+
+
+def test_ctrl_c_cancels_the_plan(tmp_path, write):
+    slow = write("slow.json", '{"default": {"duration_s": 30}}')
+    events_path = tmp_path / "events.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "run", str(SNAPSHOT), "--sim-script", str(slow),
+                             "--events", str(events_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO)
+    try:
+        for line in proc.stdout:  # wait until a call is running, then interrupt
+            if line.startswith("op 3 do running"):
+                break
+        proc.send_signal(signal.SIGINT)
+        rest, stderr = proc.communicate(timeout=TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "op 3 do canceled: take a snapshot [plan cancelled while the op ran]" in rest.splitlines()
+    assert rest.splitlines()[-1].startswith("plan 1 cancelled after ")
+    assert plan_complete(read_events(events_path))["cancelled"] is True
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_run_on_a_terminal_draws_a_live_tree():
+    primary, secondary = os.openpty()
+    terminal_size = {**os.environ, "COLUMNS": "160", "LINES": "40"}  # a fresh pseudo-terminal has no size
+    proc = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "run", str(SNAPSHOT), "--sim-script",
+                             str(BATTERY_LOW)], stdout=secondary, stderr=subprocess.PIPE, cwd=REPO, env=terminal_size)
+    os.close(secondary)
+    chunks = []
+    try:
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        proc.wait(timeout=TIMEOUT_S)
+    finally:
+        os.close(primary)
+        if proc.poll() is None:
+            proc.kill()
+    screen = b"".join(chunks).decode("utf-8")
+    assert proc.returncode == 1
+    assert "\x1b[H" in screen and "\x1b[2J" in screen
+    final_frame = screen.rsplit("\x1b[H", 1)[1]
+    assert "│  ├─ ✔ 3 do succeeded: take a snapshot" in final_frame
+    assert ("│  └─ ✘ 4 do failed: read the battery status [battery at 7%: below the 15% needed to continue]"
+            in final_frame)
+    assert "└─ ○ 5 do pending: tell the user the result" in final_frame
+    assert "plan 1 failed after " in final_frame
+    assert "op 3 do running" not in screen  # a terminal gets the tree, not the event lines
+
+
+def test_control_characters_in_descriptions_never_reach_the_terminal(write):
+    plan = write("escape.json", json.dumps({"op": "do", "description": "red \x1b[31m alert\r\nline two", "cap": "a.b"}))
+    ran = bt_exec_cli("run", plan)
+    compiled = bt_exec_cli("compile", plan, "--render", "ascii")
+    assert ran.returncode == 0 and compiled.returncode == 0
+    assert "op 1 do succeeded: red [31m alert line two" in ran.stdout.splitlines()
+    assert "\x1b" not in ran.stdout + compiled.stdout and "\r" not in ran.stdout + compiled.stdout
+
+
+# --- no traceback, whatever the input -------------------------------------------------
+
+HOSTILE_INPUTS = {
+    # name: (content, exit code of validate / compile / run, issue code validate reports)
+    "binary junk": (bytes(range(256)) * 16, 1, "encoding"),
+    "100000 nested arrays": ("[" * 100_000 + "]" * 100_000, 1, "too_deep"),
+    "100000 nested objects": ('{"a":' * 100_000 + "1" + "}" * 100_000, 1, "too_deep"),
+    "huge integer": ('{"op": "do", "description": "d", "cap": "a.b", "args": {"n": ' + "9" * 100_000 + "}}", 1,
+                     "json_syntax"),
+    "a JSON string": ('"sequence"', 1, "type"),
+    "an empty file": ("", 1, "json_syntax"),
+    "NaN": ('{"op": "do", "description": "d", "cap": "a.b", "args": {"n": NaN}}', 1, "json_syntax"),
+    "deep plan": ('{"op": "sequence", "description": "d", "children": [' * 5000 + "]}" * 5000, 1, "too_deep"),
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_INPUTS)
+def test_hostile_input_never_shows_a_traceback(write, name):
+    content, exit_code, issue_code = HOSTILE_INPUTS[name]
+    path = write("hostile.json", content)
+    report = bt_exec_cli("validate", path, "--json")
+    assert report.returncode == exit_code
+    assert issue_code in [issue["code"] for issue in json.loads(report.stdout)["issues"]]
+    for args in (["validate", path], ["compile", path, "--render", "ascii"], ["run", path]):
+        result = bt_exec_cli(*args)
+        assert result.returncode == exit_code, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_huge_float_is_refused_and_lone_surrogate_is_handled(write):
+    huge = write("huge.json", '{"op": "do", "description": "d", "cap": "a.b", "args": {"n": 1e999999}}')
+    result = bt_exec_cli("validate", huge)
+    assert result.returncode == 1 and "too large" in result.stdout + result.stderr
+    path = write("odd.json", '{"op": "do", "description": "bad \\ud800 text", "cap": "a.b", "args": {}}')
+    for args in (["validate", path], ["compile", path, "--render", "unicode"], ["run", path]):
+        result = bt_exec_cli(*args)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    assert "op 1 do succeeded: bad \\ud800 text" in result.stdout.splitlines()
+
+
+def test_oversized_input_is_refused(write):
+    limit = bt_exec.Limits().max_input_bytes
+    path = write("big.json", b" " * (limit + 10))
+    result = bt_exec_cli("validate", path, "--json")
+    assert result.returncode == 1
+    [issue] = json.loads(result.stdout)["issues"]
+    assert issue["code"] == "too_large"
+    assert issue["message"] == f"{path} is over the input limit of {limit} bytes"
+
+
+def test_deeply_nested_sim_script_is_a_usage_error(write):
+    script = write("sim.json", '{"default": {"output": ' + "[" * 100_000 + "]" * 100_000 + "}}")
+    result = bt_exec_cli("run", SNAPSHOT, "--sim-script", script)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 2
+
+
+def test_events_file_keeps_events_with_lone_surrogates(tmp_path, write):
+    path = write("odd.json", '{"op": "do", "description": "bad \\ud800 text", "cap": "a.b"}')
+    events_path = tmp_path / "events.jsonl"
+    result = bt_exec_cli("run", path, "--events", events_path)
+    assert result.returncode == 0
+    assert [e["event"] for e in read_events(events_path)] == ["plan_started", "node_state", "node_state",
+                                                              "plan_complete"]
+
+
+# --- main() in process ----------------------------------------------------------------
+
+def test_main_returns_exit_codes(capsys):
+    assert cli.main(["validate", str(SNAPSHOT)]) == 0
+    assert cli.main(["--version"]) == 0
+    assert cli.main(["validate", str(SNAPSHOT), "--dialect", "nonesuch"]) == 2
+    out = capsys.readouterr().out
+    assert "ok: rtdl envelope" in out and bt_exec.__version__ in out
+
+
+def test_unexpected_errors_are_internal_errors(monkeypatch, capsys):
+    def explode(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(bt_exec, "validate", explode)
+    assert cli.main(["validate", str(SNAPSHOT)]) == 3
+    assert capsys.readouterr().err == "bt-exec: internal error: RuntimeError: boom\n"
