@@ -32,17 +32,19 @@ setup(
     python_requires=">=3.10",
     packages=[
         PACKAGE,
+        f"{PACKAGE}.catalogs",
         f"{PACKAGE}.compilers",
         f"{PACKAGE}.behaviours",
         f"{PACKAGE}.schemas",
     ],
     package_dir={
         PACKAGE: PACKAGE,
+        f"{PACKAGE}.catalogs": f"{PACKAGE}/catalogs",
         f"{PACKAGE}.compilers": "compilers",
         f"{PACKAGE}.behaviours": "behaviours",
         f"{PACKAGE}.schemas": "schemas",
     },
-    package_data={f"{PACKAGE}.schemas": ["*.json"]},
+    package_data={f"{PACKAGE}.schemas": ["*.json"], f"{PACKAGE}.catalogs": ["*.json"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/bt_exec"]),
         (f"share/{PACKAGE}", ["package.xml"]),

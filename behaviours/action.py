@@ -124,3 +124,41 @@ _DEFAULT_EVENT = {"SUCCEEDED": "success", "FAILED": "failure", "CANCELED": "canc
 def _describe(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+class SkillAction(CapabilityAction):
+    """One step of a step graph: a capability call whose outcome is one event of its skill.
+
+    Statuses:
+        RUNNING: the skill runs.
+        SUCCESS: it ended with an event its catalog does not count as a failure.
+        FAILURE: it ended with a failure event (or the call broke, reported as ``failed``),
+            or with an event the skill does not have.
+
+    ``result["event"]`` is the outcome the graph's router follows.
+    """
+
+    def __init__(self, name: str, op_id: str, skill: str, params: dict, outcomes: tuple, failure_outcomes: frozenset):
+        super().__init__(name, op_id, skill, params)
+        self.outcomes = outcomes
+        self.failure_outcomes = failure_outcomes
+
+    def _finish(self, status: CallStatus) -> None:
+        super()._finish(status)
+        event = status.event or _SKILL_EVENT[status.state]
+        self.result["event"] = event
+        if event not in self.outcomes:
+            self.final_state = "failed"
+            self.result["success"] = False
+            self.result["error"] = self.result["error"] or f"unknown outcome {event!r} of {self.cap}"
+        elif event == "timeout":
+            self.final_state = "timeout"
+        else:
+            self.final_state = "failed" if event in self.failure_outcomes else "succeeded"
+            self.result["success"] = self.final_state == "succeeded"
+            if self.result["success"]:
+                self.result["error"] = ""
+
+
+# A call that ended without naming its event: what the step graph sees.
+_SKILL_EVENT = {"SUCCEEDED": "success", "FAILED": "failed", "CANCELED": "failed", "TIMEOUT": "timeout"}

@@ -26,3 +26,9 @@ class PlanHooks(Protocol):
 
     def call_ended(self, action: Any) -> None:
         """That call reached a terminal state or was cancelled."""
+
+    def step_taken(self, step_id: str, skill: str, event: str, following: str, state: dict) -> None:
+        """Step graphs: ``step_id`` ended with ``event``; the run goes on to ``following`` (a step or terminal)."""
+
+    def graph_ended(self, terminal: str, reason: str | None) -> None:
+        """Step graphs: the run reached ``terminal`` (completed, replan_required, operator_required, stop)."""

@@ -16,9 +16,13 @@ class Issue:
     code: str
     path: str
     message: str
+    steps: tuple | None = None  # step-graph dialects: the step ids the issue is about
 
     def as_dict(self) -> dict:
-        return {"code": self.code, "path": self.path, "message": self.message}
+        out = {"code": self.code, "path": self.path, "message": self.message}
+        if self.steps is not None:
+            out["steps"] = list(self.steps)
+        return out
 
     def __str__(self) -> str:
         where = self.path or "(document)"

@@ -13,8 +13,11 @@ from typing import Callable
 from .backends import Backend
 from .behaviours import CapabilityAction
 from .builtins import BuiltinBackend
-from .compilers import CapabilityCatalog, ControlRequest, Limits, Plan, compile_plan, load
+from .compilers import (CapabilityCatalog, ControlRequest, Limits, Plan, Scene, SkillCatalog, compile_plan, load,
+                        validate)
+from .compilers import scene_of, skill_catalog_of
 from .compilers.catalog import builtin_name, check_plan, is_control_only
+from .compilers.symbolic import World
 from .compilers.ir import STOP_WHENS
 from .errors import ControlError, Issue, PlanError
 from .plan_run import PlanRun
@@ -35,10 +38,22 @@ class Executor:
 
     def __init__(self, backend: Backend | None = None, *, catalog: CapabilityCatalog | dict | None = None,
                  limits: Limits | None = None, tick_rate_hz: float = 100.0, keep_finished: int = 1000,
-                 remember_run_ids: int = 10_000):
+                 remember_run_ids: int = 10_000, skill_catalog: SkillCatalog | str | None = None,
+                 scene: Scene | dict | str | None = None, max_active_runs: int = 1, max_steps: int = 1000):
+        """``catalog``: RTDL capability catalog. Step graphs (Qwen3) use ``skill_catalog`` (default
+        grant) and ``scene`` (a Scene, its dict, or a file path): without a scene they are refused.
+        ``max_active_runs`` step graphs may run at once (one robot: 1); each executes at most
+        ``max_steps`` steps. With no backend, a SimBackend simulating the scene is used."""
         if tick_rate_hz <= 0:
             raise ValueError(f"tick_rate_hz must be positive, got {tick_rate_hz}")
-        self.backend = backend if backend is not None else SimBackend()
+        self.skill_catalog = skill_catalog_of(skill_catalog)
+        self.scene = Scene.from_file(scene) if isinstance(scene, str) else scene_of(scene)
+        self.max_active_runs = max_active_runs
+        self.max_steps = max_steps
+        if backend is None:
+            world = World.from_scene(self.skill_catalog, self.scene) if self.scene else None
+            backend = SimBackend(world=world)
+        self.backend = backend
         self.catalog = CapabilityCatalog(catalog) if isinstance(catalog, dict) else catalog
         self.limits = limits or Limits()
         self.tick_period = 1.0 / tick_rate_hz
@@ -51,6 +66,7 @@ class Executor:
         self._answers: collections.OrderedDict[str, dict] = collections.OrderedDict()
         self._answering: dict[str, threading.Event] = {}
         self._remember_run_ids = remember_run_ids
+        self._graph_slots_taken = 0  # step graphs admitted and not yet finished (one robot: at most max_active_runs)
         self._next_plan_id = 1
         self._next_op_id = 1
         self._subscribers: tuple[Callable[[dict], None], ...] = ()
@@ -71,8 +87,19 @@ class Executor:
         if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
             return _refusal("invalid", [Issue("bad_run_id", "", f"run_id must be a non-empty string, got {run_id!r}")],
                             run_id=None)
-        if run_id is None:
-            return self._answer(source, None, dialect)
+        if run_id is not None:
+            return self._once(run_id, lambda: self._answer(source, run_id, dialect))
+        try:
+            loaded = load(source, dialect=dialect, limits=self.limits)
+        except PlanError as exc:
+            return _refusal("invalid", exc.issues, None)
+        envelope_run_id = loaded.meta.get("run_id") if isinstance(loaded, Plan) else None
+        if envelope_run_id:  # a step graph's submit envelope names its run
+            return self._once(envelope_run_id, lambda: self._answer(loaded, envelope_run_id, dialect))
+        return self._answer(loaded, None, dialect)
+
+    def _once(self, run_id: str, answer_once: Callable[[], dict]) -> dict:
+        """The answer for ``run_id``: computed once, then repeated (also to concurrent callers)."""
         with self._lock:
             answer = self._answers.get(run_id)
             waiter = self._answering.get(run_id)
@@ -84,7 +111,7 @@ class Executor:
             waiter.wait()
             with self._lock:
                 return copy.deepcopy(self._answers[run_id])
-        answer = self._answer(source, run_id, dialect)
+        answer = answer_once()
         with self._lock:
             self._answers[run_id] = answer
             while len(self._answers) > self._remember_run_ids:
@@ -100,12 +127,17 @@ class Executor:
             return _refusal("invalid", [Issue("internal", "", f"internal error: {type(exc).__name__}: {exc}")], run_id)
 
     def _submit(self, source, run_id: str | None, dialect: str) -> dict:
-        try:
-            loaded = load(source, dialect=dialect, limits=self.limits)
-        except PlanError as exc:
-            return _refusal("invalid", exc.issues, run_id)
+        if isinstance(source, (Plan, ControlRequest)):
+            loaded = source
+        else:
+            try:
+                loaded = load(source, dialect=dialect, limits=self.limits)
+            except PlanError as exc:
+                return _refusal("invalid", exc.issues, run_id)
         if isinstance(loaded, ControlRequest):
             return self._carry_out(loaded, run_id)
+        if loaded.dialect == "qwen3":
+            return self._submit_graph(loaded, run_id)
         issues = check_plan(loaded, self.catalog)
         if issues:
             return _refusal("invalid", issues, run_id)
@@ -125,15 +157,55 @@ class Executor:
                 "message": f"plan {plan_id} accepted: {plan.op_count} ops, {plan.description!r}",
                 "dialect": plan.dialect, "op_count": plan.op_count, "root_op_id": plan.root}
 
-    def _make_run(self, plan_id: str, plan: Plan, run_id: str | None) -> PlanRun:
-        compiled = compile_plan(plan)
+    def _submit_graph(self, plan: Plan, run_id: str | None) -> dict:
+        """Step graphs: verified against the catalog and the current scene, one robot at a time."""
+        scene = self.scene
+        if scene is None:
+            return _refusal("invalid", [Issue("no_scene", "", "this executor has no scene: step graphs are checked "
+                                                             "against one (Executor(scene=...), --scene FILE)", ())],
+                            run_id)
+        report = validate(plan, catalog=self.skill_catalog, scene=scene)
+        if report.verdict != "ok":
+            return _refusal(report.verdict, report.issues, run_id)
+        with self._lock:
+            if self.scene is not scene:
+                return _refusal("invalid", [Issue("stale_revision", "", f"the scene changed to revision "
+                                                                        f"{self.scene.revision} while this graph was checked",
+                                                  ())], run_id)
+            busy = [run for run in self._active.values() if run.world is not None]
+            if self._graph_slots_taken >= self.max_active_runs:
+                held = ", ".join(f"plan {run.plan_id} (run {run.run_id})" for run in busy) or "another graph"
+                return _refusal("busy", [Issue("busy", "", f"the robot is busy with {held}; wait for it to end or "
+                                                           "cancel it", ())], run_id)
+            self._graph_slots_taken += 1
+            plan_id = str(self._next_plan_id)
+            self._next_plan_id += 1
+        try:
+            run = self._make_run(plan_id, plan, run_id, world=World.from_scene(self.skill_catalog, scene))
+        except BaseException:
+            with self._lock:
+                self._graph_slots_taken -= 1
+            raise
+        with self._lock:
+            self._active[plan_id] = run
+        self._wake.set()
+        return {"accepted": True, "run_id": run_id, "plan_id": plan_id, "verdict": "ok", "issues": [],
+                "message": f"plan {plan_id} accepted: {plan.op_count}-step graph from {plan.root}, scene revision "
+                           f"{scene.revision}",
+                "dialect": "qwen3", "op_count": plan.op_count, "root_op_id": plan.root}
+
+    def _make_run(self, plan_id: str, plan: Plan, run_id: str | None, world: World | None = None) -> PlanRun:
+        compiled = compile_plan(plan, self.skill_catalog)
         run = PlanRun(plan_id, plan, compiled, run_id, is_control_only(plan), self._emit)
+        if world is not None:
+            run.world, run.state = world, world.snapshot()
+            compiled.root.setup(plan=run, world=world, max_steps=self.max_steps)
         for guard in compiled.guards.values():
             guard.setup(plan=run)
             body = guard.decorated
             if not isinstance(body, CapabilityAction):
                 continue
-            backend = self._builtins if builtin_name(body.cap, body.provider) else self.backend
+            backend = self._builtins if plan.dialect == "rtdl" and builtin_name(body.cap, body.provider) else self.backend
             body.setup(plan=run, backend=backend)
         return run
 
@@ -172,8 +244,11 @@ class Executor:
         ops = [{"op_id": op_id, "kind": record.op.kind, "description": record.op.description,
                 "state": record.state, "stop_point": run.stop_point_of(op_id)}
                for op_id, record in run.records.items()]
-        return {"plan_id": run.plan_id, "running": not run.finished, "cancelled": run.cancel_requested,
-                "description": run.plan.description, "ops": ops}
+        status = {"plan_id": run.plan_id, "running": not run.finished, "cancelled": run.cancel_requested,
+                  "description": run.plan.description, "ops": ops}
+        if run.world is not None:  # a step graph: what the robot holds, always
+            status.update(run_id=run.run_id, state=run.state, path=[entry["step"] for entry in run.trace])
+        return status
 
     def get_plan_result(self, plan_id: str) -> dict:
         """The final record of a finished plan (states, results, timings)."""
@@ -217,7 +292,12 @@ class Executor:
         if run is None:
             return {"plan_id": plan_id, "finished": True, "message": f"plan {plan_id!r} already finished; nothing to cancel"}
         finished = self._await([run], wait_ms)
-        state = "finished cancelled" if finished else f"still tearing down after {wait_ms} ms"
+        if finished:
+            state = "finished cancelled"
+        elif self._in_tick():
+            state = "will be torn down right after the tick in progress"
+        else:
+            state = f"still tearing down after {wait_ms} ms"
         return {"plan_id": plan_id, "finished": finished, "message": f"plan {plan_id!r} {state}"}
 
     def cancel_all(self, wait_ms: int = 5000) -> dict:
@@ -245,9 +325,13 @@ class Executor:
         self._wake.set()
         return runs
 
+    def _in_tick(self) -> bool:
+        """Whether this thread is inside a tick (a subscriber or a builtin is running in it)."""
+        return getattr(self._ticking, "active", False)
+
     def _await(self, runs: list[PlanRun], wait_ms: int) -> bool:
-        if getattr(self._ticking, "active", False):
-            return all(run.done.is_set() for run in runs)  # called from inside a tick: teardown follows it
+        if self._in_tick():
+            return all(run.done.is_set() for run in runs)  # the teardown follows the tick in progress
         if self._thread is None:
             for run in runs:
                 self._tick_run(run)  # no tick loop: tear down here
@@ -261,17 +345,22 @@ class Executor:
     # --- ticking -------------------------------------------------------------------
 
     def tick_once(self) -> None:
-        """Tick every in-flight plan once."""
+        """Tick every in-flight plan once (from inside a tick, e.g. in a subscriber: nothing, it follows)."""
         with self._lock:
             runs = list(self._active.values())
+        for run in runs:
+            self._tick_run(run)
+
+    def _tick_run(self, run: PlanRun) -> None:
+        if self._in_tick():
+            return  # nested (a subscriber asked): the tick in progress, or the next one, does it
         self._ticking.active = True
         try:
-            for run in runs:
-                self._tick_run(run)
+            self._tick_run_unnested(run)
         finally:
             self._ticking.active = False
 
-    def _tick_run(self, run: PlanRun) -> None:
+    def _tick_run_unnested(self, run: PlanRun) -> None:
         with run.tick_lock:
             if run.finished:
                 return
@@ -299,14 +388,20 @@ class Executor:
         record = run.final_record()
         with self._lock:
             self._active.pop(run.plan_id, None)
+            if run.world is not None:
+                self._graph_slots_taken -= 1
+                self.scene = run.world.scene_after(self.scene)
             self._finishing[run.plan_id] = run
             self._finished[run.plan_id] = record
             while len(self._finished) > self._keep_finished:
                 self._finished.popitem(last=False)
         run.release_tree()
-        self._emit({"event": "plan_complete", "plan_id": run.plan_id, "run_id": run.run_id,
+        complete = {"event": "plan_complete", "plan_id": run.plan_id, "run_id": run.run_id,
                     "any_failed": record["any_failed"], "cancelled": record["cancelled"],
-                    "outcome": record["outcome"], "description": run.plan.description, "time": run.ended_at})
+                    "outcome": record["outcome"], "description": run.plan.description, "time": run.ended_at}
+        if run.world is not None:
+            complete.update(terminal=record["terminal"], terminal_reason=record["terminal_reason"], state=record["state"])
+        self._emit(complete)
         run.done.set()
         with self._lock:
             del self._finishing[run.plan_id]
@@ -314,6 +409,8 @@ class Executor:
     def run_until_complete(self, plan_id: str, timeout: float | None = None) -> dict:
         """Tick (or wait for the tick loop) until the plan finished; return its final record."""
         self._check_id(plan_id, "plan_id", "run_until_complete")
+        if self._in_tick():
+            raise ControlError("run_until_complete: cannot wait for a plan from inside a tick (an event subscriber)")
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             run = self._active.get(plan_id) or self._finishing.get(plan_id)
@@ -352,6 +449,8 @@ class Executor:
 
     def close(self, wait_ms: int = 5000) -> None:
         """Cancel every plan (control-only ones too), then stop the tick loop."""
+        if self._in_tick():
+            raise ControlError("close: cannot close the executor from inside a tick (an event subscriber)")
         with self._lock:
             runs = list(self._active.values())
         for run in runs:

@@ -59,6 +59,11 @@ class PlanRun:
         self.started_at: float | None = None
         self.ended_at: float | None = None
         self.error: str | None = None
+        self.world = None          # step graphs: the run's symbolic World
+        self.state: dict | None = None  # its last snapshot (what the robot holds), safe to read anywhere
+        self.trace: list[dict] = []
+        self.terminal: str | None = None
+        self.terminal_reason: str | None = None
         self.tick_lock = threading.Lock()
         self.done = threading.Event()
         self._control_lock = threading.Lock()
@@ -96,6 +101,17 @@ class PlanRun:
 
     def call_ended(self, action) -> None:
         self.running_calls.discard(action)
+
+    def step_taken(self, step_id: str, skill: str, event: str, following: str, state: dict) -> None:
+        self.state = state
+        now = time.time()
+        self.trace.append({"step": step_id, "skill": skill, "event": event, "next": following, "state": state,
+                           "time": now})
+        self._emit({"event": "step_transition", "plan_id": self.plan_id, "run_id": self.run_id, "step": step_id,
+                    "skill": skill, "outcome": event, "next": following, "state": state, "time": now})
+
+    def graph_ended(self, terminal: str, reason: str | None) -> None:
+        self.terminal, self.terminal_reason = terminal, reason
 
     # --- control ---------------------------------------------------------------
 
@@ -155,6 +171,11 @@ class PlanRun:
                   "duration_s": (self.ended_at - self.started_at) if self.started_at and self.ended_at else 0.0,
                   "input": dict(self.plan.meta),
                   "ops": [record.as_dict() for record in self.records.values()]}
+        if self.world is not None:
+            terminal = self.terminal or ("stop" if cancelled or self.error else None)
+            reason = self.terminal_reason or self.cancel_reason or self.error
+            record.update(terminal=terminal, terminal_reason=reason, trace=list(self.trace), state=self.state,
+                          path=[entry["step"] for entry in self.trace] + ([terminal] if terminal else []))
         return record
 
     def release_tree(self) -> None:

@@ -27,6 +27,7 @@ class _SimRun:
     ends_at: float
     error: str
     output: object
+    skill: object = None  # a step-graph skill simulated on the world when the call ends
 
 
 class SimBackend:
@@ -38,10 +39,17 @@ class SimBackend:
     omits take the built-in defaults. ``outcome`` is success, failure,
     timeout or an event name; a list gives successive calls, its last value
     repeating. Calls with a duration are asynchronous and can be cancelled.
+
+    With a ``world`` (a symbolic World of a skill catalog and scene), calls
+    whose cap is one of its skills are simulated on it: a precondition that does
+    not hold fails the call (event ``failed``), effects happen when the call
+    succeeds, inspect_state reports what the world holds unless scripted, and
+    every result carries ``output["state"]``, the world after the call.
     """
 
-    def __init__(self, script: dict | str | pathlib.Path | None = None):
+    def __init__(self, script: dict | str | pathlib.Path | None = None, world=None):
         self.script = load_sim_script(script)
+        self.world = world
         self._lock = threading.Lock()
         self._runs: dict[str, _SimRun] = {}
         self._run_ids = itertools.count(1)
@@ -51,13 +59,24 @@ class SimBackend:
         self.cancelled: collections.deque[str] = collections.deque(maxlen=10_000)
 
     def start(self, call: CapabilityCall) -> CallStatus | str:
+        skill = self._skill_of(call)
+        if skill is not None:
+            unmet = self.world.unmet(skill, call.args)
+            if unmet:
+                with self._lock:
+                    self.calls.append(call)
+                reasons = "; ".join(failure.describe() for failure in unmet)
+                return CallStatus("FAILED", output={"state": self.world.snapshot()}, event="failed",
+                                  error=f"sim: precondition of {skill.name} does not hold: {reasons}")
         key, entry = self._entry_for(call)
         with self._lock:
             self.calls.append(call)
             count = self._call_counts.get(key, 0)
             self._call_counts[key] = count + 1
         outcomes = entry.get("outcome", BUILTIN_DEFAULT["outcome"])
-        if isinstance(outcomes, list):
+        if skill is not None and skill.observes and (key[0] == "default" or "outcome" not in entry):
+            outcome = self._observe(call.args.get("object"))  # what is there, unless this step is scripted
+        elif isinstance(outcomes, list):
             outcome = outcomes[min(count, len(outcomes) - 1)]
         else:
             outcome = outcomes
@@ -65,10 +84,10 @@ class SimBackend:
         error = entry.get("error", "")
         output = entry.get("output", {"sim": True, "cap": call.cap})
         if duration <= 0:
-            return _final(outcome, error, output)
+            return self._end(skill, call, outcome, error, output)
         run_id = f"sim-{next(self._run_ids)}"
         with self._lock:
-            self._runs[run_id] = _SimRun(call, outcome, time.monotonic() + duration, error, output)
+            self._runs[run_id] = _SimRun(call, outcome, time.monotonic() + duration, error, output, skill)
         return run_id
 
     def status(self, run_id: str) -> CallStatus:
@@ -79,7 +98,7 @@ class SimBackend:
             if time.monotonic() < run.ends_at:
                 return CallStatus("RUNNING")
             del self._runs[run_id]
-        return _final(run.outcome, run.error, run.output)
+        return self._end(run.skill, run.call, run.outcome, run.error, run.output)
 
     def cancel(self, run_id: str) -> None:
         with self._lock:
@@ -90,6 +109,33 @@ class SimBackend:
         """Calls started and neither finished (polled to the end) nor cancelled."""
         with self._lock:
             return [run.call for run in self._runs.values()]
+
+    def _skill_of(self, call: CapabilityCall):
+        if self.world is None:
+            return None
+        name = self.world.catalog.resolve(call.cap)
+        return self.world.catalog.skills[name] if name else None
+
+    def _observe(self, obj: str | None) -> str:
+        """What inspect_state sees in the world."""
+        where = self.world.locations.get(obj)
+        if where == "unknown":
+            return "unknown"
+        if where in ("patron", "hand"):
+            return "holding"
+        return "placed" if where else "empty"
+
+    def _end(self, skill, call: CapabilityCall, outcome: str, error: str, output: object) -> CallStatus:
+        if skill is None:
+            return _final(outcome, error, output)
+        with self._lock:
+            if outcome == "success":  # the simulated truth changes only when the skill did its work
+                self.world.apply(skill, call.args, outcome)
+            state = self.world.snapshot()
+        output = {**output, "state": state} if isinstance(output, dict) else {"value": output, "state": state}
+        if outcome == "success" or (outcome in skill.outcomes and outcome not in self.world.catalog.failure_outcomes):
+            return CallStatus("SUCCEEDED", output=output, event=outcome)
+        return _final(outcome, error, output)
 
     def _entry_for(self, call: CapabilityCall) -> tuple[tuple[str, str], dict]:
         by_op = self.script.get("ops", {})

@@ -6,16 +6,23 @@ from dataclasses import dataclass, field
 
 from bt_exec.errors import Issue, PlanError
 
+from bt_exec.errors import ConfigError
+
 from .catalog import CapabilityCatalog, check_plan
 from .ir import ControlRequest, Op, Plan
+from .qwen3 import load_qwen3, looks_like_qwen3
+from .qwen3_check import check_graph, verdict_of
 from .rtdl import detect_shape, load_rtdl
+from .scene import Scene
+from .skill_catalog import SkillCatalog
 from .source import DEFAULT_LIMITS, Limits, parse_document
 from .tree import CompiledPlan, compile_plan
 
-DIALECTS = ("auto", "rtdl")
+DIALECTS = ("auto", "rtdl", "qwen3")
+DEFAULT_SKILL_CATALOG = "grant"
 
 __all__ = ["CapabilityCatalog", "CompiledPlan", "ControlRequest", "DIALECTS", "Limits", "Op", "Plan",
-           "Report", "compile_plan", "load", "validate"]
+           "Report", "Scene", "SkillCatalog", "compile_plan", "load", "validate"]
 
 
 def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | ControlRequest:
@@ -29,14 +36,24 @@ def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | 
         raise PlanError([Issue("unknown_dialect", "", f"unknown dialect {dialect!r} (expected one of {', '.join(DIALECTS)})")])
     doc = parse_document(source, limits)
     if dialect == "auto" and isinstance(doc, dict) and not detect_shape(doc):
+        if looks_like_qwen3(doc):
+            return load_qwen3(doc, limits)
         raise PlanError([Issue("unknown_shape", "", "not a plan of any known dialect: expected an RTDL envelope "
-                                                   "(key 'rtdl'), tree (key 'op') or wire arena (keys 'nodes', 'root_index')")])
+                                                   "(key 'rtdl'), tree (key 'op') or wire arena (keys 'nodes', "
+                                                   "'root_index'), or a Qwen3 graph (keys 'status', 'entry', 'plan', "
+                                                   "'transitions') or its submit envelope (key 'response')")])
+    if dialect == "qwen3":
+        return load_qwen3(doc, limits)
     return load_rtdl(doc, limits)
 
 
 @dataclass
 class Report:
-    """The outcome of ``validate``: ``verdict`` is "ok", "invalid" or "control" (a meta op)."""
+    """The outcome of ``validate``.
+
+    ``verdict``: "ok"; "invalid"; "control" (an RTDL meta op); for step graphs
+    also "replan_required" and "blocked". Only "ok" and "control" may run.
+    """
 
     verdict: str
     dialect: str | None
@@ -52,11 +69,15 @@ class Report:
                 "issues": [i.as_dict() for i in self.issues], "stats": self.stats}
 
 
-def validate(plan, catalog: CapabilityCatalog | dict | None = None, dialect: str = "auto",
-             limits: Limits | None = None) -> Report:
-    """Check a loaded plan, or raw input, without raising for bad input."""
-    if isinstance(catalog, dict):
-        catalog = CapabilityCatalog(catalog)
+def validate(plan, catalog=None, dialect: str = "auto", limits: Limits | None = None,
+             scene: Scene | dict | None = None) -> Report:
+    """Check a loaded plan, or raw input, without raising for bad input.
+
+    ``catalog``: for RTDL a CapabilityCatalog (or its dict); for step graphs a
+    SkillCatalog, or a shipped catalog's name or a file path (default: grant).
+    ``scene``: for step graphs, the scene to check objects, revision and
+    preconditions against.
+    """
     if not isinstance(plan, (Plan, ControlRequest)):
         try:
             plan = load(plan, dialect=dialect, limits=limits)
@@ -64,8 +85,46 @@ def validate(plan, catalog: CapabilityCatalog | dict | None = None, dialect: str
             return Report("invalid", None if dialect == "auto" else dialect, exc.issues)
     if isinstance(plan, ControlRequest):
         return Report("control", plan.dialect, [], {"control": plan.as_dict()})
-    issues = check_plan(plan, catalog)
+    if plan.dialect == "qwen3":
+        skill_catalog = skill_catalog_of(catalog)
+        issues = check_graph(plan, skill_catalog, scene_of(scene))
+        return Report(verdict_of(plan, issues), "qwen3", issues, graph_stats(plan))
+    issues = check_plan(plan, capability_catalog_of(catalog))
     return Report("invalid" if issues else "ok", plan.dialect, issues, plan_stats(plan))
+
+
+def capability_catalog_of(catalog) -> CapabilityCatalog | None:
+    if catalog is None or isinstance(catalog, CapabilityCatalog):
+        return catalog
+    if isinstance(catalog, dict):
+        return CapabilityCatalog(catalog)
+    raise ConfigError(f"an RTDL plan is checked against a capability catalog, not {type(catalog).__name__}")
+
+
+def skill_catalog_of(catalog) -> SkillCatalog:
+    if catalog is None:
+        return SkillCatalog.named(DEFAULT_SKILL_CATALOG)
+    if isinstance(catalog, SkillCatalog):
+        return catalog
+    if isinstance(catalog, str):
+        return SkillCatalog.named(catalog)
+    if isinstance(catalog, dict):
+        return SkillCatalog(catalog)
+    raise ConfigError(f"a step graph is checked against a skill catalog, not {type(catalog).__name__}")
+
+
+def scene_of(scene) -> Scene | None:
+    return Scene.from_dict(scene) if isinstance(scene, dict) else scene
+
+
+def graph_stats(plan: Plan) -> dict:
+    graph = plan.steps
+    stats = {"shape": plan.shape, "status": graph.status, "steps": len(graph.steps),
+             "transitions": sum(len(m) for m in graph.transitions.values()), "entry": graph.entry,
+             "scene_revision": graph.scene_revision}
+    if graph.reason:
+        stats["reason"] = graph.reason
+    return stats
 
 
 def plan_stats(plan: Plan) -> dict:

@@ -40,6 +40,7 @@ class Plan:
     depth: int
     numbered_by_loader: bool
     meta: dict = field(default_factory=dict)
+    steps: object = None  # the StepGraph of step-graph dialects (transitions, entry)
 
     @property
     def op_count(self) -> int:

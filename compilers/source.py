@@ -16,9 +16,10 @@ class Limits:
     max_input_bytes: int = 16 * 1024 * 1024
     max_ops: int = 10_000
     max_depth: int = 128
+    max_graph_steps: int = 256
 
     def __post_init__(self):
-        for name in ("max_input_bytes", "max_ops", "max_depth"):
+        for name in ("max_input_bytes", "max_ops", "max_depth", "max_graph_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"limit {name} must be a positive integer, got {value!r}")

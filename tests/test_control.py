@@ -331,3 +331,32 @@ def test_run_until_complete_returns_after_plan_complete_was_delivered(make_execu
         plan_id = ex.submit(seq(do()))["plan_id"]
         ex.run_until_complete(plan_id, timeout=5)
         assert plan_id in delivered
+
+
+class TestReentrancy:
+    """Subscribers run inside the tick: control calls from them must never deadlock."""
+
+    def test_cancel_from_a_subscriber_during_a_cancel_teardown(self, make_executor):
+        ex = make_executor({"default": {"duration_s": 5}})
+        plan_id = ex.submit(seq(do()))["plan_id"]
+        answers = []
+        ex.subscribe(lambda e: e["event"] == "plan_started" and answers.append(ex.cancel_plan(plan_id)))
+        assert ex.cancel_plan(plan_id)["finished"]
+        assert answers[0]["finished"] is False and "after the tick in progress" in answers[0]["message"]
+
+    def test_waiting_or_closing_from_a_subscriber_is_refused(self, make_executor):
+        ex = make_executor({"default": {"duration_s": 0.01}})
+        plan_id = ex.submit(seq(do()))["plan_id"]
+        errors = []
+
+        def misbehave(event):
+            for call in (lambda: ex.run_until_complete(plan_id), ex.close):
+                try:
+                    call()
+                except bt_exec.ControlError as exc:
+                    errors.append(str(exc))
+
+        ex.subscribe(misbehave)
+        ex.tick_once()
+        assert errors and all("inside a tick" in e for e in errors)
+        assert finish(ex, plan_id)["outcome"] == "succeeded"

@@ -267,9 +267,9 @@ class TestTickLoop:
         release = threading.Event()
         real_compile = executor_module.compile_plan
 
-        def slow_compile(plan):
+        def slow_compile(plan, *args):
             release.wait(5)
-            return real_compile(plan)
+            return real_compile(plan, *args)
 
         monkeypatch.setattr(executor_module, "compile_plan", slow_compile)
         submitter = threading.Thread(target=ex.submit, args=(seq(do()),))

@@ -87,9 +87,10 @@ class TestShapes:
     def test_unreadable_path_and_unknown_dialect_are_plan_errors(self, tmp_path):
         assert issues_of(tmp_path / "missing.json") == [("unreadable", "")]
         assert issues_of(seq(do()), dialect="yaml") == [("unknown_dialect", "")]
+        assert issues_of(seq(do()), dialect="qwen3")[0] == ("required", "/status")
 
     def test_dialect_rtdl_forces_the_dialect_and_reports_shape_problems(self):
-        assert issues_of({"plan": []}) == [("unknown_shape", "")]
+        assert issues_of({"steps": []}) == [("unknown_shape", "")]
         assert issues_of({"plan": []}, dialect="rtdl") == [("unknown_shape", "")]
         assert bt_exec.load(seq(do()), dialect="rtdl").dialect == "rtdl"
 

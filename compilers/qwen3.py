@@ -1,0 +1,247 @@
+"""Qwen3 step graphs: parsing the graph (or its submit envelope) into the IR.
+
+Shape only: ids, types, references between steps. What the skills, objects
+and events mean is checked against a catalog and a scene by ``qwen3_check``.
+A graph whose ``status`` is ``blocked`` always loads, whatever else is wrong:
+that verdict is decided first.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bt_exec.errors import Issue, PlanError
+
+from .ir import Op, Plan
+from .skill_catalog import TERMINALS
+from .source import STRICT_JSON, Limits
+
+PARAMS = ("object", "target", "tool")
+_STEP_KEYS = frozenset(("id", "skill", "args", "description"))
+_FENCE = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```\s*\Z", re.S)
+
+
+@dataclass
+class Step:
+    step_id: str
+    skill: str                  # as the model wrote it; the catalog resolves aliases
+    params: dict                # object / target / tool, and anything else it gave
+    path: str
+
+
+@dataclass
+class StepGraph:
+    status: str
+    entry: str | None
+    steps: dict = field(default_factory=dict)          # id -> Step, in plan order
+    transitions: dict = field(default_factory=dict)    # id -> {event: next step or terminal}
+    edge_paths: dict = field(default_factory=dict)     # (id, event) -> path in the input
+    scene_revision: int | None = None
+    run_id: str | None = None
+    reason: str | None = None
+    prefix: str = ""                                   # "/response" inside a submit envelope
+
+    def successors(self, step_id: str) -> list[tuple[str, str]]:
+        return list(self.transitions.get(step_id, {}).items())
+
+
+def looks_like_qwen3(doc: dict) -> bool:
+    return "response" in doc or "plan" in doc or "transitions" in doc or "entry" in doc
+
+
+def load_qwen3(doc: object, limits: Limits) -> Plan:
+    if not isinstance(doc, dict):
+        raise PlanError([_issue("type", "", "a Qwen3 graph must be a JSON object")])
+    prefix = ""
+    run_id = revision = None
+    issues: list[Issue] = []
+    if "response" in doc:
+        run_id, revision = _envelope_fields(doc, issues)
+        doc, prefix = _response(doc["response"], issues), "/response"
+    if not isinstance(doc, dict):
+        raise PlanError(issues)
+    if revision is None and "scene_revision" in doc:
+        revision = doc["scene_revision"]
+        if not _is_int(revision):
+            issues.append(_issue("type", f"{prefix}/scene_revision", f"scene_revision must be an integer, got {revision!r}"))
+            revision = None
+    status = doc.get("status")
+    reason = doc.get("reason") if isinstance(doc.get("reason"), str) else None
+    graph = StepGraph(status=status if status in ("ok", "blocked") else "ok", entry=None, scene_revision=revision,
+                      run_id=run_id, reason=reason, prefix=prefix)
+    if "status" not in doc:
+        issues.append(_issue("required", f"{prefix}/status", "graph has no 'status' (ok or blocked)"))
+    elif status not in ("ok", "blocked"):
+        issues.append(_issue("bad_value", f"{prefix}/status", f"status must be ok or blocked, got {status!r}"))
+    _read_steps(doc, graph, limits, issues)
+    _read_transitions(doc, graph, issues)
+    _read_entry(doc, graph, issues)
+    if issues and graph.status != "blocked":
+        raise PlanError(issues)
+    return _as_plan(graph)
+
+
+def _envelope_fields(doc: dict, issues: list[Issue]) -> tuple[str | None, int | None]:
+    run_id = doc.get("run_id")
+    if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
+        issues.append(_issue("type", "/run_id", f"run_id must be a non-empty string, got {run_id!r}"))
+        run_id = None
+    revision = doc.get("scene_revision")
+    if revision is not None and not _is_int(revision):
+        issues.append(_issue("type", "/scene_revision", f"scene_revision must be an integer, got {revision!r}"))
+        revision = None
+    return run_id, revision
+
+
+def _response(response: object, issues: list[Issue]) -> object:
+    """The graph in a submit envelope: an object, or model output text holding one (one code fence allowed)."""
+    if isinstance(response, dict):
+        return response
+    if not isinstance(response, str):
+        issues.append(_issue("type", "/response", f"response must be the graph as an object or as JSON text, got {type(response).__name__}"))
+        return None
+    fenced = _FENCE.match(response)
+    text = fenced.group(1) if fenced else response
+    try:
+        graph = STRICT_JSON.decode(text.strip())
+    except (ValueError, RecursionError) as exc:
+        issues.append(_issue("json_syntax", "/response", f"response is not JSON text of a graph: {exc}"))
+        return None
+    if not isinstance(graph, dict):
+        issues.append(_issue("type", "/response", "response must hold a JSON object"))
+        return None
+    return graph
+
+
+def _read_steps(doc: dict, graph: StepGraph, limits: Limits, issues: list[Issue]) -> None:
+    prefix = graph.prefix
+    plan = doc.get("plan")
+    if "plan" not in doc:
+        issues.append(_issue("required", f"{prefix}/plan", "graph has no 'plan' (its list of steps)"))
+        return
+    if not isinstance(plan, list):
+        issues.append(_issue("type", f"{prefix}/plan", "plan must be an array of steps"))
+        return
+    if len(plan) > limits.max_graph_steps:
+        issues.append(_issue("too_many_steps", f"{prefix}/plan",
+                             f"{len(plan)} steps, over the limit of {limits.max_graph_steps}"))
+        return
+    for index, raw in enumerate(plan):
+        path = f"{prefix}/plan/{index}"
+        if not isinstance(raw, dict):
+            issues.append(_issue("type", path, "a step must be an object"))
+            continue
+        step_id, skill = raw.get("id"), raw.get("skill")
+        if not isinstance(step_id, str) or not step_id.strip():
+            issues.append(_issue("bad_value", f"{path}/id", f"step id must be a non-empty string, got {step_id!r}"))
+            continue
+        if step_id in TERMINALS:
+            issues.append(_issue("bad_value", f"{path}/id", f"step id {step_id!r} is a terminal's name", [step_id]))
+            continue
+        if step_id in graph.steps:
+            issues.append(_issue("duplicate_step", f"{path}/id", f"step id {step_id!r} is used twice", [step_id]))
+            continue
+        if not isinstance(skill, str) or not skill.strip():
+            issues.append(_issue("bad_value", f"{path}/skill", f"step {step_id!r}: skill must be a non-empty string", [step_id]))
+            skill = ""
+        graph.steps[step_id] = Step(step_id, skill, _params(raw, path, step_id, issues), path)
+
+
+def _params(raw: dict, path: str, step_id: str, issues: list[Issue]) -> dict:
+    params = {key: value for key, value in raw.items() if key not in _STEP_KEYS}
+    args = raw.get("args", {})
+    if not isinstance(args, dict):
+        issues.append(_issue("type", f"{path}/args", f"step {step_id!r}: args must be an object", [step_id]))
+        args = {}
+    for key, value in args.items():
+        if key in params and params[key] != value:
+            issues.append(_issue("param_conflict", f"{path}/args/{key}",
+                                 f"step {step_id!r}: {key} is {params[key]!r} on the step but {value!r} in args", [step_id]))
+        params.setdefault(key, value)
+    for key, value in params.items():
+        if not isinstance(value, str) or not value.strip():
+            issues.append(_issue("type", f"{path}/{key}", f"step {step_id!r}: {key} must be a name, got {value!r}", [step_id]))
+    return params
+
+
+def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
+    prefix = graph.prefix
+    raw = doc.get("transitions")
+    if "transitions" not in doc:
+        issues.append(_issue("required", f"{prefix}/transitions", "graph has no 'transitions'"))
+        return
+    edges: list[tuple[object, object, object, str]] = []
+    if isinstance(raw, dict):
+        for source, by_event in raw.items():
+            if not isinstance(by_event, dict):
+                issues.append(_issue("type", f"{prefix}/transitions/{_esc(source)}",
+                                     f"transitions of step {source!r} must map events to next steps", [source]))
+                continue
+            edges += [(source, event, target, f"{prefix}/transitions/{_esc(source)}/{_esc(event)}")
+                      for event, target in by_event.items()]
+    elif isinstance(raw, list):
+        for index, edge in enumerate(raw):
+            path = f"{prefix}/transitions/{index}"
+            if not isinstance(edge, dict) or not {"from", "event", "to"} <= edge.keys():
+                issues.append(_issue("type", path, "an edge must be an object with from, event and to"))
+                continue
+            edges.append((edge["from"], edge["event"], edge["to"], path))
+    else:
+        issues.append(_issue("type", f"{prefix}/transitions", "transitions must be a map or an edge list"))
+        return
+    for source, event, target, path in edges:
+        if not all(isinstance(v, str) for v in (source, event, target)):
+            issues.append(_issue("type", path, "from, event and to must be strings"))
+            continue
+        where = f"step {source!r} transition {event!r} -> {target!r}"
+        if source not in graph.steps:
+            issues.append(_issue("unknown_step", path, f"{where}: there is no step {source!r}", [source]))
+            continue
+        if target not in graph.steps and target not in TERMINALS:
+            issues.append(_issue("unknown_step", path, f"{where}: {target!r} is neither a step nor a terminal "
+                                                       f"({', '.join(TERMINALS)})", [source]))
+            continue
+        mapped = graph.transitions.setdefault(source, {})
+        if event in mapped and mapped[event] != target:
+            issues.append(_issue("duplicate_transition", path,
+                                 f"{where}: event {event!r} already leads to {mapped[event]!r}", [source]))
+            continue
+        mapped[event] = target
+        graph.edge_paths[(source, event)] = path
+
+
+def _read_entry(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
+    entry = doc.get("entry")
+    path = f"{graph.prefix}/entry"
+    if "entry" not in doc:
+        issues.append(_issue("required", path, "graph has no 'entry' step"))
+    elif not isinstance(entry, str) or entry not in graph.steps:
+        issues.append(_issue("unknown_step", path, f"entry {entry!r} is not a step of the plan"))
+    else:
+        graph.entry = entry
+
+
+def _as_plan(graph: StepGraph) -> Plan:
+    ops = {}
+    for step in graph.steps.values():
+        shown = ", ".join(str(step.params[key]) for key in PARAMS if key in step.params)
+        ops[step.step_id] = Op(step.step_id, "step", f"{step.skill}({shown})", cap=step.skill,
+                               args=dict(step.params), path=step.path)
+    description = f"{len(ops)}-step graph from {graph.entry}" if graph.entry else "step graph"
+    return Plan(dialect="qwen3", shape="envelope" if graph.prefix else "graph", root=graph.entry or "",
+                ops=ops, description=description, depth=0, numbered_by_loader=False,
+                meta={"run_id": graph.run_id, "scene_revision": graph.scene_revision, "status": graph.status,
+                      "reason": graph.reason},
+                steps=graph)
+
+
+def _issue(code: str, path: str, message: str, steps=()) -> Issue:
+    return Issue(code, path, message, tuple(steps))
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _esc(key: object) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")

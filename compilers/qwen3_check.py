@@ -1,0 +1,335 @@
+"""Static safety verification of step graphs before motion, with linear-time graph algorithms.
+
+Verdicts: ``blocked`` (the model refused; decided first), ``invalid`` (structure
+or safety broken), ``replan_required`` (sound, but a precondition fails from
+the current scene's state on some path), ``ok``. Every issue names its steps.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import networkx as nx
+
+from bt_exec.errors import Issue
+
+from .ir import Plan
+from .qwen3 import StepGraph
+from .scene import Scene
+from .skill_catalog import TERMINALS, SkillCatalog
+from .symbolic import MODES, Abstract
+
+REPLAN_CODES = frozenset(("precondition_fails_in_scene",))
+
+
+def verdict_of(plan: Plan, issues: list[Issue]) -> str:
+    if plan.steps.status == "blocked":
+        return "blocked"
+    if any(issue.code not in REPLAN_CODES for issue in issues):
+        return "invalid"
+    return "replan_required" if issues else "ok"
+
+
+def check_graph(plan: Plan, catalog: SkillCatalog, scene: Scene | None) -> list[Issue]:
+    """Every issue of a loaded step graph against the catalog and, when given, the scene."""
+    graph: StepGraph = plan.steps
+    if graph.status == "blocked":
+        return []
+    issues: list[Issue] = []
+    skills = _check_skills(graph, catalog, issues)
+    if scene is not None:
+        _check_revision(graph, scene, issues)
+    _check_params(graph, catalog, skills, scene, issues)
+    _check_events(graph, catalog, skills, issues)
+    digraph = _digraph(graph)
+    _check_reachability(graph, digraph, issues)
+    _check_failure_edges(graph, catalog, skills, issues)
+    _check_after_collision(graph, catalog, skills, digraph, issues)
+    _check_way_out(graph, digraph, issues)
+    _check_tool_returns(graph, catalog, skills, issues)
+    if not issues:  # the meaning of every step is known: follow the symbolic state
+        _check_preconditions(graph, catalog, skills, scene, issues)
+    return issues
+
+
+def _issue(code: str, path: str, message: str, steps) -> Issue:
+    return Issue(code, path, message, tuple(steps))
+
+
+def _check_skills(graph: StepGraph, catalog: SkillCatalog, issues: list[Issue]) -> dict:
+    """Canonical skill of every step whose skill the catalog knows."""
+    skills = {}
+    for step in graph.steps.values():
+        name = catalog.resolve(step.skill)
+        if name is not None:
+            skills[step.step_id] = catalog.skills[name]
+        elif step.skill in catalog.unsupported:
+            issues.append(_issue("unsupported_skill", f"{step.path}/skill",
+                                 f"step {step.step_id!r}: skill {step.skill!r} is not supported by catalog "
+                                 f"{catalog.name}: {catalog.unsupported[step.skill]}", [step.step_id]))
+        elif step.skill:
+            known = ", ".join(sorted(catalog.skills) + sorted(catalog.aliases))
+            issues.append(_issue("unknown_skill", f"{step.path}/skill",
+                                 f"step {step.step_id!r}: unknown skill {step.skill!r} (catalog {catalog.name} has: {known})",
+                                 [step.step_id]))
+    return skills
+
+
+def _check_revision(graph: StepGraph, scene: Scene, issues: list[Issue]) -> None:
+    path = f"{graph.prefix}/scene_revision" if graph.prefix else "/scene_revision"
+    if graph.scene_revision is None:
+        issues.append(_issue("revision_missing", path, f"the graph names no scene_revision; the scene is at "
+                                                       f"revision {scene.revision}", []))
+    elif graph.scene_revision != scene.revision:
+        issues.append(_issue("stale_revision", path, f"the graph was planned on scene_revision {graph.scene_revision}, "
+                                                     f"the scene is at revision {scene.revision}: plan again", []))
+
+
+def _check_params(graph, catalog: SkillCatalog, skills, scene, issues) -> None:
+    for step_id, skill in skills.items():
+        step = graph.steps[step_id]
+        where = f"step {step_id!r} ({step.skill})"
+        for key, value in step.params.items():
+            spec = skill.params.get(key)
+            path = f"{step.path}/{key}"
+            if spec is None:
+                issues.append(_issue("unknown_param", path, f"{where} takes no {key!r} "
+                                                            f"(it takes: {', '.join(skill.params) or 'nothing'})", [step_id]))
+                continue
+            if not isinstance(value, str):
+                continue  # reported by the loader
+            is_target = key == "target"
+            kind = catalog.target_type(value) if is_target else catalog.object_type(value)
+            noun = "target" if is_target else "object"
+            if kind is None:
+                issues.append(_issue(f"unknown_{noun}", path, f"{where}: unknown {noun} {value!r}", [step_id]))
+            elif kind not in spec["types"]:
+                issues.append(_issue(f"wrong_{noun}_type", path, f"{where}: {key} {value!r} is a {kind}; "
+                                                                f"{step.skill} takes a {' or '.join(spec['types'])}", [step_id]))
+            elif scene is not None and value not in (scene.targets if is_target else scene.objects):
+                issues.append(_issue("not_in_scene", path, f"{where}: {noun} {value!r} is not in the scene", [step_id]))
+            if spec.get("must_be") == "tool_of_object" and kind is not None:
+                own = catalog.tool_of(step.params.get("object", ""))
+                if own != value:
+                    issues.append(_issue("wrong_tool", path, f"{where}: {step.params.get('object')!r} is grabbed with "
+                                                             f"{own!r}, not {value!r}", [step_id]))
+        for key, spec in skill.params.items():
+            if not spec.get("optional") and key not in step.params:
+                issues.append(_issue("missing_param", step.path, f"{where} needs {key!r}", [step_id]))
+        if skill.one_of and sum(key in step.params for key in skill.one_of) != 1:
+            issues.append(_issue("missing_param", step.path, f"{where} needs exactly one of {', '.join(skill.one_of)}",
+                                 [step_id]))
+
+
+def _check_events(graph: StepGraph, catalog: SkillCatalog, skills, issues) -> None:
+    for step_id, skill in skills.items():
+        mapped = graph.transitions.get(step_id, {})
+        for event in mapped:
+            if event not in skill.outcomes:
+                issues.append(_issue("unknown_event", graph.edge_paths[(step_id, event)],
+                                     f"step {step_id!r} transition {event!r}: {graph.steps[step_id].skill} has no such "
+                                     f"outcome (its outcomes: {', '.join(skill.outcomes)})", [step_id]))
+        if not mapped:
+            issues.append(_issue("no_transitions", graph.steps[step_id].path, f"step {step_id!r} has no transitions",
+                                 [step_id]))
+            continue
+        for event in skill.required:
+            if event not in mapped:
+                issues.append(_issue("missing_transition", graph.steps[step_id].path,
+                                     f"step {step_id!r} ({graph.steps[step_id].skill}) needs a transition for outcome "
+                                     f"{event!r}", [step_id]))
+
+
+def _digraph(graph: StepGraph) -> nx.DiGraph:
+    """Steps and terminals as nodes; one edge per transition (events kept as edge data)."""
+    digraph = nx.DiGraph()
+    digraph.add_nodes_from(graph.steps)
+    for source, mapped in graph.transitions.items():
+        for event, target in mapped.items():
+            digraph.add_edge(source, target)
+    return digraph
+
+
+def _check_reachability(graph: StepGraph, digraph: nx.DiGraph, issues) -> None:
+    reached = nx.descendants(digraph, graph.entry) | {graph.entry}
+    for step_id, step in graph.steps.items():
+        if step_id not in reached:
+            issues.append(_issue("unreachable", step.path, f"step {step_id!r} cannot be reached from entry "
+                                                           f"{graph.entry!r}", [step_id]))
+
+
+def _check_failure_edges(graph: StepGraph, catalog: SkillCatalog, skills, issues) -> None:
+    for step_id, skill in skills.items():
+        for event, target in graph.transitions.get(step_id, {}).items():
+            path = graph.edge_paths[(step_id, event)]
+            if target == "completed" and catalog.is_failure(event):
+                issues.append(_issue("failure_to_completed", path, f"step {step_id!r} transition {event!r} -> "
+                                                                   f"'completed': a failure never completes the graph",
+                                     [step_id]))
+            uncertain = event in skill.uncertain_after or (skill.observes and event == "unknown")
+            if uncertain and target in graph.steps:
+                next_skill = skills.get(target)
+                if next_skill is None or not next_skill.observes:
+                    issues.append(_issue("uncertain_ownership", path,
+                                         f"step {step_id!r} transition {event!r} -> {target!r}: after {event} it is "
+                                         f"unknown what the robot holds; the next step must be inspect_state or a "
+                                         f"terminal", [step_id, target]))
+
+
+def _check_after_collision(graph: StepGraph, catalog, skills, digraph: nx.DiGraph, issues) -> None:
+    """No motion step reachable after any collision: one multi-source search, linear time."""
+    origin: dict[str, str] = {}
+    queue: deque = deque()
+    for step_id in graph.steps:
+        target = graph.transitions.get(step_id, {}).get("collision")
+        if target in graph.steps and target not in origin:
+            origin[target] = step_id
+            queue.append(target)
+    moving: dict[str, list[str]] = {}
+    while queue:
+        current = queue.popleft()
+        skill = skills.get(current)
+        if skill is not None and skill.motion:
+            moving.setdefault(origin[current], []).append(current)
+        for nxt in digraph.successors(current):
+            if nxt in graph.steps and nxt not in origin:
+                origin[nxt] = origin[current]
+                queue.append(nxt)
+    for source, steps in moving.items():
+        first = steps[0]
+        more = f" (and {len(steps) - 1} more motion steps)" if len(steps) > 1 else ""
+        issues.append(_issue("motion_after_collision", graph.edge_paths[(source, "collision")],
+                             f"step {source!r} transition 'collision' leads to motion: step {first!r} "
+                             f"({graph.steps[first].skill}) moves the robot{more}; after a collision only "
+                             f"non-motion steps and terminals may follow", [source] + steps))
+
+
+def _check_way_out(graph: StepGraph, digraph: nx.DiGraph, issues) -> None:
+    """Steps from which no terminal can be reached (co-reachability), reported per cycle."""
+    terminals = [t for t in TERMINALS if t in digraph]
+    can_finish = set()
+    reverse = digraph.reverse(copy=False)
+    for terminal in terminals:
+        can_finish |= nx.descendants(reverse, terminal)
+    stuck = [step_id for step_id in graph.steps if step_id not in can_finish and graph.transitions.get(step_id)]
+    if not stuck:
+        return
+    for component in nx.strongly_connected_components(digraph.subgraph(stuck)):
+        members = [s for s in graph.steps if s in component]
+        looped = len(members) > 1 or digraph.has_edge(members[0], members[0])
+        what = "a cycle with no way out" if looped else "a dead end"
+        issues.append(_issue("no_way_out", graph.steps[members[0]].path,
+                             f"steps {', '.join(repr(m) for m in members)} form {what}: no terminal can be reached "
+                             f"from them", members))
+
+
+def _check_tool_returns(graph: StepGraph, catalog: SkillCatalog, skills, issues) -> None:
+    """A tool goes back only into its own socket, and only directly after a transfer there."""
+    predecessors: dict[str, list[tuple[str, str]]] = {}
+    for source, mapped in graph.transitions.items():
+        for event, target in mapped.items():
+            predecessors.setdefault(target, []).append((source, event))
+    for step_id, skill in skills.items():
+        step = graph.steps[step_id]
+        tool = step.params.get("object")
+        if not skill.returns_tool or catalog.object_type(tool or "") != "tool":
+            continue
+        socket = catalog.socket_of(tool)
+        target = step.params.get("target")
+        if target != socket:
+            issues.append(_issue("tool_not_in_socket", step.path,
+                                 f"step {step_id!r}: {step.skill}({tool}) must put {tool} into its socket {socket!r}, "
+                                 f"not {target or 'wherever the robot is'}: {step.skill} does not carry the tool "
+                                 f"anywhere", [step_id]))
+            continue
+        bad = [(source, event) for source, event in predecessors.get(step_id, [])
+               if not _transfers_to(graph.steps[source], skills.get(source), event, tool, socket, catalog)]
+        if step_id == graph.entry or bad:
+            came = ", ".join(f"{s!r} on {e!r}" for s, e in bad) or "the entry"
+            issues.append(_issue("no_transfer_before_return", step.path,
+                                 f"step {step_id!r}: {step.skill}({tool}, {socket}) must come directly after a successful "
+                                 f"transfer({tool}, {socket}); it is also reached from {came}",
+                                 [step_id] + [s for s, _ in bad]))
+
+
+def _transfers_to(step, skill, event, tool, socket, catalog) -> bool:
+    if skill is None or event != "success" or step.params.get("object") != tool:
+        return False
+    if skill.name == "transfer":
+        return step.params.get("target") == socket
+    return skill.name == "move_to_storage" and catalog.storage.get(tool) == socket
+
+
+def _check_preconditions(graph: StepGraph, catalog: SkillCatalog, skills, scene: Scene | None, issues) -> None:
+    """Propagate the symbolic state along every path to a fixed point, from an unknown start and from the scene."""
+    kinds = {}
+    for step in graph.steps.values():
+        for key in ("object", "tool"):
+            name = step.params.get(key)
+            kind = catalog.object_type(name) if name else None
+            if kind in MODES:
+                kinds[name] = kind
+                tool = catalog.tool_of(name)
+                if tool:
+                    kinds[tool] = "tool"
+    if scene is not None:
+        for obj, where in scene.state.items():
+            kind = catalog.object_type(obj)
+            if kind in MODES and where == "patron":
+                kinds[obj] = kind
+        if scene.holding and catalog.object_type(scene.holding) in MODES:
+            kinds[scene.holding] = catalog.object_type(scene.holding)
+    model = Abstract(catalog, kinds)
+    never = set()
+    states, _ = _fixed_point(graph, skills, model, model.top())
+    for step_id, state in states.items():
+        for failure in model.preconditions(skills[step_id], graph.steps[step_id].params, state):
+            if failure.must_fail:
+                never.add(step_id)
+                issues.append(_issue("precondition_never_holds", graph.steps[step_id].path,
+                                     f"step {step_id!r} ({graph.steps[step_id].skill}): {failure.describe()}, and on every "
+                                     f"path to it, from any starting scene, it is not", [step_id]))
+    if scene is None:
+        return
+    states, came_from = _fixed_point(graph, skills, model, model.from_scene(scene))
+    for step_id in graph.steps:
+        if step_id in never or step_id not in states:
+            continue
+        for failure in model.preconditions(skills[step_id], graph.steps[step_id].params, states[step_id]):
+            path = _path_to(graph.entry, step_id, came_from)
+            issues.append(_issue("precondition_fails_in_scene", graph.steps[step_id].path,
+                                 f"step {step_id!r} ({graph.steps[step_id].skill}): {failure.describe()}, but from the "
+                                 f"current scene that may not hold on the path {' -> '.join(path)}: plan again from "
+                                 f"this scene", path))
+
+
+def _fixed_point(graph: StepGraph, skills, model: Abstract, start):
+    """Entry state of every reachable step (worklist; each object's set only grows, so it terminates fast)."""
+    states = {graph.entry: start}
+    came_from: dict[str, str] = {}
+    queue = deque([graph.entry])
+    queued = {graph.entry}
+    while queue:
+        step_id = queue.popleft()
+        queued.discard(step_id)
+        skill, params = skills[step_id], graph.steps[step_id].params
+        for event, target in graph.transitions.get(step_id, {}).items():
+            if target not in graph.steps:
+                continue
+            after = model.after(skill, params, event, states[step_id])
+            before = states.get(target)
+            joined = after if before is None else {obj: before[obj] | after[obj] for obj in after}
+            if joined != before:
+                states[target] = joined
+                came_from.setdefault(target, step_id)
+                if target not in queued:
+                    queued.add(target)
+                    queue.append(target)
+    return states, came_from
+
+
+def _path_to(entry: str, step_id: str, came_from: dict) -> list[str]:
+    path = [step_id]
+    while path[-1] != entry and path[-1] in came_from and came_from[path[-1]] not in path:
+        path.append(came_from[path[-1]])
+    return list(reversed(path))
+
