@@ -11,7 +11,8 @@ The public API (stable; tools depend on these names)::
 from importlib.metadata import PackageNotFoundError, version
 
 from .backends import Backend, CallStatus, CapabilityCall
-from .compilers import CapabilityCatalog, CompiledPlan, ControlRequest, Limits, Plan, Report, compile_plan, load, validate
+from .compilers import (CapabilityCatalog, CompiledPlan, ControlRequest, Limits, Plan, Report, Scene, SkillCatalog,
+                        compile_plan, load, validate)
 from .errors import BtExecError, ConfigError, ControlError, Issue, PlanError
 from .executor import Executor
 from .journal import JsonlJournal
@@ -25,5 +26,5 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 __all__ = [
     "Backend", "BtExecError", "CallStatus", "CapabilityCall", "CapabilityCatalog", "CompiledPlan", "ConfigError",
     "ControlError", "ControlRequest", "Executor", "Issue", "JsonlJournal", "Limits", "Plan", "PlanError", "Report",
-    "SimBackend", "compile_plan", "load", "validate",
+    "Scene", "SimBackend", "SkillCatalog", "compile_plan", "load", "validate",
 ]

@@ -21,6 +21,7 @@ import bt_exec
 
 from .compilers import DIALECTS, ControlRequest, Plan
 from .compilers.ir import STOP_WHENS
+from .compilers.symbolic import World
 from .errors import BtExecError, Issue, PlanError
 from .live_view import EventLines, LiveView, one_line, printable
 
@@ -84,26 +85,36 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {bt_exec.__version__}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
+    def add_catalog(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--catalog", metavar="NAME|PATH",
+                             help="RTDL: a capability catalog file to check caps and args against; Qwen3: the skill "
+                                  "catalog, shipped (grant, the default) or a file")
+
     def add_input(command: argparse.ArgumentParser) -> None:
         command.add_argument("file", metavar="FILE", help="plan JSON file, or - for standard input")
         command.add_argument("--dialect", choices=DIALECTS, default="auto", help="plan dialect (default: auto)")
 
     validate = commands.add_parser("validate", help="check a plan; exit 0 if valid, 1 if not")
     add_input(validate)
-    validate.add_argument("--catalog", metavar="CATALOG.json", help="capability catalog to check caps and args against")
+    add_catalog(validate)
+    validate.add_argument("--scene", metavar="SCENE.json", help="Qwen3: the scene to check the graph against")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.set_defaults(command=validate_command)
 
     compile_ = commands.add_parser("compile", help="print the behaviour tree a plan compiles to")
     add_input(compile_)
     compile_.add_argument("--render", choices=RENDERS, required=True, help="tree format")
+    add_catalog(compile_)
     compile_.set_defaults(command=compile_command)
 
     run = commands.add_parser("run", help="run a plan to the end; exit 0 if it succeeded")
     add_input(run)
     run.add_argument("--backend", choices=BACKENDS, default="sim", help="capability backend (default: sim)")
     run.add_argument("--sim-script", metavar="F", help="sim backend script: outcomes and durations per cap or op")
-    run.add_argument("--catalog", metavar="C", help="capability catalog to check caps and args against")
+    add_catalog(run)
+    run.add_argument("--scene", metavar="SCENE.json", help="Qwen3: the scene the graph runs in (required for Qwen3)")
+    run.add_argument("--max-steps", metavar="N", type=positive_int, default=1000,
+                     help="Qwen3: most steps one run may execute (default: 1000)")
     run.add_argument("--stop-at", metavar="OP[:WHEN]", type=stop_point, action="append", default=[],
                      help="cancel the plan when it reaches op OP; WHEN is on_enter or on_complete (default); "
                           "repeatable. See op ids with: bt-exec compile FILE --render ascii")
@@ -123,6 +134,16 @@ def stop_point(text: str) -> tuple[str, str]:
     return op_id, when
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
 def tick_rate(text: str) -> float:
     try:
         rate = float(text)
@@ -136,13 +157,13 @@ def tick_rate(text: str) -> float:
 # --- commands ---------------------------------------------------------------------
 
 def validate_command(args: argparse.Namespace) -> int:
-    catalog = bt_exec.CapabilityCatalog.from_file(args.catalog) if args.catalog else None
+    scene = bt_exec.Scene.from_file(args.scene) if args.scene else None
     try:
-        source = read_input(args.file)
+        loaded = bt_exec.load(read_input(args.file), dialect=args.dialect)
     except PlanError as exc:
         report = bt_exec.Report("invalid", None if args.dialect == "auto" else args.dialect, exc.issues)
     else:
-        report = bt_exec.validate(source, catalog=catalog, dialect=args.dialect)
+        report = bt_exec.validate(loaded, catalog=catalog_for(loaded, args.catalog), scene=scene)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -152,10 +173,11 @@ def validate_command(args: argparse.Namespace) -> int:
 
 def compile_command(args: argparse.Namespace) -> int:
     _source, plan = read_plan(args.file, args.dialect, "compile")
-    report = bt_exec.validate(plan)  # the builtins' args, as the executor would check them
-    if not report.ok:
+    catalog = catalog_for(plan, args.catalog)
+    report = bt_exec.validate(plan, catalog=catalog)  # as the executor would check it (no scene here)
+    if report.verdict not in ("ok", "replan_required"):  # replan_required is about a scene; the graph compiles
         raise PlanError(report.issues)
-    root = bt_exec.compile_plan(plan).root
+    root = bt_exec.compile_plan(plan, catalog if plan.dialect == "qwen3" else None).root
     if args.render == "dot":
         rendered = py_trees.display.dot_tree(root).to_string()
     elif args.render == "unicode":
@@ -167,12 +189,21 @@ def compile_command(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    backend = bt_exec.SimBackend(args.sim_script)
-    catalog = bt_exec.CapabilityCatalog.from_file(args.catalog) if args.catalog else None
     source, plan = read_plan(args.file, args.dialect, "run")
-    executor = bt_exec.Executor(backend=backend, catalog=catalog, tick_rate_hz=args.tick_rate)
+    catalog = catalog_for(plan, args.catalog)
+    if plan.dialect == "qwen3":
+        if not args.scene:
+            raise CommandError("a Qwen3 graph runs in a scene: give --scene SCENE.json")
+        scene = bt_exec.Scene.from_file(args.scene)
+        backend = bt_exec.SimBackend(args.sim_script, world=World.from_scene(catalog, scene))
+        executor = bt_exec.Executor(backend=backend, skill_catalog=catalog, scene=scene, max_steps=args.max_steps,
+                                    tick_rate_hz=args.tick_rate)
+    else:
+        backend = bt_exec.SimBackend(args.sim_script)
+        executor = bt_exec.Executor(backend=backend, catalog=catalog, tick_rate_hz=args.tick_rate)
     answer = executor.submit(source, dialect=args.dialect)
     if not answer["accepted"]:
+        _error(f"refused: {answer['verdict']}")
         raise PlanError([Issue(**issue) for issue in answer["issues"]])
     plan_id = answer["plan_id"]
     if plan.numbered_by_loader:  # the executor numbers ops from its own counter; follow it
@@ -233,6 +264,13 @@ def _run_to_end(executor: bt_exec.Executor, plan_id: str, plan: Plan, events_pat
     return EXIT_OK if record["outcome"] == "succeeded" else EXIT_FAILED
 
 
+def catalog_for(plan, name_or_path: str | None):
+    """The catalog a plan is checked against: a skill catalog for step graphs, a capability catalog for RTDL."""
+    if getattr(plan, "dialect", None) == "qwen3":
+        return bt_exec.SkillCatalog.named(name_or_path or "grant")
+    return bt_exec.CapabilityCatalog.from_file(name_or_path) if name_or_path else None
+
+
 def _open_journal(path: str) -> bt_exec.JsonlJournal:
     try:
         return bt_exec.JsonlJournal(path)
@@ -279,23 +317,37 @@ def report_text(label: str, report: bt_exec.Report) -> str:
     if report.verdict == "control":
         control = report.stats["control"]
         return f"{label}: control: a {control['op']} request, not a plan ({json.dumps(control)})"
+    stats = report.stats
+    if report.verdict == "ok" and report.dialect == "qwen3":
+        return (f"{label}: ok: qwen3 {stats['shape']}, {stats['steps']} steps, {stats['transitions']} transitions, "
+                f"entry {stats['entry']}")
     if report.verdict == "ok":
-        stats = report.stats
         return (f"{label}: ok: {report.dialect} {stats['shape']}, {stats['ops']} ops ({stats['sequence']} sequence, "
                 f"{stats['parallel']} parallel, {stats['do']} do), depth {stats['depth']}")
+    if report.verdict == "blocked":
+        return f"{label}: blocked: the planner refused" + (f" ({stats['reason']})" if stats.get("reason") else "")
     count = len(report.issues)
-    lines = [f"{label}: invalid: {count} issue{'s' if count != 1 else ''}"]
+    lines = [f"{label}: {report.verdict}: {count} issue{'s' if count != 1 else ''}"]
     lines += [f"  {issue}" for issue in report.issues]
     return "\n".join(lines)
 
 
 def summary_line(record: dict) -> str:
-    """``plan 1 failed after 0.81 s; ops: 3 succeeded, 1 failed, 1 pending`` (with the cancel reason or error)."""
+    """``plan 1 failed after 0.81 s; ops: 3 succeeded, 1 failed, 1 pending`` (with the cancel reason or error).
+
+    A step graph's summary is its path and terminal: ``path: s1 -> s2 -> completed``.
+    """
     counts = collections.Counter(op["state"] for op in record["ops"])
     states = ", ".join(f"{counts[state]} {state}" for state in SUMMARY_STATES if counts[state])
     reasons = "; ".join(one_line(reason) for reason in (record["cancel_reason"], record["error"]) if reason)
     because = f" ({reasons})" if reasons else ""
-    return f"plan {record['plan_id']} {record['outcome']} after {record['duration_s']:.2f} s{because}; ops: {states}"
+    line = f"plan {record['plan_id']} {record['outcome']} after {record['duration_s']:.2f} s{because}; ops: {states}"
+    if "terminal" in record:
+        reason = record["terminal_reason"]
+        line += (f"\npath: {' -> '.join(record['path'])}\nterminal: {record['terminal']}"
+                 + (f" ({one_line(reason)})" if reason else "")
+                 + f"\nholding: {record['state']['holding']}; patron: {', '.join(record['state']['patron']) or 'free'}")
+    return line
 
 
 def _missing_op_message(op_id: str, plan: Plan, name: str) -> str:

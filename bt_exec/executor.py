@@ -166,7 +166,11 @@ class Executor:
                             run_id)
         report = validate(plan, catalog=self.skill_catalog, scene=scene)
         if report.verdict != "ok":
-            return _refusal(report.verdict, report.issues, run_id)
+            refusal = _refusal(report.verdict, report.issues, run_id)
+            if report.verdict == "replan_required" or any(i.code in ("stale_revision", "revision_missing")
+                                                          for i in report.issues):
+                refusal["scene"] = scene.as_dict()  # a fresh snapshot for the planner; the model is not called
+            return refusal
         with self._lock:
             if self.scene is not scene:
                 return _refusal("invalid", [Issue("stale_revision", "", f"the scene changed to revision "

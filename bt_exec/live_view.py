@@ -50,7 +50,14 @@ def event_line(event: dict) -> str | None:
         if event.get("detail"):
             notes.append(one_line(event["detail"]))
         return line + (f" [{'; '.join(notes)}]" if notes else "")
+    if kind == "step_transition":
+        return f"step {event['step']} {event['skill']} -> {event['outcome']} -> {event['next']}"
     if kind == "plan_complete":
+        terminal = event.get("terminal")
+        if terminal:
+            reason = event.get("terminal_reason")
+            return (f"plan {event['plan_id']} complete: {event['outcome']}, terminal {terminal}"
+                    + (f" ({one_line(reason)})" if reason else ""))
         return f"plan {event['plan_id']} complete: {event['outcome']}"
     return None
 
@@ -151,6 +158,12 @@ def tree_lines(plan: Plan, states: dict[str, tuple[str, str | None]]) -> list[st
     ``states`` maps op ids to (state, note); a note is shown after the description, in brackets.
     """
     lines = []
+    if plan.dialect == "qwen3":  # a graph, not a tree: its steps in plan order
+        for op_id, op in plan.ops.items():
+            state, note = states.get(op_id, ("pending", None))
+            lines.append(f"{STATE_SYMBOLS.get(state, '?')} {op_id} {state}: {one_line(op.description)}"
+                         + (f" [{one_line(note)}]" if note else ""))
+        return lines
     stack = [(plan.root, "", "")]  # (op id, this line's lead, the lead of its children's lines)
     while stack:
         op_id, lead, child_lead = stack.pop()
