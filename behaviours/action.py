@@ -146,6 +146,8 @@ class SkillAction(CapabilityAction):
     def _finish(self, status: CallStatus) -> None:
         super()._finish(status)
         event = status.event or _SKILL_EVENT[status.state]
+        if event == "success" and status.state != "SUCCEEDED":  # a call that did not succeed never routes as success
+            event = _SKILL_EVENT[status.state]
         self.result["event"] = event
         if event not in self.outcomes:
             self.final_state = "failed"

@@ -33,6 +33,7 @@ class StepRouter(py_trees.composites.Composite):
         self.executed = 0
         self.terminal: str | None = None
         self.reason: str | None = None
+        self.held: dict | None = None  # the result of a step a stop point on_complete holds back
 
     def setup(self, **kwargs) -> None:
         """Takes ``plan`` (PlanHooks), ``world`` (the run's symbolic World) and ``max_steps``."""
@@ -43,7 +44,7 @@ class StepRouter(py_trees.composites.Composite):
     def initialise(self) -> None:
         self.current = self.entry
         self.executed = 0
-        self.terminal = self.reason = None
+        self.terminal = self.reason = self.held = None
 
     def tick(self):
         if self.status != Status.RUNNING:
@@ -61,6 +62,10 @@ class StepRouter(py_trees.composites.Composite):
                 self.executed += 1
             yield from guard.tick()
             if guard.status == Status.RUNNING:
+                if guard.fired == "on_complete" and self.held is None:
+                    # The plan stops here, but the step did its work: what it did stays in the state.
+                    self.held = guard.decorated.result
+                    self._route(self.current, self.held, stopped=True)
                 self.status = Status.RUNNING
                 yield self
                 return
@@ -70,16 +75,18 @@ class StepRouter(py_trees.composites.Composite):
                 return
             self.current = following
 
-    def _route(self, step_id: str, result: dict) -> tuple[str, str | None]:
-        """The one edge this outcome takes, after moving the symbolic world on by it."""
+    def _route(self, step_id: str, result: dict, stopped: bool = False) -> tuple[str, str | None]:
+        """The one edge this outcome takes, after moving the symbolic world on by it (``stopped``: none,
+        a stop point ends the run after this step)."""
         skill, params, event = self.skills[step_id], self.params[step_id], result["event"]
         if event not in skill.outcomes:
             following, reason = "stop", f"step {step_id!r} ({skill.name}) reported {event!r}, an outcome it does not have"
         else:
             changed = self.world.apply(skill, params, event)
             following = self.transitions.get(step_id, {}).get(event)
-            reason = None if following else f"outcome {event!r} of step {step_id!r} has no transition"
-            following = following or "stop"
+            reason = (f"step {step_id!r} ({skill.name}) ended {event!r}" if following else
+                      f"outcome {event!r} of step {step_id!r} has no transition")
+            following = "stop" if stopped else following or "stop"
             unconfirmed = _unconfirmed(changed, result.get("output")) if event == "success" else []
             if unconfirmed:
                 following = "stop"

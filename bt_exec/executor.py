@@ -160,7 +160,7 @@ class Executor:
     def _submit_graph(self, plan: Plan, run_id: str | None) -> dict:
         """Step graphs: verified against the catalog and the current scene, one robot at a time."""
         scene = self.scene
-        if scene is None:
+        if scene is None and plan.steps.status != "blocked":  # blocked is decided first, scene or not
             return _refusal("invalid", [Issue("no_scene", "", "this executor has no scene: step graphs are checked "
                                                              "against one (Executor(scene=...), --scene FILE)", ())],
                             run_id)
@@ -395,6 +395,8 @@ class Executor:
             if run.world is not None:
                 self._graph_slots_taken -= 1
                 self.scene = run.world.scene_after(self.scene)
+                if record["terminal"] == "replan_required":
+                    record["scene"] = self.scene.as_dict()  # a fresh snapshot for the planner; the model is not called
             self._finishing[run.plan_id] = run
             self._finished[run.plan_id] = record
             while len(self._finished) > self._keep_finished:
@@ -405,6 +407,8 @@ class Executor:
                     "outcome": record["outcome"], "description": run.plan.description, "time": run.ended_at}
         if run.world is not None:
             complete.update(terminal=record["terminal"], terminal_reason=record["terminal_reason"], state=record["state"])
+            if "scene" in record:
+                complete["scene"] = record["scene"]
         self._emit(complete)
         run.done.set()
         with self._lock:

@@ -40,13 +40,14 @@ class StepGraph:
     run_id: str | None = None
     reason: str | None = None
     prefix: str = ""                                   # "/response" inside a submit envelope
+    revision_path: str = "/scene_revision"             # where scene_revision is (or belongs) in the input
 
     def successors(self, step_id: str) -> list[tuple[str, str]]:
         return list(self.transitions.get(step_id, {}).items())
 
 
 def looks_like_qwen3(doc: dict) -> bool:
-    return "response" in doc or "plan" in doc or "transitions" in doc or "entry" in doc
+    return any(key in doc for key in ("response", "status", "plan", "transitions", "entry"))
 
 
 def load_qwen3(doc: object, limits: Limits) -> Plan:
@@ -60,22 +61,24 @@ def load_qwen3(doc: object, limits: Limits) -> Plan:
         doc, prefix = _response(doc["response"], issues), "/response"
     if not isinstance(doc, dict):
         raise PlanError(issues)
+    revision_path = "/scene_revision"  # a submit envelope carries it beside the response
     if revision is None and "scene_revision" in doc:
-        revision = doc["scene_revision"]
+        revision, revision_path = doc["scene_revision"], f"{prefix}/scene_revision"
         if not _is_int(revision):
             issues.append(_issue("type", f"{prefix}/scene_revision", f"scene_revision must be an integer, got {revision!r}"))
             revision = None
     status = doc.get("status")
     reason = doc.get("reason") if isinstance(doc.get("reason"), str) else None
     graph = StepGraph(status=status if status in ("ok", "blocked") else "ok", entry=None, scene_revision=revision,
-                      run_id=run_id, reason=reason, prefix=prefix)
+                      run_id=run_id, reason=reason, prefix=prefix, revision_path=revision_path)
     if "status" not in doc:
         issues.append(_issue("required", f"{prefix}/status", "graph has no 'status' (ok or blocked)"))
     elif status not in ("ok", "blocked"):
         issues.append(_issue("bad_value", f"{prefix}/status", f"status must be ok or blocked, got {status!r}"))
     _read_steps(doc, graph, limits, issues)
-    _read_transitions(doc, graph, issues)
-    _read_entry(doc, graph, issues)
+    if not any(issue.code == "too_many_steps" for issue in issues):  # else no step was read: edges say nothing
+        _read_transitions(doc, graph, issues)
+        _read_entry(doc, graph, issues)
     if issues and graph.status != "blocked":
         raise PlanError(issues)
     return _as_plan(graph)

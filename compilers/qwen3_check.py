@@ -14,9 +14,9 @@ from bt_exec.errors import Issue
 
 from .ir import Plan
 from .qwen3 import StepGraph
-from .scene import Scene
+from .scene import PATRON, Scene
 from .skill_catalog import TERMINALS, SkillCatalog
-from .symbolic import MODES, Abstract
+from .symbolic import HAND, MODES, UNKNOWN, Abstract
 
 REPLAN_CODES = frozenset(("precondition_fails_in_scene",))
 
@@ -75,7 +75,7 @@ def _check_skills(graph: StepGraph, catalog: SkillCatalog, issues: list[Issue]) 
 
 
 def _check_revision(graph: StepGraph, scene: Scene, issues: list[Issue]) -> None:
-    path = f"{graph.prefix}/scene_revision" if graph.prefix else "/scene_revision"
+    path = graph.revision_path
     if graph.scene_revision is None:
         issues.append(_issue("revision_missing", path, f"the graph names no scene_revision; the scene is at "
                                                        f"revision {scene.revision}", []))
@@ -176,31 +176,29 @@ def _check_failure_edges(graph: StepGraph, catalog: SkillCatalog, skills, issues
 
 
 def _check_after_collision(graph: StepGraph, catalog, skills, digraph: nx.DiGraph, issues) -> None:
-    """No motion step reachable after any collision: one multi-source search, linear time."""
-    origin: dict[str, str] = {}
+    """No motion step reachable after any collision: one multi-source search back from every motion step
+    (linear time) finds, for each step, the nearest motion step it leads to; every collision edge is judged."""
+    leads_to: dict[str, str] = {}
     queue: deque = deque()
     for step_id in graph.steps:
-        target = graph.transitions.get(step_id, {}).get("collision")
-        if target in graph.steps and target not in origin:
-            origin[target] = step_id
-            queue.append(target)
-    moving: dict[str, list[str]] = {}
+        skill = skills.get(step_id)
+        if skill is not None and skill.motion:
+            leads_to[step_id] = step_id
+            queue.append(step_id)
     while queue:
         current = queue.popleft()
-        skill = skills.get(current)
-        if skill is not None and skill.motion:
-            moving.setdefault(origin[current], []).append(current)
-        for nxt in digraph.successors(current):
-            if nxt in graph.steps and nxt not in origin:
-                origin[nxt] = origin[current]
-                queue.append(nxt)
-    for source, steps in moving.items():
-        first = steps[0]
-        more = f" (and {len(steps) - 1} more motion steps)" if len(steps) > 1 else ""
-        issues.append(_issue("motion_after_collision", graph.edge_paths[(source, "collision")],
-                             f"step {source!r} transition 'collision' leads to motion: step {first!r} "
-                             f"({graph.steps[first].skill}) moves the robot{more}; after a collision only "
-                             f"non-motion steps and terminals may follow", [source] + steps))
+        for before in digraph.predecessors(current):
+            if before not in leads_to:
+                leads_to[before] = leads_to[current]
+                queue.append(before)
+    for source in graph.steps:
+        target = graph.transitions.get(source, {}).get("collision")
+        if target in leads_to:
+            moving = leads_to[target]
+            issues.append(_issue("motion_after_collision", graph.edge_paths[(source, "collision")],
+                                 f"step {source!r} transition 'collision' leads to motion: step {moving!r} "
+                                 f"({graph.steps[moving].skill}) moves the robot; after a collision only "
+                                 f"non-motion steps and terminals may follow", [source, moving]))
 
 
 def _check_way_out(graph: StepGraph, digraph: nx.DiGraph, issues) -> None:
@@ -260,7 +258,7 @@ def _transfers_to(step, skill, event, tool, socket, catalog) -> bool:
 
 
 def _check_preconditions(graph: StepGraph, catalog: SkillCatalog, skills, scene: Scene | None, issues) -> None:
-    """Propagate the symbolic state along every path to a fixed point, from an unknown start and from the scene."""
+    """Propagate the symbolic state along every path to a fixed point, from every start and from the scene."""
     kinds = {}
     for step in graph.steps.values():
         for key in ("object", "tool"):
@@ -274,38 +272,46 @@ def _check_preconditions(graph: StepGraph, catalog: SkillCatalog, skills, scene:
     if scene is not None:
         for obj, where in scene.state.items():
             kind = catalog.object_type(obj)
-            if kind in MODES and where == "patron":
+            if kind in MODES and where in (PATRON, HAND, UNKNOWN):
                 kinds[obj] = kind
         if scene.holding and catalog.object_type(scene.holding) in MODES:
             kinds[scene.holding] = catalog.object_type(scene.holding)
     model = Abstract(catalog, kinds)
+    # Each object's modes move on independently of the others' (and every transfer function distributes
+    # over the join), so the fixed points from starts 0 and 1 tell for each object whether some start
+    # keeps a precondition from failing on every path.
+    first, second = (_fixed_point(graph, skills, model, model.start(index)) for index in (0, 1))
     never = set()
-    states, _ = _fixed_point(graph, skills, model, model.top())
-    for step_id, state in states.items():
-        for failure in model.preconditions(skills[step_id], graph.steps[step_id].params, state):
-            if failure.must_fail:
-                never.add(step_id)
-                issues.append(_issue("precondition_never_holds", graph.steps[step_id].path,
-                                     f"step {step_id!r} ({graph.steps[step_id].skill}): {failure.describe()}, and on every "
-                                     f"path to it, from any starting scene, it is not", [step_id]))
+    for step_id, state in first.items():
+        step, skill = graph.steps[step_id], skills[step_id]
+        other = {f.predicate: {obj for obj, _ in f.culprits}
+                 for f in model.preconditions(skill, step.params, second[step_id])}
+        for failure in model.preconditions(skill, step.params, state):
+            if not {obj for obj, _ in failure.culprits} & other.get(failure.predicate, set()):
+                continue  # from some start it holds on every path to the step
+            never.add(step_id)
+            issues.append(_issue("precondition_never_holds", step.path,
+                                 f"step {step_id!r} ({step.skill}): {failure.describe()}, and from any starting "
+                                 f"scene some path to it leaves it unmet", [step_id]))
     if scene is None:
         return
-    states, came_from = _fixed_point(graph, skills, model, model.from_scene(scene))
+    start = model.from_scene(scene)
+    states = _fixed_point(graph, skills, model, start)
     for step_id in graph.steps:
         if step_id in never or step_id not in states:
             continue
         for failure in model.preconditions(skills[step_id], graph.steps[step_id].params, states[step_id]):
-            path = _path_to(graph.entry, step_id, came_from)
+            obj, bad = failure.culprits[0]
+            path = _failing_path(graph, skills, model, start, obj, bad, step_id)
             issues.append(_issue("precondition_fails_in_scene", graph.steps[step_id].path,
                                  f"step {step_id!r} ({graph.steps[step_id].skill}): {failure.describe()}, but from the "
-                                 f"current scene that may not hold on the path {' -> '.join(path)}: plan again from "
+                                 f"current scene it is not on the path {' -> '.join(path)}: plan again from "
                                  f"this scene", path))
 
 
 def _fixed_point(graph: StepGraph, skills, model: Abstract, start):
     """Entry state of every reachable step (worklist; each object's set only grows, so it terminates fast)."""
     states = {graph.entry: start}
-    came_from: dict[str, str] = {}
     queue = deque([graph.entry])
     queued = {graph.entry}
     while queue:
@@ -320,16 +326,32 @@ def _fixed_point(graph: StepGraph, skills, model: Abstract, start):
             joined = after if before is None else {obj: before[obj] | after[obj] for obj in after}
             if joined != before:
                 states[target] = joined
-                came_from.setdefault(target, step_id)
                 if target not in queued:
                     queued.add(target)
                     queue.append(target)
-    return states, came_from
+    return states
 
 
-def _path_to(entry: str, step_id: str, came_from: dict) -> list[str]:
-    path = [step_id]
-    while path[-1] != entry and path[-1] in came_from and came_from[path[-1]] not in path:
-        path.append(came_from[path[-1]])
-    return list(reversed(path))
-
+def _failing_path(graph: StepGraph, skills, model: Abstract, start, obj: str, bad: frozenset, step_id: str) -> list[str]:
+    """A shortest path from the entry on which ``obj`` reaches ``step_id`` in one of the ``bad`` modes:
+    breadth-first over (step, mode of obj) pairs, linear in the graph."""
+    parent = {(graph.entry, mode): None for mode in start[obj]}
+    queue = deque(parent)
+    while queue:
+        node = queue.popleft()
+        current, mode = node
+        if current == step_id and mode in bad:
+            path = []
+            while node is not None:
+                path.append(node[0])
+                node = parent[node]
+            return list(reversed(path))
+        skill, params = skills[current], graph.steps[current].params
+        for event, target in graph.transitions.get(current, {}).items():
+            if target not in graph.steps:
+                continue
+            for following in model.after(skill, params, event, {**start, obj: frozenset((mode,))})[obj]:
+                if (target, following) not in parent:
+                    parent[(target, following)] = node
+                    queue.append((target, following))
+    return [step_id]  # not reached: the fixed point says it is, so this does not happen

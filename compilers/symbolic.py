@@ -25,6 +25,7 @@ HANDED_OVER = "handed_over"   # a screw given to the human: gone from the scene
 UNKNOWN = "unknown"           # ownership uncertain until inspected
 
 State = dict  # object -> frozenset of modes
+_NOT_AT_REST = (None, PATRON, HAND, UNKNOWN, HANDED_OVER)  # World locations that are no place an object lies at
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Failure:
     subject: str        # the object it is about
     may_fail: bool      # fails in at least one state the set allows
     must_fail: bool     # fails in every state the set allows
+    culprits: tuple = ()  # (object, modes of it that make the precondition fail) for each object that may
 
     def describe(self) -> str:
         return {
@@ -53,12 +55,15 @@ class Abstract:
         self.catalog = catalog
         self.kinds = kinds  # object -> tool | part | screw
 
-    def top(self) -> State:
-        """Every mode possible for every object: the state of an unknown starting scene."""
-        return {obj: frozenset(MODES[kind]) for obj, kind in self.kinds.items()}
+    def start(self, index: int) -> State:
+        """Every object in the ``index``-th of its two modes. Each object's modes move on independently of
+        the others', so between them starts 0 and 1 show every object from each start it may have."""
+        return {obj: frozenset((MODES[kind][index],)) for obj, kind in self.kinds.items()}
 
     def from_scene(self, scene: Scene) -> State:
-        return {obj: frozenset((scene_mode(kind, obj, scene),)) for obj, kind in self.kinds.items()}
+        """The scene's state; an object whose ownership the scene calls unknown may be in any mode."""
+        return {obj: frozenset(MODES[kind]) if scene.state.get(obj) == UNKNOWN else
+                frozenset((scene_mode(kind, obj, scene),)) for obj, kind in self.kinds.items()}
 
     def preconditions(self, skill: Skill, params: dict, state: State) -> list[Failure]:
         """The step's preconditions that may fail in ``state``."""
@@ -68,10 +73,11 @@ class Abstract:
         names = list(names) + list(skill.pre.get("*", ()))
         failures = []
         for name in names:
-            may, must = self._evaluate(name, subject, state)
-            if may:
+            culprits = self._culprits(name, subject, state)
+            if culprits:
                 about = self.catalog.tool_of(subject) if name == "own_tool_in_patron" else subject
-                failures.append(Failure(name, about or "", may, must))
+                must = any(self._modes_in(state, obj) <= bad for obj, bad in culprits.items())
+                failures.append(Failure(name, about or "", True, must, tuple(sorted(culprits.items()))))
         return failures
 
     def after(self, skill: Skill, params: dict, event: str, state: State) -> State:
@@ -96,28 +102,32 @@ class Abstract:
                 new[subject] = frozenset(("gone",))
         return new
 
-    def _evaluate(self, name: str, subject: str | None, state: State) -> tuple[bool, bool]:
+    def _culprits(self, name: str, subject: str | None, state: State) -> dict[str, frozenset]:
+        """The objects whose modes in ``state`` may make precondition ``name`` fail, each with the modes that do."""
         if name == "hand_empty":
-            return self._none_in(state, "part", "held")
+            return self._any_in(state, "part", "held")
         if name == "patron_free":
-            return self._none_in(state, "tool", "patron")
+            return self._any_in(state, "tool", "patron")
         if name == "own_tool_in_patron":
-            tool = self.catalog.tool_of(subject)
-            return _is(state.get(tool, frozenset(MODES["tool"])), "patron")
+            return self._not_in(state, self.catalog.tool_of(subject), "patron")
         if name == "carried":
-            return _is(state[subject], TAKEN[self.kinds[subject]])
+            return self._not_in(state, subject, TAKEN[self.kinds[subject]])
         if name == "present":
-            return _is(state[subject], "present")
+            return self._not_in(state, subject, "present")
         raise ValueError(f"unknown predicate {name!r}")
 
-    def _none_in(self, state: State, kind: str, mode: str) -> tuple[bool, bool]:
-        modes = [state[obj] for obj, k in self.kinds.items() if k == kind]
-        return any(mode in m for m in modes), any(m == {mode} for m in modes)
+    def _any_in(self, state: State, kind: str, mode: str) -> dict[str, frozenset]:
+        return {obj: frozenset((mode,)) for obj, k in self.kinds.items() if k == kind and mode in state[obj]}
 
+    def _not_in(self, state: State, obj: str, mode: str) -> dict[str, frozenset]:
+        modes = self._modes_in(state, obj)
+        return {obj: frozenset(MODES[self._kind(obj)]) - {mode}} if modes != {mode} else {}
 
-def _is(modes: frozenset, mode: str) -> tuple[bool, bool]:
-    """(may fail, must fail) for "the object is in ``mode``"."""
-    return modes != {mode}, mode not in modes
+    def _modes_in(self, state: State, obj: str) -> frozenset:
+        return state.get(obj, frozenset(MODES[self._kind(obj)]))  # an object not followed: anything
+
+    def _kind(self, obj: str) -> str:
+        return self.kinds.get(obj) or self.catalog.object_type(obj)
 
 
 def scene_mode(kind: str, obj: str, scene: Scene) -> str:
@@ -136,7 +146,7 @@ class World:
     catalog: SkillCatalog
     locations: dict = field(default_factory=dict)   # object -> target | patron | hand | handed_over | unknown
     robot_at: str | None = None
-    last_known: dict = field(default_factory=dict)  # object -> location before it became unknown
+    last_known: dict = field(default_factory=dict)  # object -> the last place it lay at (for inspections)
 
     @classmethod
     def from_scene(cls, catalog: SkillCatalog, scene: Scene) -> "World":
@@ -190,8 +200,11 @@ class World:
             if event == "holding":
                 changed[subject] = PATRON if kind == "tool" else HAND
             elif event in ("empty", "placed"):
-                before = self.last_known.get(subject, self.locations.get(subject))
-                changed[subject] = before if before not in (None, PATRON, HAND, UNKNOWN) else "released"
+                where = self.locations.get(subject)
+                if where in _NOT_AT_REST:  # where it last lay; else a tool lives in its socket
+                    where = self.last_known.get(subject) or (
+                        self.catalog.socket_of(subject) if kind == "tool" else None) or "released"
+                changed[subject] = where
             elif event == "unknown":
                 changed[subject] = UNKNOWN
         elif event in skill.uncertain_after and subject:
@@ -210,7 +223,7 @@ class World:
                 elif "robot_at" in effect:
                     self.robot_at = self._place(effect["robot_at"], params)
         for obj, where in changed.items():
-            if where == UNKNOWN and self.locations.get(obj) != UNKNOWN:
+            if self.locations.get(obj) not in _NOT_AT_REST:  # it leaves (or stays at) a place it lay at
                 self.last_known[obj] = self.locations.get(obj)
             self.locations[obj] = where
         return changed
