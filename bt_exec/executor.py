@@ -167,6 +167,10 @@ class Executor:
         report = validate(plan, catalog=self.skill_catalog, scene=scene)
         if report.verdict != "ok":
             refusal = _refusal(report.verdict, report.issues, run_id)
+            if report.verdict == "blocked":  # the planner refused: report its reason, run nothing
+                reason = plan.steps.reason
+                refusal["message"] = "blocked by the planner" + (f": {reason}" if reason else "")
+                refusal["reason"] = reason
             if report.verdict == "replan_required" or any(i.code in ("stale_revision", "revision_missing")
                                                           for i in report.issues):
                 refusal["scene"] = scene.as_dict()  # a fresh snapshot for the planner; the model is not called

@@ -105,7 +105,7 @@ class PlanRun:
     def step_taken(self, step_id: str, skill: str, event: str, following: str, state: dict) -> None:
         self.state = state
         now = time.time()
-        self.trace.append({"step": step_id, "skill": skill, "event": event, "next": following, "state": state,
+        self.trace.append({"step": step_id, "skill": skill, "outcome": event, "next": following, "state": state,
                            "time": now})
         self._emit({"event": "step_transition", "plan_id": self.plan_id, "run_id": self.run_id, "step": step_id,
                     "skill": skill, "outcome": event, "next": following, "state": state, "time": now})

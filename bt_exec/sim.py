@@ -128,6 +128,8 @@ class SimBackend:
     def _end(self, skill, call: CapabilityCall, outcome: str, error: str, output: object) -> CallStatus:
         if skill is None:
             return _final(outcome, error, output)
+        if outcome == "failure":  # the sim's generic word; skills name the event "failed"
+            outcome = "failed"
         with self._lock:
             if outcome == "success":  # the simulated truth changes only when the skill did its work
                 self.world.apply(skill, call.args, outcome)

@@ -1,6 +1,7 @@
 """Graph dialects -> IR -> py_trees: ``load``, ``validate`` and ``compile_plan``."""
 from __future__ import annotations
 
+import pathlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -114,7 +115,12 @@ def skill_catalog_of(catalog) -> SkillCatalog:
 
 
 def scene_of(scene) -> Scene | None:
-    return Scene.from_dict(scene) if isinstance(scene, dict) else scene
+    """A Scene from a Scene, its dict, or a file path (str or pathlib.Path)."""
+    if isinstance(scene, dict):
+        return Scene.from_dict(scene)
+    if isinstance(scene, (str, pathlib.Path)):
+        return Scene.from_file(scene)
+    return scene
 
 
 def graph_stats(plan: Plan) -> dict:

@@ -62,6 +62,10 @@ def load_qwen3(doc: object, limits: Limits) -> Plan:
     if not isinstance(doc, dict):
         raise PlanError(issues)
     revision_path = "/scene_revision"  # a submit envelope carries it beside the response
+    inner = doc.get("scene_revision")
+    if revision is not None and "scene_revision" in doc and inner != revision:
+        issues.append(_issue("revision_conflict", f"{prefix}/scene_revision",
+                             f"the graph says scene_revision {inner!r}, its submit envelope {revision!r}"))
     if revision is None and "scene_revision" in doc:
         revision, revision_path = doc["scene_revision"], f"{prefix}/scene_revision"
         if not _is_int(revision):

@@ -52,7 +52,7 @@ def check_graph(plan: Plan, catalog: SkillCatalog, scene: Scene | None) -> list[
 
 
 def _issue(code: str, path: str, message: str, steps) -> Issue:
-    return Issue(code, path, message, tuple(steps))
+    return Issue(code, path, message, tuple(dict.fromkeys(steps)))  # each step once, first mention first
 
 
 def _check_skills(graph: StepGraph, catalog: SkillCatalog, issues: list[Issue]) -> dict:
@@ -245,7 +245,7 @@ def _check_tool_returns(graph: StepGraph, catalog: SkillCatalog, skills, issues)
             came = ", ".join(f"{s!r} on {e!r}" for s, e in bad) or "the entry"
             issues.append(_issue("no_transfer_before_return", step.path,
                                  f"step {step_id!r}: {step.skill}({tool}, {socket}) must come directly after a successful "
-                                 f"transfer({tool}, {socket}); it is also reached from {came}",
+                                 f"transfer({tool}, {socket}); it is reached from {came}",
                                  [step_id] + [s for s, _ in bad]))
 
 

@@ -104,7 +104,7 @@ class TestPaths:
         assert record["terminal_reason"] == "step 's2' (transfer) ended 'success'"
         assert record["state"] == state(vacuum="patron", robot_at="work")
         assert "scene" not in record
-        assert [(t["step"], t["skill"], t["event"], t["next"]) for t in record["trace"]] == [
+        assert [(t["step"], t["skill"], t["outcome"], t["next"]) for t in record["trace"]] == [
             ("s1", "grab", "success", "s2"), ("s2", "transfer", "success", "completed")]
         assert record["trace"][0]["state"] == state(vacuum="patron", robot_at="vacuum")
         assert called(ex.backend) == [("s1", "grab", {"object": "vacuum"}),
@@ -509,3 +509,24 @@ def test_an_inspection_finds_a_part_where_it_last_lay(make, events):
     assert record["state"] == state(vacuum="patron", cap="hatch_seat", robot_at="hatch_seat")
     assert ex.scene.state == {"vacuum": "patron", "cap": "hatch_seat"}
 
+
+
+def test_a_blocked_answer_carries_the_planners_reason():
+    ex = bt_exec.Executor(scene={"scene_revision": 1, "objects": ["cap"], "targets": ["work"]})
+    answer = ex.submit({"status": "blocked", "reason": "the hatch is already closed"})
+    assert answer["verdict"] == "blocked" and not answer["accepted"] and answer["plan_id"] is None
+    assert answer["reason"] == "the hatch is already closed"
+    assert answer["message"] == "blocked by the planner: the hatch is already closed"
+    assert not ex.backend.calls
+
+
+def test_the_sims_generic_failure_is_the_skills_failed_event():
+    scene = {"scene_revision": 1, "objects": ["cap"], "targets": ["work"]}
+    graph = {"status": "ok", "entry": "s1", "scene_revision": 1, "plan": [{"id": "s1", "skill": "detect", "object": "cap"}],
+             "transitions": {"s1": {"success": "completed", "not_found": "replan_required", "failed": "operator_required"}}}
+    catalog = bt_exec.SkillCatalog.named("grant")
+    backend = bt_exec.SimBackend({"ops": {"s1": {"outcome": "failure"}}},
+                                 world=World.from_scene(catalog, bt_exec.Scene.from_dict(scene)))
+    ex = bt_exec.Executor(backend, scene=scene)
+    record = ex.run_until_complete(ex.submit(graph)["plan_id"], timeout=5)
+    assert record["terminal"] == "operator_required" and record["trace"][0]["outcome"] == "failed"

@@ -200,12 +200,12 @@ INVALID = [
      [("motion_after_collision", "/transitions/s1/collision", ["s1", "s2"])]),
     ("collision leads to motion through an inspection",
      changed(spec_example(), lambda g: g["transitions"]["s2"].update(collision="s3")), SOCKET,
-     [("motion_after_collision", "/transitions/s2/collision", ["s2", "s2"])]),
+     [("motion_after_collision", "/transitions/s2/collision", ["s2"])]),
     ("every collision edge that leads to motion is reported, also into a shared inspection",
      changed(spec_example(), lambda g: (g["transitions"]["s1"].update(collision="s3"),
                                         g["transitions"]["s2"].update(collision="s3"))), SOCKET,
      [("motion_after_collision", "/transitions/s1/collision", ["s1", "s2"]),
-      ("motion_after_collision", "/transitions/s2/collision", ["s2", "s2"])]),
+      ("motion_after_collision", "/transitions/s2/collision", ["s2"])]),
     ("motion right after grasp_failed",
      changed(vacuum_to_work(), lambda g: g["transitions"]["s1"].update(grasp_failed="s2")), SOCKET,
      [("uncertain_ownership", "/transitions/s1/grasp_failed", ["s1", "s2"])]),
@@ -489,3 +489,19 @@ def test_load_with_the_qwen3_dialect_and_limits():
         bt_exec.load(detect_chain(11), dialect="qwen3", limits=bt_exec.Limits(max_graph_steps=10))
     assert [(i.code, i.path) for i in caught.value.issues] == [("too_many_steps", "/plan")]
     assert bt_exec.load(detect_chain(10), dialect="qwen3", limits=bt_exec.Limits(max_graph_steps=10)).op_count == 10
+
+
+def test_envelope_and_graph_revisions_must_agree():
+    graph = {"status": "ok", "entry": "s1", "scene_revision": 6, "plan": [{"id": "s1", "skill": "detect", "object": "cap"}],
+             "transitions": {"s1": {"success": "completed", "not_found": "replan_required"}}}
+    with pytest.raises(bt_exec.PlanError) as refused:
+        bt_exec.load({"run_id": "r", "scene_revision": 7, "response": graph})
+    assert [(i.code, i.path) for i in refused.value.issues] == [("revision_conflict", "/response/scene_revision")]
+
+
+def test_validate_takes_a_scene_file(tmp_path):
+    scene = tmp_path / "scene.json"
+    scene.write_text(json.dumps({"scene_revision": 3, "objects": ["cap"], "targets": ["work"]}))
+    graph = {"status": "ok", "entry": "s1", "scene_revision": 3, "plan": [{"id": "s1", "skill": "detect", "object": "cap"}],
+             "transitions": {"s1": {"success": "completed", "not_found": "replan_required"}}}
+    assert bt_exec.validate(graph, scene=str(scene)).verdict == "ok"
