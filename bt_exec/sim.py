@@ -3,18 +3,13 @@ from __future__ import annotations
 
 import collections
 import itertools
-import json
 import pathlib
 import threading
 import time
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
-
-import jsonschema
 
 from .backends import CallStatus, CapabilityCall
-from .errors import ConfigError
+from .compilers.config_files import check_schema, read_json_file
 
 _STATE_OF_OUTCOME = {"success": "SUCCEEDED", "failure": "FAILED", "timeout": "TIMEOUT"}
 BUILTIN_DEFAULT = {"outcome": "success", "duration_s": 0.0}
@@ -163,21 +158,6 @@ def load_sim_script(script: dict | str | pathlib.Path | None) -> dict:
     if script is None:
         return {}
     if isinstance(script, (str, pathlib.Path)):
-        path = pathlib.Path(script)
-        try:
-            script = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"cannot read sim script {path}: {exc.strerror or exc}") from None
-        except (ValueError, RecursionError) as exc:
-            raise ConfigError(f"sim script {path} is not valid JSON: {exc}") from None
-    errors = sorted(_script_validator().iter_errors(script), key=lambda e: list(e.absolute_path))
-    if errors:
-        where = "/" + "/".join(str(p) for p in errors[0].absolute_path)
-        raise ConfigError(f"sim script is invalid at {where}: {errors[0].message}")
+        script = read_json_file(script, "sim script")
+    check_schema(script, "sim-script.schema.json", "sim script")
     return script
-
-
-@lru_cache(maxsize=None)
-def _script_validator() -> jsonschema.Draft202012Validator:
-    text = resources.files("bt_exec.schemas").joinpath("sim-script.schema.json").read_text(encoding="utf-8")
-    return jsonschema.Draft202012Validator(json.loads(text))

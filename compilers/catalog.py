@@ -5,14 +5,14 @@ validation errors. Builtins are always known and always checked, catalog or not.
 """
 from __future__ import annotations
 
-import json
 import pathlib
 from functools import lru_cache
-from importlib import resources
 
 import jsonschema
 
 from bt_exec.errors import ConfigError, Issue
+
+from .config_files import check_schema, read_json_file
 
 from .ir import Op, Plan
 
@@ -63,11 +63,7 @@ class CapabilityCatalog:
     """Known capabilities and the JSON Schema of each one's args."""
 
     def __init__(self, entries: dict):
-        problems = sorted(_catalog_validator().iter_errors(entries), key=lambda e: list(e.absolute_path))
-        if problems:
-            first = problems[0]
-            where = "/" + "/".join(str(p) for p in first.absolute_path)
-            raise ConfigError(f"capability catalog is invalid at {where}: {first.message}")
+        check_schema(entries, "capability-catalog.schema.json", "capability catalog")
         self.entries = entries
         self._validators = {}
         for cap, entry in entries.items():
@@ -80,12 +76,7 @@ class CapabilityCatalog:
 
     @classmethod
     def from_file(cls, path: str | pathlib.Path) -> "CapabilityCatalog":
-        try:
-            entries = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"cannot read capability catalog {path}: {exc.strerror or exc}") from None
-        except (ValueError, RecursionError) as exc:
-            raise ConfigError(f"capability catalog {path} is not valid JSON: {exc}") from None
+        entries = read_json_file(path, "capability catalog")
         return cls(entries)
 
     def __contains__(self, cap: str) -> bool:
@@ -142,9 +133,3 @@ def _schema_problems(validator: jsonschema.Draft202012Validator, instance: objec
 @lru_cache(maxsize=None)
 def _builtin_validator(name: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(BUILTIN_ARGS_SCHEMAS[name])
-
-
-@lru_cache(maxsize=None)
-def _catalog_validator() -> jsonschema.Draft202012Validator:
-    text = resources.files("bt_exec.schemas").joinpath("capability-catalog.schema.json").read_text(encoding="utf-8")
-    return jsonschema.Draft202012Validator(json.loads(text))

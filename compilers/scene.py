@@ -1,15 +1,13 @@
 """Scene snapshots: which objects and targets exist, where each movable thing is, what the hand holds."""
 from __future__ import annotations
 
-import json
 import pathlib
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 
-import jsonschema
 
 from bt_exec.errors import ConfigError
+
+from .config_files import check_schema, read_json_file
 
 PATRON = "patron"  # a tool mounted on the flange
 
@@ -24,10 +22,7 @@ class Scene:
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "<dict>") -> "Scene":
-        problems = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
-        if problems:
-            where = "/" + "/".join(str(p) for p in problems[0].absolute_path)
-            raise ConfigError(f"scene {source} is invalid at {where}: {problems[0].message}")
+        check_schema(data, "scene.schema.json", f"scene {source}")
         holding = data.get("holding")
         if holding is not None and holding not in data["objects"]:
             raise ConfigError(f"scene {source}: holding names {holding!r}, which is not among its objects")
@@ -36,20 +31,9 @@ class Scene:
 
     @classmethod
     def from_file(cls, path: str | pathlib.Path) -> "Scene":
-        try:
-            data = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"cannot read scene {path}: {exc.strerror or exc}") from None
-        except (ValueError, RecursionError) as exc:
-            raise ConfigError(f"scene {path} is not valid JSON: {exc}") from None
+        data = read_json_file(path, "scene")
         return cls.from_dict(data, source=str(path))
 
     def as_dict(self) -> dict:
         return {"scene_revision": self.revision, "objects": sorted(self.objects), "targets": sorted(self.targets),
                 "state": dict(self.state), "holding": self.holding}
-
-
-@lru_cache(maxsize=None)
-def _validator() -> jsonschema.Draft202012Validator:
-    text = resources.files("bt_exec.schemas").joinpath("scene.schema.json").read_text(encoding="utf-8")
-    return jsonschema.Draft202012Validator(json.loads(text))

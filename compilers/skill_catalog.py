@@ -11,12 +11,12 @@ import json
 import pathlib
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 
-import jsonschema
 
 from bt_exec.errors import ConfigError
+
+from .config_files import check_schema, read_json_file
 
 TERMINALS = ("completed", "replan_required", "operator_required", "stop")
 PREDICATES = ("hand_empty", "patron_free", "own_tool_in_patron", "carried", "present")
@@ -41,10 +41,7 @@ class SkillCatalog:
     """A loaded, validated skill catalog."""
 
     def __init__(self, data: dict, source: str = "<dict>"):
-        problems = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
-        if problems:
-            where = "/" + "/".join(str(p) for p in problems[0].absolute_path)
-            raise ConfigError(f"skill catalog {source} is invalid at {where}: {problems[0].message}")
+        check_schema(data, "skill-catalog.schema.json", f"skill catalog {source}")
         self.data = data
         self.name = data["catalog"]
         self.version = data["version"]
@@ -74,15 +71,10 @@ class SkillCatalog:
             if shipped.is_file():
                 return cls(json.loads(shipped.read_text(encoding="utf-8")), source=name_or_path)
         path = pathlib.Path(name_or_path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        if not path.exists():
             raise ConfigError(f"no skill catalog named {str(name_or_path)!r} (shipped: {', '.join(shipped_catalogs())}) "
-                              "and no such file") from None
-        except OSError as exc:
-            raise ConfigError(f"cannot read skill catalog {path}: {exc.strerror or exc}") from None
-        except (ValueError, RecursionError) as exc:
-            raise ConfigError(f"skill catalog {path} is not valid JSON: {exc}") from None
+                              "and no such file")
+        data = read_json_file(path, "skill catalog")
         return cls(data, source=str(path))
 
     def resolve(self, skill_name: str) -> str | None:
@@ -121,9 +113,3 @@ def _match(matchers, name: str) -> str | None:
         if name in names or any(p.fullmatch(name) for p in patterns):
             return type_name
     return None
-
-
-@lru_cache(maxsize=None)
-def _validator() -> jsonschema.Draft202012Validator:
-    text = resources.files("bt_exec.schemas").joinpath("skill-catalog.schema.json").read_text(encoding="utf-8")
-    return jsonschema.Draft202012Validator(json.loads(text))
