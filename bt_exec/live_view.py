@@ -116,7 +116,7 @@ class LiveView:
 
     def _redraw_loop(self) -> None:
         while True:
-            self._changed.wait()
+            self._changed.wait(1.0)  # without events, still once a second: the elapsed time moves on
             if self._closed.is_set():
                 return
             self._changed.clear()
