@@ -184,8 +184,8 @@ def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
                 issues.append(_issue("type", f"{prefix}/transitions/{_esc(source)}",
                                      f"transitions of step {source!r} must map events to next steps", [source]))
                 continue
-            edges += [(source, event, target, f"{prefix}/transitions/{_esc(source)}/{_esc(event)}")
-                      for event, target in by_event.items()]
+            here = f"{prefix}/transitions/{_esc(source)}"
+            edges += [(source, event, target, f"{here}/{_esc(event)}") for event, target in by_event.items()]
     elif isinstance(raw, list):
         for index, edge in enumerate(raw):
             path = f"{prefix}/transitions/{index}"
@@ -197,24 +197,28 @@ def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
         issues.append(_issue("type", f"{prefix}/transitions", "transitions must be a map or an edge list"))
         return
     for source, event, target, path in edges:
-        if not all(isinstance(v, str) for v in (source, event, target)):
+        if not (isinstance(source, str) and isinstance(event, str) and isinstance(target, str)):
             issues.append(_issue("type", path, "from, event and to must be strings"))
             continue
-        where = f"step {source!r} transition {event!r} -> {target!r}"
         if source not in graph.steps:
-            issues.append(_issue("unknown_step", path, f"{where}: there is no step {source!r}", [source]))
+            issues.append(_issue("unknown_step", path, f"{_where(source, event, target)}: there is no step {source!r}",
+                                 [source]))
             continue
         if target not in graph.steps and target not in TERMINALS:
-            issues.append(_issue("unknown_step", path, f"{where}: {target!r} is neither a step nor a terminal "
-                                                       f"({', '.join(TERMINALS)})", [source]))
+            issues.append(_issue("unknown_step", path, f"{_where(source, event, target)}: {target!r} is neither a step "
+                                                       f"nor a terminal ({', '.join(TERMINALS)})", [source]))
             continue
         mapped = graph.transitions.setdefault(source, {})
         if event in mapped and mapped[event] != target:
-            issues.append(_issue("duplicate_transition", path,
-                                 f"{where}: event {event!r} already leads to {mapped[event]!r}", [source]))
+            issues.append(_issue("duplicate_transition", path, f"{_where(source, event, target)}: event {event!r} "
+                                                               f"already leads to {mapped[event]!r}", [source]))
             continue
         mapped[event] = target
         graph.edge_paths[(source, event)] = path
+
+
+def _where(source: str, event: str, target: str) -> str:
+    return f"step {source!r} transition {event!r} -> {target!r}"
 
 
 def _read_entry(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:

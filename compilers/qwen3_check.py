@@ -280,7 +280,8 @@ def _check_preconditions(graph: StepGraph, catalog: SkillCatalog, skills, scene:
     # Each object's modes move on independently of the others' (and every transfer function distributes
     # over the join), so the fixed points from starts 0 and 1 tell for each object whether some start
     # keeps a precondition from failing on every path.
-    first, second = (_fixed_point(graph, skills, model, model.start(index)) for index in (0, 1))
+    propagate = _Propagation(graph, skills, model)  # edge tables shared by the three starts
+    first, second = (propagate(model.start(index)) for index in (0, 1))
     never = set()
     for step_id, state in first.items():
         step, skill = graph.steps[step_id], skills[step_id]
@@ -296,62 +297,194 @@ def _check_preconditions(graph: StepGraph, catalog: SkillCatalog, skills, scene:
     if scene is None:
         return
     start = model.from_scene(scene)
-    states = _fixed_point(graph, skills, model, start)
+    states, searches = propagate(start), {}
     for step_id in graph.steps:
         if step_id in never or step_id not in states:
             continue
         for failure in model.preconditions(skills[step_id], graph.steps[step_id].params, states[step_id]):
             obj, bad = failure.culprits[0]
-            path = _failing_path(graph, skills, model, start, obj, bad, step_id)
+            path = _failing_path(graph, skills, model, start, obj, bad, step_id, searches)
             issues.append(_issue("precondition_fails_in_scene", graph.steps[step_id].path,
                                  f"step {step_id!r} ({graph.steps[step_id].skill}): {failure.describe()}, but from the "
                                  f"current scene it is not on the path {' -> '.join(path)}: plan again from "
                                  f"this scene", path))
 
 
+class _Propagation:
+    """Fixed points of one graph under one model, from any start, with states as bit sets.
+
+    One bit per (object, mode). An object's modes after a step depend only on its own modes before it,
+    mode by mode (every transfer function distributes over the join), so each edge is a table from each
+    bit to the bits it becomes, read once off ``model.after`` on one state per mode index, and the join
+    is a bitwise or; the edges from one step to one target join into one (the union of their
+    tables). The fixed point does not depend on the order steps are revisited in, and steps enter the
+    result in the order they are first reached (breadth first), so the states come out as the worklist
+    over ``model.after`` states gives them: the same sets, in the same order.
+    """
+
+    def __init__(self, graph: StepGraph, skills, model: Abstract):
+        self.graph, self.skills, self.model = graph, skills, model
+        self.objects = list(model.kinds)
+        self.bit: dict = {}  # (object, mode) -> its bit
+        modes = {obj: MODES[kind] for obj, kind in model.kinds.items()}
+        probes = [{obj: frozenset((m[min(i, len(m) - 1)],)) for obj, m in modes.items()}
+                  for i in range(max(map(len, modes.values()), default=0))]
+        self.probes = [(probe, self._encode(probe)) for probe in probes]
+        self.edges: dict = {}  # step id -> [(target step, bits that stay, [(bit, the bits it becomes)])]
+        self.tables: dict = {}  # (skill, event, params) -> (bits that stay, [(bit, the bits it becomes)])
+
+    def __call__(self, start) -> dict:
+        """Entry state of every reachable step from ``start``, a state of the objects the model follows."""
+        entry = self.graph.entry
+        values = {entry: self._encode(start)}
+        queue = deque([entry])
+        queued = {entry}
+        while queue:
+            step_id = queue.popleft()
+            queued.discard(step_id)
+            edges = self.edges.get(step_id)
+            if edges is None:
+                edges = self.edges[step_id] = self._edges_of(step_id)
+            for target, keep, moves in edges:
+                value = values[step_id]
+                after = value & keep
+                for source, image in moves:
+                    if value & source:
+                        after |= image
+                before = values.get(target)
+                joined = after if before is None else before | after
+                if joined != before:
+                    values[target] = joined
+                    if target not in queued:
+                        queued.add(target)
+                        queue.append(target)
+        modes: dict = {obj: [] for obj in self.objects}
+        for (obj, mode), bit in self.bit.items():
+            modes[obj].append((mode, bit))
+        decoded = {value: {obj: frozenset(mode for mode, bit in modes[obj] if value & bit) for obj in self.objects}
+                   for value in set(values.values())}
+        return {step_id: dict(decoded[value]) for step_id, value in values.items()}
+
+    def _bits(self, obj: str, modes) -> int:
+        value = 0
+        for mode in modes:
+            value |= self.bit.get((obj, mode)) or self.bit.setdefault((obj, mode), 1 << len(self.bit))
+        return value
+
+    def _encode(self, state) -> int:
+        value = 0
+        for obj in self.objects:
+            value |= self._bits(obj, state[obj])
+        return value
+
+    def _edges_of(self, step_id: str) -> list:
+        skill, params = self.skills[step_id], self.graph.steps[step_id].params
+        try:
+            shared = frozenset(params.items())
+        except TypeError:  # a parameter that is no name: nothing to share
+            shared = None
+        edges: dict = {}  # target -> (bits that stay, moves): the edges to one step join into one
+        for event, target in self.graph.transitions.get(step_id, {}).items():
+            if target not in self.graph.steps:
+                continue
+            key = (id(skill), event, shared)
+            table = self.tables.get(key) if shared is not None else None
+            if table is None:
+                table = self._table(skill, params, event)
+                if shared is not None:
+                    self.tables[key] = table
+            if target in edges:
+                keep, moves = edges[target]
+                table = (keep | table[0], moves + [move for move in table[1] if move not in moves])
+            edges[target] = table
+        return [(target, keep, moves) for target, (keep, moves) in edges.items()]
+
+    def _table(self, skill, params: dict, event: str) -> tuple:
+        keep, moves = 0, []
+        for probe, everything in self.probes:
+            after = self.model.after(skill, params, event, probe)
+            keep |= everything
+            if after is probe:
+                continue
+            for obj in self.objects:
+                if after[obj] is not probe[obj]:
+                    source = self._bits(obj, probe[obj])
+                    keep &= ~source
+                    moves.append((source, self._bits(obj, after[obj])))
+        return keep, moves
+
+
 def _fixed_point(graph: StepGraph, skills, model: Abstract, start):
     """Entry state of every reachable step (worklist; each object's set only grows, so it terminates fast)."""
-    states = {graph.entry: start}
-    queue = deque([graph.entry])
-    queued = {graph.entry}
-    while queue:
-        step_id = queue.popleft()
-        queued.discard(step_id)
-        skill, params = skills[step_id], graph.steps[step_id].params
-        for event, target in graph.transitions.get(step_id, {}).items():
-            if target not in graph.steps:
-                continue
-            after = model.after(skill, params, event, states[step_id])
-            before = states.get(target)
-            joined = after if before is None else {obj: before[obj] | after[obj] for obj in after}
-            if joined != before:
-                states[target] = joined
-                if target not in queued:
-                    queued.add(target)
-                    queue.append(target)
-    return states
+    return _Propagation(graph, skills, model)(start)
 
 
-def _failing_path(graph: StepGraph, skills, model: Abstract, start, obj: str, bad: frozenset, step_id: str) -> list[str]:
-    """A shortest path from the entry on which ``obj`` reaches ``step_id`` in one of the ``bad`` modes:
-    breadth-first over (step, mode of obj) pairs, linear in the graph."""
-    parent = {(graph.entry, mode): None for mode in start[obj]}
-    queue = deque(parent)
-    while queue:
-        node = queue.popleft()
+class _ModeSearch:
+    """Breadth-first search over (step, mode of one object) pairs from the entry, linear in the graph. It
+    runs only as far as a question needs and keeps its place, so every failing step of one object shares
+    one search; each answer is the path a fresh search stopping at that step would give."""
+
+    def __init__(self, graph: StepGraph, skills, model: Abstract, start, obj: str):
+        self.graph, self.skills, self.model, self.start, self.obj = graph, skills, model, start, obj
+        self.parent = {(graph.entry, mode): None for mode in start[obj]}
+        self.queue = deque(self.parent)
+        self.taken: dict = {}  # node -> when it left the queue
+        self.unexpanded = None  # the node the last answer stopped at
+        self.modes_after: dict = {}  # (skill, event, params, mode) -> modes of obj after that step
+
+    def path(self, step_id: str, bad: frozenset) -> list[str]:
+        seen = [(self.taken[(step_id, mode)], (step_id, mode)) for mode in bad if (step_id, mode) in self.taken]
+        if seen:
+            return self._path(min(seen)[1])
+        if self.unexpanded is not None:
+            self._expand(self.unexpanded)
+            self.unexpanded = None
+        while self.queue:
+            node = self.queue.popleft()
+            self.taken[node] = len(self.taken)
+            if node[0] == step_id and node[1] in bad:
+                self.unexpanded = node
+                return self._path(node)
+            self._expand(node)
+        return [step_id]  # not reached: the fixed point says it is, so this does not happen
+
+    def _expand(self, node) -> None:
         current, mode = node
-        if current == step_id and mode in bad:
-            path = []
-            while node is not None:
-                path.append(node[0])
-                node = parent[node]
-            return list(reversed(path))
-        skill, params = skills[current], graph.steps[current].params
-        for event, target in graph.transitions.get(current, {}).items():
-            if target not in graph.steps:
+        skill, params = self.skills[current], self.graph.steps[current].params
+        try:
+            shared = frozenset(params.items())
+        except TypeError:  # a parameter that is no name: nothing to share
+            shared = None
+        for event, target in self.graph.transitions.get(current, {}).items():
+            if target not in self.graph.steps:
                 continue
-            for following in model.after(skill, params, event, {**start, obj: frozenset((mode,))})[obj]:
-                if (target, following) not in parent:
-                    parent[(target, following)] = node
-                    queue.append((target, following))
-    return [step_id]  # not reached: the fixed point says it is, so this does not happen
+            key = (id(skill), event, shared, mode)
+            modes = self.modes_after.get(key) if shared is not None else None
+            if modes is None:
+                modes = self.model.after(skill, params, event, {**self.start, self.obj: frozenset((mode,))})[self.obj]
+                if shared is not None:
+                    self.modes_after[key] = modes
+            for following in modes:
+                if (target, following) not in self.parent:
+                    self.parent[(target, following)] = node
+                    self.queue.append((target, following))
+
+    def _path(self, node) -> list[str]:
+        path = []
+        while node is not None:
+            path.append(node[0])
+            node = self.parent[node]
+        return list(reversed(path))
+
+
+def _failing_path(graph: StepGraph, skills, model: Abstract, start, obj: str, bad: frozenset, step_id: str,
+                  searches: dict | None = None) -> list[str]:
+    """A shortest path from the entry on which ``obj`` reaches ``step_id`` in one of the ``bad`` modes:
+    breadth-first over (step, mode of obj) pairs, linear in the graph. ``searches`` (object -> search)
+    lets the failing steps of one start share the search of each object."""
+    search = searches.get(obj) if searches is not None else None
+    if search is None:
+        search = _ModeSearch(graph, skills, model, start, obj)
+        if searches is not None:
+            searches[obj] = search
+    return search.path(step_id, bad)

@@ -11,6 +11,7 @@ import json
 import pathlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 
 
@@ -66,10 +67,8 @@ class SkillCatalog:
     @classmethod
     def named(cls, name_or_path: str | pathlib.Path) -> "SkillCatalog":
         """A shipped catalog by name (``grant``) or a catalog file by path."""
-        if isinstance(name_or_path, str) and re.fullmatch(r"[a-z0-9_]+", name_or_path):
-            shipped = resources.files("bt_exec.catalogs").joinpath(f"{name_or_path}.json")
-            if shipped.is_file():
-                return cls(json.loads(shipped.read_text(encoding="utf-8")), source=name_or_path)
+        if isinstance(name_or_path, str) and name_or_path in shipped_catalogs():
+            return _shipped(name_or_path)
         path = pathlib.Path(name_or_path)
         if not path.exists():
             raise ConfigError(f"no skill catalog named {str(name_or_path)!r} (shipped: {', '.join(shipped_catalogs())}) "
@@ -99,8 +98,16 @@ class SkillCatalog:
         return self.tools.get(tool, {}).get("socket")
 
 
-def shipped_catalogs() -> list[str]:
-    return sorted(p.name[:-5] for p in resources.files("bt_exec.catalogs").iterdir() if p.name.endswith(".json"))
+@lru_cache(maxsize=None)
+def shipped_catalogs() -> tuple[str, ...]:
+    return tuple(sorted(p.name[:-5] for p in resources.files("bt_exec.catalogs").iterdir() if p.name.endswith(".json")))
+
+
+@lru_cache(maxsize=None)
+def _shipped(name: str) -> SkillCatalog:
+    # Loaded and schema-checked once per process: catalogs are read-only data.
+    text = resources.files("bt_exec.catalogs").joinpath(f"{name}.json").read_text(encoding="utf-8")
+    return SkillCatalog(json.loads(text), source=name)
 
 
 def _type_matchers(spec: dict) -> list[tuple[str, frozenset, list]]:
