@@ -33,6 +33,7 @@ setup(
     packages=[
         PACKAGE,
         f"{PACKAGE}.catalogs",
+        f"{PACKAGE}.ros",
         f"{PACKAGE}.compilers",
         f"{PACKAGE}.behaviours",
         f"{PACKAGE}.schemas",
@@ -49,9 +50,16 @@ setup(
         ("share/ament_index/resource_index/packages", ["resource/bt_exec"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         share("schemas", "*.json"),
+        share("launch", "*.launch.py"),
+        share("config", "*.yaml"),
     ],
     install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18"],
     extras_require={"test": ["pytest>=7", "hypothesis>=6"]},
     zip_safe=True,
-    entry_points={"console_scripts": ["bt-exec = bt_exec.cli:main"]},
+    entry_points={"console_scripts": [
+        "bt-exec = bt_exec.cli:main",
+        # ROS executables (setup.cfg installs scripts under lib/bt_exec, where `ros2 run bt_exec ...` finds them)
+        "bt_exec_node = bt_exec.cli:node_main",
+        "bt_exec_sim_robot = bt_exec.cli:sim_robot_main",
+    ]},
 )

@@ -1,0 +1,552 @@
+"""bt_exec over ROS 2: submit round trip and ~/status event delivery, against a node in a process of its own.
+
+Run from the repository root, inside the ROS 2 environment::
+
+    bash scripts/setup-ros.sh && . build/ros/env.sh
+    python bench/bench_ros.py            # full run (about 75 s on 2 cores)
+    python bench/bench_ros.py --quick    # smoke run (about 20 s)
+
+Without rclpy (or bt_exec_interfaces) it prints one line saying why it skips and exits 0.
+
+The node is ``python -m bt_exec.cli serve --ros-args -r __node:=bench_<random> -p tick_rate_hz:=...
+-p sim_script:=<temp file>`` (the sim backend), started with a random ``ROS_DOMAIN_ID`` (1..100)
+that this process uses as well. Two caps: ``bench.instant`` answers at once, ``bench.step`` takes
+``STEP_S`` seconds. This process is the client: one rclpy node spun by a SingleThreadedExecutor in a
+thread of its own, with a ``~/submit`` client (reliable, keep last 100, as the node's services) and a
+``~/status`` subscription with the node's QoS (reliable, volatile, keep last 1000).
+
+Figures:
+
+1. Submit round trip. A 256-op RTDL plan (a root sequence of 255 ``bench.instant`` do ops, about
+   25 KB of JSON), submitted ``--repeats`` times, each with a distinct run_id. Timed from just
+   before ``call_async`` to the response's done callback (in the client's spinning thread).
+   Before each submit the previous plan has finished (its ``plan_complete`` came on ``~/status``),
+   so every submit meets an idle node. The accepted plan starts at the node's next tick, maybe
+   before the answer has left (its 256 instant ops and 514 events take the node's tick and outbox
+   threads some 20 ms), so the figure includes that contention for the node's GIL, as a client of
+   a real node would see it. For reference the same text goes, alternately, through
+   ``bt_exec.Executor.submit`` in this process (a started Executor at the same tick rate, also
+   waited on until the plan completes). Each timed submit follows a ``gc.collect()`` in this
+   process (GC stays enabled; the node's own GC is untouched). Ratio = ROS p50 / in-process p50.
+   No bar.
+2. Event delivery. Plans of ``STEP_OPS`` ``bench.step`` do ops under a root sequence are submitted
+   at a steady pace for ``--seconds`` seconds, so that the node emits ``--rate`` events per second
+   (each plan emits plan_started, running + a final state for each of its ops, the root included,
+   and plan_complete: 2 + 2 * ops events; ops last ``STEP_S``, so each plan's events spread over a
+   few tenths of a second and several plans run at once). Every event received on ``~/status`` is
+   matched to its plan; lost = events expected for our plans - distinct events received (by
+   ``seq``). Gated: lost == 0. Also shown: the rate received while plans were being submitted
+   (events that arrived between the first and the last submit / that time) and over the whole
+   phase (events / (last - first arrival), which includes the last plans' tail), gaps in ``seq``
+   over the phase, and the node's own drop count (its ``~/status`` outbox drops events when its
+   queue is full and says so in ``status_dropped`` and, as it stops, in ``node_shutdown``).
+   The events of figure 1's plans are checked the same way (information).
+
+The node is always stopped: SIGTERM, then SIGKILL after 10 s (also on errors and Ctrl-C; on Linux
+it also gets SIGTERM if this process dies). Exit 1 when a gated bar is missed or the node cannot be
+started or driven.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import pathlib
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+STEP_S = 0.01          # duration of a bench.step call (sim)
+STEP_OPS = 20          # do ops per plan in the event phase (21 ops with the root: 44 events)
+SUBMIT_OPS = 256       # ops of figure 1's plan, the root included
+NODE_STOP_S = 10.0
+READY_S = 30.0
+SIM_SCRIPT = {"default": {"outcome": "success", "duration_s": 0.0},
+              "caps": {"bench.instant": {"outcome": "success", "duration_s": 0.0},
+                       "bench.step": {"outcome": "success", "duration_s": STEP_S}}}
+
+
+def _ros_missing() -> str | None:
+    for module in ("rclpy", "std_msgs.msg", "bt_exec_interfaces.srv"):
+        try:
+            __import__(module)
+        except Exception as exc:  # ImportError, or a ROS install that fails as it loads
+            return f"{module} cannot be imported ({type(exc).__name__}: {exc})"
+    return None
+
+
+# --- plans --------------------------------------------------------------------------
+
+def plan_text(n_do: int, cap: str, description: str) -> str:
+    children = [{"op": "do", "op_id": 0, "description": f"step {i}", "cap": cap, "args": {"step": i}}
+                for i in range(1, n_do + 1)]
+    return json.dumps({"content": None, "rtdl_description": description,
+                       "rtdl": {"op": "sequence", "op_id": 0, "description": "in order", "children": children},
+                       "task_update": None})
+
+
+def events_of(op_count: int) -> int:
+    """Events one plan of ``op_count`` ops (root included) emits when every op runs and ends."""
+    return 2 + 2 * op_count
+
+
+# --- the client ---------------------------------------------------------------------
+
+class StatusLog:
+    """Every ~/status message, parsed, with its arrival time; waits for a plan's plan_complete."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self.by_plan: dict[str, dict[int, str]] = {}   # plan_id -> {seq: event kind}
+        self.duplicates = 0
+        self.arrivals: list[tuple[float, str | None]] = []  # (perf_counter, plan_id)
+        self.completed: set[str] = set()
+        self.dropped_reports: list[int] = []   # status_dropped totals
+        self.shutdown_dropped: int | None = None
+        self.other = 0
+
+    def __call__(self, msg) -> None:
+        now = time.perf_counter()
+        try:
+            event = json.loads(msg.data)
+        except ValueError:
+            event = {}
+        kind = event.get("event")
+        plan_id = event.get("plan_id")
+        with self._cond:
+            self.arrivals.append((now, plan_id))
+            if kind == "status_dropped":
+                self.dropped_reports.append(int(event.get("dropped", 0)))
+            elif kind == "node_shutdown":
+                self.shutdown_dropped = int(event.get("dropped", 0))
+            elif plan_id is not None and "seq" in event:
+                seqs = self.by_plan.setdefault(plan_id, {})
+                if event["seq"] in seqs:
+                    self.duplicates += 1
+                seqs[event["seq"]] = kind
+                if kind == "plan_complete":
+                    self.completed.add(plan_id)
+            else:
+                self.other += 1
+            self._cond.notify_all()
+
+    def wait(self, predicate, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.1))
+            return True
+
+    def wait_complete(self, plan_ids, timeout: float, quiet_s: float = 5.0) -> bool:
+        """Until every plan's plan_complete came, or ``timeout``, or nothing came for ``quiet_s``."""
+        plan_ids = set(plan_ids)
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._cond:
+                if plan_ids <= self.completed:
+                    return True
+                count = len(self.arrivals)
+            if time.monotonic() > deadline:
+                return False
+            with self._cond:
+                self._cond.wait(quiet_s)
+                if len(self.arrivals) == count and not plan_ids <= self.completed:
+                    return False  # quiet: whatever is missing is not coming
+
+    def tally(self, expected: dict[str, int], window: tuple[float, float] | None = None) -> dict:
+        """Lost events for the plans in ``expected`` (plan_id -> events it emits); seq gaps among them;
+        arrival rates: over the whole span of their arrivals, and within ``window`` (perf_counter times)."""
+        with self._cond:
+            received = {plan_id: dict(self.by_plan.get(plan_id, {})) for plan_id in expected}
+            times = [t for t, plan_id in self.arrivals if plan_id in expected]
+        steady = 0.0
+        if window is not None and window[1] > window[0]:
+            steady = sum(1 for t in times if window[0] <= t <= window[1]) / (window[1] - window[0])
+        got = sum(len(seqs) for seqs in received.values())
+        want = sum(expected.values())
+        seqs = sorted(seq for plan_seqs in received.values() for seq in plan_seqs)
+        gaps = (seqs[-1] - seqs[0] + 1 - len(seqs)) if seqs else 0
+        span = (times[-1] - times[0]) if len(times) > 1 else 0.0
+        short = {plan_id: expected[plan_id] - len(s) for plan_id, s in received.items() if len(s) != expected[plan_id]}
+        return {"expected": want, "received": got, "lost": want - got, "seq_gaps": gaps, "span_s": span,
+                "rate": got / span if span else 0.0, "steady_rate": steady,
+                "plans_short": short}
+
+
+class Client:
+    def __init__(self, node_name: str):
+        import rclpy
+        from bt_exec_interfaces.srv import Submit
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import String
+
+        self.Submit = Submit
+        self.context = Context()
+        rclpy.init(context=self.context)
+        try:
+            self.node = rclpy.create_node(f"bench_client_{uuid.uuid4().hex[:8]}", context=self.context)
+            requests = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+            events = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                                durability=DurabilityPolicy.VOLATILE)
+            self.status = StatusLog()
+            self.subscription = self.node.create_subscription(String, f"{node_name}/status", self.status, events)
+            self.submit_client = self.node.create_client(Submit, f"{node_name}/submit", qos_profile=requests)
+            self.executor = SingleThreadedExecutor(context=self.context)
+            self.executor.add_node(self.node)
+        except BaseException:
+            self.context.try_shutdown()
+            raise
+        self._thread = threading.Thread(target=self._spin, name="bench-ros", daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        from rclpy.executors import ExternalShutdownException
+        try:
+            self.executor.spin()
+        except ExternalShutdownException:
+            pass
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=2.0)
+        self._thread.join(5)
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+    def submit_async(self, text: str, run_id: str):
+        """(done Event, [answered_at], rclpy Future): answered_at is set in the spinning thread."""
+        request = self.Submit.Request()
+        request.graph_json, request.run_id, request.dialect = text, run_id, "rtdl"
+        done, answered = threading.Event(), []
+
+        def on_done(_future):
+            answered.append(time.perf_counter())
+            done.set()
+
+        future = self.submit_client.call_async(request)
+        future.add_done_callback(on_done)
+        return done, answered, future
+
+    def submit(self, text: str, run_id: str, timeout: float = 30.0):
+        """(seconds from call_async to the answer, response)."""
+        started = time.perf_counter()
+        done, answered, future = self.submit_async(text, run_id)
+        if not done.wait(timeout):
+            raise RuntimeError(f"no answer to submit {run_id} within {timeout} s")
+        return answered[0] - started, future.result()
+
+    def wait_ready(self, node: NodeProcess) -> None:
+        """The service exists and answers (a fresh client's first request can be lost: probe until one is
+        answered), and the status subscription is matched."""
+        deadline = time.monotonic() + READY_S
+        while not self.submit_client.wait_for_service(timeout_sec=0.2):
+            node.check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the node's submit service did not appear in {READY_S:g} s")
+        while True:  # an empty graph_json: refused at once, changes nothing
+            request = self.Submit.Request()
+            done = threading.Event()
+            self.submit_client.call_async(request).add_done_callback(lambda _f, done=done: done.set())
+            if done.wait(0.5):
+                break
+            node.check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError("the node's submit service never answered a probe")
+        while self.subscription.get_publisher_count() == 0:
+            node.check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError("no publisher on the node's ~/status")
+            time.sleep(0.02)
+        time.sleep(0.3)  # matched in the graph; let the reliable reader be acknowledged
+
+
+# --- the node process -----------------------------------------------------------------
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when this process dies (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+    except Exception:
+        pass
+
+
+class NodeProcess:
+    def __init__(self, workdir: pathlib.Path, tick_rate_hz: float, env: dict):
+        self.name = f"/bench_{uuid.uuid4().hex[:12]}"
+        script = workdir / "sim.json"
+        script.write_text(json.dumps(SIM_SCRIPT))
+        self.log_path = workdir / "node.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115  (open while the process runs)
+        args = [sys.executable, "-m", "bt_exec.cli", "serve", "--ros-args", "-r", f"__node:={self.name[1:]}",
+                "-p", f"tick_rate_hz:={float(tick_rate_hz)!r}", "-p", "backend:=sim", "-p", f"sim_script:={script}"]
+        self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO,
+                                        env=dict(env, PYTHONUNBUFFERED="1"),
+                                        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+
+    def check_alive(self) -> None:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"the node exited with {self.process.returncode}")
+
+    def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL after NODE_STOP_S; the exit code, or None if it had to be killed."""
+        code = self.process.poll()
+        if code is None:
+            try:
+                self.process.send_signal(signal.SIGTERM)
+                code = self.process.wait(NODE_STOP_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                code = None
+            except BaseException:
+                self.process.kill()
+                self.process.wait()
+                raise
+        self._log.close()
+        return code
+
+    def log_tail(self, lines: int = 20) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+# --- the figures ----------------------------------------------------------------------
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100)."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * p // 100))
+    return ordered[int(rank) - 1]
+
+
+def submit_round_trip(client: Client, repeats: int, tick_rate_hz: float, tag: str) -> dict:
+    import bt_exec
+
+    text = plan_text(SUBMIT_OPS - 1, "bench.instant", "submit round trip")
+    executor = bt_exec.Executor(backend=bt_exec.SimBackend(SIM_SCRIPT), tick_rate_hz=tick_rate_hz)
+    finished: dict[str, threading.Event] = {}
+    lock = threading.Lock()
+
+    def on_event(event):
+        if event.get("event") == "plan_complete":
+            with lock:
+                finished.setdefault(event["plan_id"], threading.Event()).set()
+
+    executor.subscribe(on_event)
+    executor.start()
+
+    def in_process(run_id: str) -> float:
+        gc.collect()
+        started = time.perf_counter()
+        answer = executor.submit(text, run_id=run_id)
+        elapsed = time.perf_counter() - started
+        if not answer["accepted"]:
+            raise RuntimeError(f"in-process submit refused: {answer['message']}")
+        with lock:
+            done = finished.setdefault(answer["plan_id"], threading.Event())
+        if not done.wait(30):
+            raise RuntimeError(f"in-process plan {answer['plan_id']} did not complete")
+        return elapsed
+
+    expected: dict[str, int] = {}
+    incomplete = 0
+
+    def over_ros(run_id: str) -> float:
+        nonlocal incomplete
+        gc.collect()
+        elapsed, response = client.submit(text, run_id)
+        if not response.accepted:
+            raise RuntimeError(f"submit over ROS refused: {response.verdict}: {response.message}")
+        expected[response.plan_id] = events_of(SUBMIT_OPS)
+        if not client.status.wait(lambda: response.plan_id in client.status.completed, 30):
+            incomplete += 1  # its plan_complete never came: counted as lost in the tally
+        return elapsed
+
+    ros_t, local_t = [], []
+    try:
+        for i in range(3):  # warm-up, untimed
+            in_process(f"{tag}-warm-local-{i}")
+            over_ros(f"{tag}-warm-ros-{i}")
+        for i in range(repeats):
+            if i % 2:
+                local_t.append(in_process(f"{tag}-local-{i}"))
+                ros_t.append(over_ros(f"{tag}-ros-{i}"))
+            else:
+                ros_t.append(over_ros(f"{tag}-ros-{i}"))
+                local_t.append(in_process(f"{tag}-local-{i}"))
+    finally:
+        executor.close(wait_ms=0)
+    return {"ros": ros_t, "local": local_t, "bytes": len(text.encode()), "expected": expected,
+            "incomplete": incomplete}
+
+
+def event_delivery(client: Client, rate: float, seconds: float, tag: str) -> dict:
+    text = plan_text(STEP_OPS, "bench.step", "event delivery")
+    per_plan = events_of(STEP_OPS + 1)
+    interval = per_plan / rate
+    n_plans = max(1, round(seconds / interval))
+    pending = []
+    began = time.perf_counter()
+    for i in range(n_plans):
+        wake = began + i * interval
+        delay = wake - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        pending.append(client.submit_async(text, f"{tag}-ev-{i}"))
+    last_submit = time.perf_counter()
+    expected, refused = {}, 0
+    for done, _answered, future in pending:
+        if not done.wait(30):
+            raise RuntimeError("a submit of the event phase got no answer within 30 s")
+        response = future.result()
+        if response.accepted:
+            expected[response.plan_id] = per_plan
+        else:
+            refused += 1
+    complete = client.status.wait_complete(expected, timeout=60)
+    result = client.status.tally(expected, window=(began, last_submit))
+    result.update(plans=n_plans, refused=refused, submitted_s=last_submit - began, complete=complete, per_plan=per_plan,
+                  target=rate)
+    return result
+
+
+# --- report ---------------------------------------------------------------------------
+
+def fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, a shorter event phase (CI)")
+    parser.add_argument("--repeats", type=int, help="submits timed in figure 1 (default 200, or 40 with --quick)")
+    parser.add_argument("--rate", type=float, default=1000.0, help="events per second in figure 2 (default 1000)")
+    parser.add_argument("--seconds", type=float, help="length of figure 2's phase (default 5, or 3 with --quick)")
+    parser.add_argument("--tick-rate-hz", type=float, default=100.0, help="the node's tick_rate_hz (default 100)")
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (40 if args.quick else 200)
+    seconds = args.seconds or (3.0 if args.quick else 5.0)
+    if repeats < 1 or seconds <= 0 or args.rate <= 0 or args.tick_rate_hz <= 0:
+        parser.error("--repeats, --rate, --seconds and --tick-rate-hz must be positive")
+
+    missing = _ros_missing()
+    if missing is not None:
+        print(f"bench_ros: skipped: ROS 2 is not set up here: {missing}; "
+              "run `bash scripts/setup-ros.sh && . build/ros/env.sh` first")
+        return 0
+
+    # Before any rclpy.init, here and (through env) in the node process.
+    domain_id = random.SystemRandom().randint(1, 100)
+    os.environ["ROS_DOMAIN_ID"] = str(domain_id)
+
+    def on_sigterm(signum, _frame):
+        raise SystemExit(128 + signum)  # unwinds through the finally blocks: the node is stopped
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+    import rclpy.utilities
+
+    import bt_exec
+
+    tag = uuid.uuid4().hex[:8]
+    node = client = None
+    node_code = "not started"
+    with tempfile.TemporaryDirectory(prefix="bench_ros_") as tmp:
+        try:
+            node = NodeProcess(pathlib.Path(tmp), args.tick_rate_hz, dict(os.environ))
+            client = Client(node.name)
+            client.wait_ready(node)
+            trip = submit_round_trip(client, repeats, args.tick_rate_hz, tag)
+            node.check_alive()
+            events = event_delivery(client, args.rate, seconds, tag)
+            node.check_alive()
+            trip_tally = client.status.tally(trip["expected"])
+        except KeyboardInterrupt:
+            print("bench_ros: interrupted; stopping the node", file=sys.stderr)
+            return 130
+        except Exception as exc:
+            log = node.log_tail() if node is not None else ""
+            print(f"bench_ros: error: {type(exc).__name__}: {exc}" + (f"\nnode log (tail):\n{log}" if log else ""),
+                  file=sys.stderr)
+            return 1
+        finally:
+            if node is not None:
+                node_code = node.stop()
+            if client is not None:
+                if node_code is not None:  # a clean stop publishes node_shutdown with the drop total
+                    client.status.wait(lambda: client.status.shutdown_dropped is not None, 2.0)
+                client.close()
+
+    ros_t, local_t = trip["ros"], trip["local"]
+    ros_p50, local_p50 = statistics.median(ros_t), statistics.median(local_t)
+    status = client.status
+    node_dropped = status.shutdown_dropped if status.shutdown_dropped is not None else \
+        (max(status.dropped_reports) if status.dropped_reports else None)
+    lost = events["lost"]
+    rows = [  # (figure, value, bar, verdict)
+        (f"1  submit {SUBMIT_OPS} ops over ROS, p50", fmt_ms(ros_p50), "-", "info"),
+        (f"1  submit {SUBMIT_OPS} ops over ROS, p99", fmt_ms(percentile(ros_t, 99)), "-", "info"),
+        (f"1  submit {SUBMIT_OPS} ops over ROS, max", fmt_ms(max(ros_t)), "-", "info"),
+        (f"1  submit {SUBMIT_OPS} ops in-process, p50 (p99)",
+         f"{fmt_ms(local_p50)} ({fmt_ms(percentile(local_t, 99))})", "-", "info"),
+        ("1  ratio ROS p50 / in-process p50", f"{ros_p50 / local_p50:.2f}x", "-", "info"),
+        ("1  events lost, submit phase", f"{trip_tally['lost']} of {trip_tally['expected']}", "-", "info"),
+        ("2  events/s received while submitting (target)", f"{events['steady_rate']:.0f} ({events['target']:.0f})",
+         "-", "info"),
+        ("2  events/s received, first to last", f"{events['rate']:.0f}", "-", "info"),
+        ("2  events received / expected", f"{events['received']} / {events['expected']}", "-", "info"),
+        ("2  events lost", f"{lost}", "== 0", "PASS" if lost == 0 and events["refused"] == 0 else "FAIL"),
+        ("2  seq gaps, duplicates", f"{events['seq_gaps']}, {status.duplicates}", "-", "info"),
+        ("   node's drop count (node_shutdown)", "n/a" if node_dropped is None else str(node_dropped), "-", "info"),
+    ]
+    failed = any(verdict == "FAIL" for *_rest, verdict in rows)
+
+    print(f"bt_exec {bt_exec.__version__}, ROS 2 {os.environ.get('ROS_DISTRO', 'jazzy')} "
+          f"({rclpy.utilities.get_rmw_implementation_identifier()}), Python {sys.version.split()[0]}, "
+          f"ROS_DOMAIN_ID {domain_id}, node {node.name} at {args.tick_rate_hz:g} Hz{' (quick)' if args.quick else ''}")
+    print(f"1: {repeats} submits of a {SUBMIT_OPS}-op plan ({trip['bytes'] / 1024:.0f} KiB), each to an idle node; "
+          f"2: {events['plans']} plans of {STEP_OPS + 1} ops ({events['per_plan']} events each, {STEP_S * 1e3:g} ms "
+          f"per op) submitted over {events['submitted_s']:.1f} s, events over {events['span_s']:.1f} s")
+    header = f"{'figure':<50} {'value':>22} {'bar':>6}  result"
+    print(header)
+    print("-" * len(header))
+    for label, value, bar, verdict in rows:
+        print(f"{label:<50} {value:>22} {bar:>6}  {verdict}")
+    notes = []
+    if events["refused"]:
+        notes.append(f"{events['refused']} submits of the event phase were refused")
+    if not events["complete"]:
+        notes.append("not every plan's plan_complete arrived")
+    if events["plans_short"]:
+        shown = ", ".join(f"plan {p}: {n}" for p, n in list(events["plans_short"].items())[:5])
+        notes.append(f"plans missing events: {shown}")
+    if trip["incomplete"]:
+        notes.append(f"{trip['incomplete']} plans of figure 1 never showed plan_complete")
+    if node_code != 0:
+        notes.append(f"the node did not stop cleanly (exit {node_code})")
+    if events["steady_rate"] < 0.9 * events["target"]:
+        notes.append(f"events arrived at {events['steady_rate']:.0f}/s while submitting, below 90% of the "
+                     f"{events['target']:.0f}/s asked")
+    for note in notes:
+        print(f"note: {note}")
+    print("FAIL: a bar was missed" if failed else "all bars met")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,551 @@
+"""Capabilities over ROS 2 actions: a Backend whose calls are ``bt_exec_interfaces/action/RunCapability`` goals.
+
+One call is one goal (``plan_id``, ``op_id``, ``cap``, ``args_json``) sent to
+the action server of the call's provider:
+
+* provider: the call's ``provider`` field, else the part of ``cap`` before
+  its first dot (``tiago_camera.camera_snapshot`` -> ``tiago_camera``), else
+  (a cap without a dot, e.g. a Qwen3 skill such as ``grab``) ``default_provider``
+  (``robot``);
+* server: ``server_map[provider]``, else ``server_map["*"]``, else
+  ``/bt_exec/capabilities/<provider>`` with the provider made a valid ROS name
+  token (characters other than letters, digits and ``_`` become ``_``).
+
+Threading: ``start``, ``status`` and ``cancel`` are called from the executor's
+tick thread and never block it; the answers (goal response, feedback, result)
+arrive in callbacks of the node's executor. **The node must be spinning** in
+another thread, in a ``MultiThreadedExecutor`` (the clients use a callback
+group of their own, so a blocking callback elsewhere on the node does not
+starve them). Without spinning, goals stay PENDING and fail after
+``server_timeout_s``.
+
+Life of a call, as ``status(run_id)`` reports it:
+
+* PENDING while the server is not there yet (for at most ``server_timeout_s``
+  from ``start``, then FAILED: ``no action server /bt_exec/capabilities/x after
+  5.0 s``) and while the goal waits for acceptance (again at most
+  ``server_timeout_s``); FAILED if the goal is rejected.
+* RUNNING once accepted; then RUNNING or PAUSED as the feedback's ``state``
+  says, with its ``detail``.
+* terminal from the result: CANCELED if the server canceled the goal; TIMEOUT
+  if ``event`` is ``timeout``; SUCCEEDED if ``success``; FAILED otherwise with
+  the server's ``error``. ``event`` is passed through, ``output_json`` is parsed
+  into ``output`` (kept as text if it is not JSON).
+* FAILED (``action server ... went away while the goal ran``) when the server
+  that accepted the goal leaves the ROS graph (its process died or was
+  stopped) and no result came within ``lost_grace_s``. A server restarted
+  under the same name is a different server: the goal is not resumed there.
+
+``cancel(run_id)`` cancels the goal. Before the goal is accepted the cancel is
+remembered and sent as soon as the acceptance arrives, so a halted op never
+leaves an orphan goal on the server; after the call finished it does nothing.
+A goal that is given up for any other reason (no answer to the goal request,
+the server gone) is cancelled the same way should it turn up accepted later.
+
+rclpy's ActionClient (Jazzy, rclpy 7.1) is not safe against a goal sent from
+one thread while the executor takes the response in another
+(ros2/rclpy#1123: the response can be dropped and the future never
+completes); the clients here close that race with a lock.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import itertools
+import json
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from action_msgs.msg import GoalStatus
+from rclpy.action import ActionClient
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.expand_topic_name import expand_topic_name
+from rclpy.validate_full_topic_name import validate_full_topic_name
+from rclpy.waitable import NumberOfEntities
+
+from bt_exec.backends import CallStatus, CapabilityCall
+from bt_exec_interfaces.action import RunCapability
+
+log = logging.getLogger(__name__)
+
+SERVER_PREFIX = "/bt_exec/capabilities/"
+DEFAULT_PROVIDER = "robot"
+
+_FEEDBACK_STATES = {"pending": "PENDING", "running": "RUNNING", "paused": "PAUSED"}
+_LIVENESS_PERIOD_S = 0.2  # how often an in-flight goal checks that its server is still in the graph
+_FORGET_AFTER_S = 60.0    # a record nobody polls any more (cancelled, or finished and never asked) is dropped then
+
+
+def name_token(text: str) -> str:
+    """``text`` as one valid ROS name token: letters, digits and single underscores, not starting with a digit."""
+    token = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", text or "")).strip("_")
+    if not token:
+        return "unnamed"
+    return "p" + token if token[0].isdigit() else token
+
+
+def provider_of(call: CapabilityCall, default_provider: str = DEFAULT_PROVIDER) -> str:
+    """The provider serving a call: its ``provider`` field, else the cap's prefix before the first dot."""
+    if call.provider:
+        return call.provider
+    prefix, dot, _ = call.cap.partition(".")
+    return prefix if dot and prefix else default_provider
+
+
+def default_server_name(provider: str) -> str:
+    """``/bt_exec/capabilities/<provider>``, with the provider sanitised into a valid name token."""
+    return SERVER_PREFIX + name_token(provider)
+
+
+class LockedActionClient(ActionClient):
+    """An ActionClient that can be used from any thread, and destroyed, while its node spins in another.
+
+    * rclpy 7.1's ``send_goal_async`` (and the cancel and result requests) send
+      the request and only then register its sequence number; an executor
+      thread that takes the response in between drops it ("Ignoring unexpected
+      goal response") and the future never completes (ros2/rclpy#1123).
+      Sending and taking under one lock closes that window.
+    * Destroying an ActionClient while an executor spins can make that executor
+      touch the freed handle ("action client pointer is invalid") and end its
+      spin with an exception. Here ``destroy`` first marks the client gone
+      (under the same lock) so that the executor's calls into it do nothing.
+
+    Harmless where rclpy has fixes of its own.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self._request_lock = threading.Lock()
+        self._destroyed = False
+        super().__init__(*args, **kwargs)
+
+    def send_goal_async(self, goal, feedback_callback=None, goal_uuid=None):
+        with self._request_lock:
+            self._check_alive()
+            return super().send_goal_async(goal, feedback_callback=feedback_callback, goal_uuid=goal_uuid)
+
+    def _cancel_goal_async(self, goal_handle):
+        with self._request_lock:
+            self._check_alive()
+            return super()._cancel_goal_async(goal_handle)
+
+    def _get_result_async(self, goal_handle):
+        with self._request_lock:
+            self._check_alive()
+            return super()._get_result_async(goal_handle)
+
+    def server_is_ready(self):
+        with self._request_lock:
+            return not self._destroyed and super().server_is_ready()
+
+    # Waitable API, called by the executor
+    def is_ready(self, wait_set):
+        with self._request_lock:
+            return not self._destroyed and super().is_ready(wait_set)
+
+    def take_data(self):
+        with self._request_lock:
+            return {} if self._destroyed else super().take_data()
+
+    def add_to_wait_set(self, wait_set):
+        with self._request_lock:
+            if not self._destroyed:
+                super().add_to_wait_set(wait_set)
+
+    def get_num_entities(self):
+        with self._request_lock:
+            return NumberOfEntities() if self._destroyed else super().get_num_entities()
+
+    def destroy(self):
+        with self._request_lock:
+            if self._destroyed:
+                return
+            self._destroyed = True
+        self._node.remove_waitable(self)
+        self._client_handle.destroy_when_not_in_use()
+
+    def _check_alive(self) -> None:
+        if self._destroyed:
+            raise RuntimeError(f"the action client of {self._action_name} was destroyed")
+
+
+@dataclass(eq=False, slots=True)
+class _Goal:
+    """One call's goal, from start to its terminal state (fields guarded by the backend's lock)."""
+
+    run_id: str
+    call: CapabilityCall
+    server: str
+    client: LockedActionClient
+    started_at: float
+    phase: str = "waiting"        # waiting (for the server) | sent (awaiting acceptance) | active | done
+    sent_at: float | None = None
+    server_ids: frozenset = frozenset()  # GIDs of the server's status publisher when the goal was sent
+    lost_since: float | None = None
+    next_check: float = 0.0
+    handle: Any = None            # the ClientGoalHandle once accepted
+    cancel_wanted: bool = False   # cancel it on the server (asked by cancel(), or the goal was given up)
+    cancel_sent: bool = False
+    cancelled_at: float | None = None
+    polled_out: bool = False      # cancel() was called: nobody polls this record any more
+    goal_uuid: str = ""
+    progress: CallStatus = CallStatus("PENDING")
+    final: CallStatus | None = None
+    ended_at: float | None = None
+
+
+class RosActionBackend:
+    """The Backend protocol over RunCapability action servers; see the module docstring.
+
+    ``node``: an rclpy node that is spinning (MultiThreadedExecutor) in another
+    thread for as long as the backend is used. ``server_map``: provider ->
+    action server name (absolute, or relative to the node's namespace; key
+    ``"*"`` for every provider not listed). ``server_timeout_s``: how long a
+    call waits for its server to appear, and then for its goal to be accepted.
+    """
+
+    def __init__(self, node, server_map: dict[str, str] | None = None, server_timeout_s: float = 5.0, *,
+                 default_provider: str = DEFAULT_PROVIDER, lost_grace_s: float = 0.5):
+        if not server_timeout_s > 0:
+            raise ValueError(f"server_timeout_s must be positive, got {server_timeout_s!r}")
+        self.node = node
+        self.server_timeout_s = float(server_timeout_s)
+        self.lost_grace_s = float(lost_grace_s)
+        self.default_provider = default_provider
+        self.server_map = {provider: self._full_name(name, provider) for provider, name in (server_map or {}).items()}
+        self._lock = threading.RLock()
+        self._clients: dict[str, LockedActionClient] = {}
+        self._goals: dict[str, _Goal] = {}
+        self._finished: collections.OrderedDict[str, CallStatus] = collections.OrderedDict()
+        self._run_ids = itertools.count(1)
+        self._group = MutuallyExclusiveCallbackGroup()
+        self._closed = False
+        self._next_sweep = 0.0
+
+    # --- routing -------------------------------------------------------------------
+
+    def server_for(self, call: CapabilityCall) -> str:
+        """The fully qualified name of the action server that serves ``call``."""
+        provider = provider_of(call, self.default_provider)
+        name = self.server_map.get(provider) or self.server_map.get("*")
+        return name or default_server_name(provider)
+
+    def _full_name(self, name: str, provider: str) -> str:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"server_map[{provider!r}] must be a non-empty action name, got {name!r}")
+        try:
+            full = expand_topic_name(name, self.node.get_name(), self.node.get_namespace())
+            validate_full_topic_name(full)
+        except Exception as exc:
+            raise ValueError(f"server_map[{provider!r}] = {name!r} is not a valid ROS action name: {exc}") from None
+        return full
+
+    def _client(self, server: str) -> LockedActionClient:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the ROS action backend is closed")
+            client = self._clients.get(server)
+            if client is None:
+                client = LockedActionClient(self.node, RunCapability, server, callback_group=self._group)
+                self._clients[server] = client
+            return client
+
+    # --- Backend protocol ----------------------------------------------------------
+
+    def start(self, call: CapabilityCall) -> CallStatus | str:
+        """Send the goal if the server is there (never waits for it); return the run id."""
+        try:
+            server = self.server_for(call)
+            client = self._client(server)
+        except Exception as exc:
+            return CallStatus("FAILED", error=f"cannot reach an action server for {call.cap}: {exc}")
+        goal = _Goal(f"ros-{next(self._run_ids)}", call, server, client, time.monotonic())
+        with self._lock:
+            self._goals[goal.run_id] = goal
+        self._sweep()
+        self._advance(goal)
+        return goal.run_id
+
+    def status(self, run_id: str) -> CallStatus:
+        with self._lock:
+            goal = self._goals.get(run_id)
+            if goal is None:
+                known = self._finished.get(run_id)
+                return known or CallStatus("FAILED", error=f"ros: unknown run {run_id!r}")
+        self._advance(goal)
+        with self._lock:
+            if goal.final is None:
+                return goal.progress
+            self._retire(goal)
+            return goal.final
+
+    def cancel(self, run_id: str) -> None:
+        """Cancel the goal (now, or as soon as it is accepted); nothing for a finished call."""
+        with self._lock:
+            goal = self._goals.get(run_id)
+            if goal is None or goal.polled_out:
+                return
+            goal.polled_out = True
+            goal.cancelled_at = time.monotonic()
+            if goal.final is not None:  # finished but not yet polled: nothing to cancel
+                self._retire(goal)
+                return
+            self._end(goal, CallStatus("CANCELED", error="canceled on request"), cancel=True)
+            if goal.phase == "waiting":  # nothing was sent: nothing to cancel on a server
+                self._retire(goal)
+        self._send_cancel_if_due(goal)
+
+    def close(self, wait_s: float = 1.0) -> None:
+        """Cancel what is still in flight, wait up to ``wait_s`` for pending acceptances, destroy the clients."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True  # start() refuses from now on
+            goals = list(self._goals.values())
+        for goal in goals:
+            if goal.final is None:
+                self.cancel(goal.run_id)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not any(g.phase == "sent" for g in self._goals.values()):
+                    break
+            time.sleep(0.01)
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            try:
+                client.destroy()
+            except Exception as exc:  # the node may already be destroyed
+                log.debug("destroying action client %s: %s", client._action_name, exc)
+
+    # --- inspection ----------------------------------------------------------------
+
+    def in_flight(self) -> list[dict]:
+        """Goals not yet ended on their server as far as this backend knows (also cancelled ones)."""
+        with self._lock:
+            return [{"run_id": g.run_id, "server": g.server, "cap": g.call.cap, "op_id": g.call.op_id,
+                     "phase": g.phase, "goal_id": g.goal_uuid, "cancel_requested": g.cancel_wanted}
+                    for g in self._goals.values() if g.phase != "done"]
+
+    # --- progress (tick thread) ----------------------------------------------------
+
+    def _advance(self, goal: _Goal) -> None:
+        """Move a goal on without blocking: send it once its server is ready, enforce the timeouts."""
+        with self._lock:
+            phase, final = goal.phase, goal.final
+        if final is not None or phase == "done":
+            return
+        now = time.monotonic()
+        if phase == "waiting":
+            if goal.client.server_is_ready():
+                self._send(goal)
+            elif now - goal.started_at >= self.server_timeout_s:
+                with self._lock:
+                    if goal.phase == "waiting":
+                        goal.phase = "done"
+                        self._end(goal, CallStatus("FAILED", error=f"no action server {goal.server} after "
+                                                                   f"{self.server_timeout_s} s"))
+            return
+        if phase == "sent" and now - goal.sent_at >= self.server_timeout_s:
+            with self._lock:
+                if goal.phase == "sent":
+                    self._end(goal, CallStatus("FAILED", error=f"action server {goal.server} did not accept or "
+                                                               f"reject the goal within {self.server_timeout_s} s "
+                                                               "(is the client node spinning?)"), cancel=True)
+            return
+        if now >= goal.next_check:
+            goal.next_check = now + _LIVENESS_PERIOD_S
+            if self._server_there(goal):
+                goal.lost_since = None
+            elif goal.lost_since is None:
+                goal.lost_since = now
+            elif now - goal.lost_since >= self.lost_grace_s:
+                with self._lock:
+                    if goal.final is None:
+                        self._end(goal, CallStatus("FAILED", error=f"action server {goal.server} went away while "
+                                                                   f"the goal ran (op {goal.call.op_id}, "
+                                                                   f"{goal.call.cap})"), cancel=True)
+                self._send_cancel_if_due(goal)  # should it be there after all, the goal must not go on
+
+    def _send(self, goal: _Goal) -> None:
+        call = goal.call
+        try:
+            args_json = json.dumps(call.args, separators=(",", ":"), default=str)
+        except (TypeError, ValueError) as exc:
+            with self._lock:
+                goal.phase = "done"
+                self._end(goal, CallStatus("FAILED", error=f"args of {call.cap} are not JSON: {exc}"))
+            return
+        message = RunCapability.Goal(plan_id=call.plan_id, op_id=call.op_id, cap=call.cap, args_json=args_json)
+        server_ids = self._server_ids(goal.server)
+        with self._lock:
+            if goal.phase != "waiting" or goal.final is not None:
+                return
+            goal.phase = "sent"
+            goal.sent_at = time.monotonic()
+            goal.server_ids = server_ids
+            try:
+                future = goal.client.send_goal_async(message,
+                                                     feedback_callback=functools.partial(self._on_feedback, goal))
+            except Exception as exc:
+                goal.phase = "done"
+                self._end(goal, CallStatus("FAILED", error=f"sending the goal to {goal.server} failed: "
+                                                           f"{type(exc).__name__}: {exc}"))
+                return
+        future.add_done_callback(functools.partial(self._on_goal_response, goal))
+
+    def _server_ids(self, server: str) -> frozenset:
+        try:
+            return frozenset(bytes(info.endpoint_gid)
+                             for info in self.node.get_publishers_info_by_topic(server + "/_action/status"))
+        except Exception as exc:
+            log.debug("graph query for %s failed: %s", server, exc)
+            return frozenset()
+
+    def _server_there(self, goal: _Goal) -> bool:
+        """Whether the server that got the goal is still in the graph (the same one: a restart is another)."""
+        if goal.server_ids:
+            return bool(self._server_ids(goal.server) & goal.server_ids)
+        return goal.client.server_is_ready()
+
+    # --- answers (the node's executor threads) -------------------------------------
+
+    def _on_goal_response(self, goal: _Goal, future) -> None:
+        exc = future.exception()
+        handle = None if exc is not None else future.result()
+        with self._lock:
+            if exc is not None or handle is None:
+                goal.phase = "done"
+                self._end(goal, CallStatus("FAILED", error=f"sending the goal to {goal.server} failed: {exc}"))
+                self._forget_if_unpolled(goal)
+                return
+            if not handle.accepted:
+                goal.phase = "done"
+                self._end(goal, CallStatus("FAILED", error=f"action server {goal.server} rejected the goal "
+                                                           f"(op {goal.call.op_id}, {goal.call.cap})"))
+                self._forget_if_unpolled(goal)
+                return
+            goal.handle = handle
+            goal.goal_uuid = _uuid_text(handle.goal_id.uuid)
+            goal.phase = "active"
+            if goal.final is None and goal.progress.state == "PENDING":
+                goal.progress = CallStatus("RUNNING")
+        try:
+            handle.get_result_async().add_done_callback(functools.partial(self._on_result, goal))
+        except Exception as exc:
+            with self._lock:
+                self._end(goal, CallStatus("FAILED", error=f"asking {goal.server} for the result failed: {exc}"),
+                          cancel=True)
+        self._send_cancel_if_due(goal)
+
+    def _on_feedback(self, goal: _Goal, message) -> None:
+        feedback = message.feedback
+        state = _FEEDBACK_STATES.get(feedback.state.strip().lower(), "RUNNING")
+        with self._lock:
+            if goal.final is None and goal.phase != "done":
+                goal.progress = CallStatus(state, detail=feedback.detail)
+
+    def _on_result(self, goal: _Goal, future) -> None:
+        exc = future.exception()
+        if exc is not None:
+            outcome = CallStatus("FAILED", error=f"getting the result from {goal.server} failed: {exc}")
+        else:
+            outcome = _outcome(future.result(), goal.server)
+        with self._lock:
+            goal.phase = "done"
+            if goal.final is None:
+                self._end(goal, outcome)
+            self._forget_if_unpolled(goal)
+
+    def _on_cancel_response(self, goal: _Goal, future) -> None:
+        exc = future.exception()
+        if exc is not None:
+            log.warning("cancel of goal %s on %s failed: %s", goal.goal_uuid, goal.server, exc)
+            return
+        code = future.result().return_code
+        if code != 0:  # rejected, unknown goal, or already terminated: the goal ends anyway
+            log.debug("cancel of goal %s on %s answered with code %s", goal.goal_uuid, goal.server, code)
+
+    # --- helpers -------------------------------------------------------------------
+
+    def _end(self, goal: _Goal, outcome: CallStatus, cancel: bool = False) -> None:
+        """Set the call's final status (first one wins); with ``cancel`` the goal is to be cancelled on the server."""
+        if goal.final is None:
+            goal.final = outcome
+            goal.ended_at = time.monotonic()
+        if cancel:
+            goal.cancel_wanted = True
+
+    def _send_cancel_if_due(self, goal: _Goal) -> None:
+        with self._lock:
+            if not goal.cancel_wanted or goal.cancel_sent or goal.handle is None or goal.phase != "active":
+                return
+            goal.cancel_sent = True
+            handle = goal.handle
+        try:
+            handle.cancel_goal_async().add_done_callback(functools.partial(self._on_cancel_response, goal))
+        except Exception as exc:
+            log.warning("cancelling goal %s on %s failed: %s", goal.goal_uuid, goal.server, exc)
+
+    def _retire(self, goal: _Goal) -> None:
+        """The outcome was handed out (or is not wanted): remember it; drop the record once its goal ended."""
+        self._finished[goal.run_id] = goal.final
+        while len(self._finished) > 1000:
+            self._finished.popitem(last=False)
+        goal.polled_out = True
+        if goal.phase == "done" or goal.phase == "waiting":
+            self._goals.pop(goal.run_id, None)
+
+    def _forget_if_unpolled(self, goal: _Goal) -> None:
+        if goal.polled_out:
+            self._goals.pop(goal.run_id, None)
+
+    def _sweep(self) -> None:
+        """Drop records nobody will ask about: handed out or cancelled long ago, or ended and never polled."""
+        now = time.monotonic()
+        with self._lock:
+            if now < self._next_sweep:
+                return
+            self._next_sweep = now + 1.0
+            stale = [g.run_id for g in self._goals.values()
+                     if (g.polled_out and now - (g.cancelled_at or g.ended_at or now) > _FORGET_AFTER_S)
+                     or (g.final is not None and g.ended_at is not None and now - g.ended_at > _FORGET_AFTER_S)]
+            for run_id in stale:
+                self._goals.pop(run_id, None)
+
+
+def _outcome(response, server: str) -> CallStatus:
+    """A terminal CallStatus from a GetResult response."""
+    result = response.result
+    output = _parse_output(result.output_json)
+    event = result.event or None
+    if response.status == GoalStatus.STATUS_CANCELED:
+        return CallStatus("CANCELED", output=output, error=result.error or f"goal canceled by action server {server}",
+                          event=event)
+    if response.status == GoalStatus.STATUS_UNKNOWN:
+        return CallStatus("FAILED", error=f"action server {server} has no result for the goal (status unknown; "
+                                          "it may have restarted or expired the result)")
+    if event == "timeout":
+        return CallStatus("TIMEOUT", output=output, error=result.error or "timed out", event=event)
+    if result.success:
+        return CallStatus("SUCCEEDED", output=output, event=event)
+    how = "aborted" if response.status == GoalStatus.STATUS_ABORTED else f"ended with status {response.status}"
+    return CallStatus("FAILED", output=output, error=result.error or f"goal {how} by action server {server}",
+                      event=event)
+
+
+def _parse_output(text: str) -> Any:
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _uuid_text(uuid_bytes) -> str:
+    return bytes(uuid_bytes).hex()

@@ -1,0 +1,151 @@
+"""Pure conversions between bt_exec's API (dicts) and bt_exec_interfaces / std_msgs messages.
+
+No node, no I/O, no clock: each ``msg_to_x`` reads a request, each ``x_to_msg``
+fills a response (or makes a message). JSON text put in messages is ASCII
+(``ensure_ascii``), so a lone surrogate from plan text can never make a
+message unencodable.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+
+from std_msgs.msg import String
+
+from ..errors import Issue
+
+MAX_WAIT_MS = 60_000
+DIALECT_OF_REQUEST = {"": "auto", "auto": "auto", "rtdl": "rtdl", "qwen3": "qwen3"}
+
+
+def to_json(value: object) -> str:
+    return json.dumps(value, default=str)
+
+
+def one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+# --- Submit ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Submission:
+    """What a Submit request asks the executor: ``Executor.submit(source, run_id=run_id, dialect=dialect)``.
+
+    ``text`` is the request's ``graph_json`` unchanged (what ``~/plan`` publishes);
+    ``source`` is what is submitted (the text itself, or a Qwen3 submit envelope
+    around it when a scene revision was given); ``run_id_made`` says the node made
+    ``run_id`` because the request had none.
+    """
+
+    text: str
+    source: str
+    run_id: str
+    dialect: str
+    run_id_made: bool
+
+
+def msg_to_submission(request, max_input_bytes: int) -> Submission:
+    """A Submit request as a submission. Never raises for bad content: the executor refuses it with issues.
+
+    * ``dialect``: empty means auto-detection; an unknown name is passed on (and refused: unknown_dialect).
+    * ``run_id``: empty means the node makes one: the ``run_id`` of a Qwen3 submit envelope in
+      ``graph_json`` when there is one, else a fresh ``uuid4().hex``.
+    * Qwen3 with ``scene_revision >= 0``: ``graph_json`` (a bare graph, or model output text holding
+      one) is wrapped as ``{"run_id", "scene_revision", "response": graph_json}``.
+    """
+    text = request.graph_json
+    dialect = DIALECT_OF_REQUEST.get(request.dialect.strip().lower(), request.dialect)
+    run_id = request.run_id
+    made = not run_id
+    if made:
+        run_id = envelope_run_id(text, max_input_bytes) if dialect in ("auto", "qwen3") else None
+        run_id = run_id or uuid.uuid4().hex
+    source = text
+    if dialect == "qwen3" and request.scene_revision >= 0:
+        source = json.dumps({"run_id": run_id, "scene_revision": request.scene_revision, "response": text})
+    return Submission(text=text, source=source, run_id=run_id, dialect=dialect, run_id_made=made)
+
+
+def envelope_run_id(text: str, max_input_bytes: int) -> str | None:
+    """The ``run_id`` of a Qwen3 submit envelope held by ``text``, if it is one (cheap test first)."""
+    if '"run_id"' not in text or '"response"' not in text or len(text) > max_input_bytes:
+        return None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    run_id = doc.get("run_id") if isinstance(doc, dict) and "response" in doc else None
+    return run_id if isinstance(run_id, str) and run_id.strip() else None
+
+
+def answer_to_submit_msg(answer: dict, response, run_id: str):
+    """Fill a Submit response from ``Executor.submit``'s answer (``run_id``: what was submitted)."""
+    response.accepted = bool(answer.get("accepted"))
+    response.run_id = answer.get("run_id") or run_id or ""
+    response.plan_id = answer.get("plan_id") or ""
+    response.verdict = str(answer.get("verdict") or "")
+    response.message = one_line(answer.get("message") or "")
+    response.issues_json = to_json(answer.get("issues") or [])
+    return response
+
+
+def refusal_to_submit_msg(response, run_id: str, code: str, message: str, verdict: str = "invalid"):
+    """A Submit response refusing without the executor (e.g. an internal error in the node)."""
+    return answer_to_submit_msg({"accepted": False, "verdict": verdict, "message": f"refused ({verdict}): {message}",
+                                 "issues": [Issue(code, "", message).as_dict()]}, response, run_id)
+
+
+# --- StopAt, Cancel, GetStatus, ListPlans ---------------------------------------
+
+def msg_to_stop_at(request) -> tuple[str, str, str]:
+    """(plan_id, op_id, when); an empty ``when`` means on_complete."""
+    return request.plan_id, request.op_id, request.when.strip() or "on_complete"
+
+
+def stop_at_to_msg(success: bool, message: str, response):
+    response.success = bool(success)
+    response.message = one_line(message)
+    return response
+
+
+def msg_to_cancel(request) -> tuple[str | None, int, bool]:
+    """(plan_id or None for every plan, wait_ms capped at MAX_WAIT_MS, whether it was capped)."""
+    wait_ms = int(request.wait_ms)
+    return (request.plan_id or None), min(wait_ms, MAX_WAIT_MS), wait_ms > MAX_WAIT_MS
+
+
+def cancel_to_msg(success: bool, finished: bool, message: str, response):
+    response.success = bool(success)
+    response.finished = bool(finished)
+    response.message = one_line(message)
+    return response
+
+
+def status_to_msg(status: dict | None, error: str | None, response):
+    """A GetStatus response: the plan's live status or final record, or ``{"error": ...}`` when not found."""
+    response.found = status is not None
+    response.status_json = to_json(status if status is not None else {"error": one_line(error or "not found")})
+    return response
+
+
+def plans_to_msg(plans: dict, response):
+    response.plans_json = to_json(plans)
+    return response
+
+
+# --- topics ---------------------------------------------------------------------
+
+def text_to_msg(text: str) -> String:
+    return String(data=text)
+
+
+def event_to_msg(event: dict) -> String:
+    """One executor event as one ``~/status`` message."""
+    return String(data=to_json(event))
+
+
+def snapshot_to_msg(snapshot: dict) -> String:
+    """A ``~/tree`` snapshot: ``{"time", "plans": [get_plan_status of each running plan]}``."""
+    return String(data=to_json(snapshot))

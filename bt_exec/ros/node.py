@@ -1,0 +1,577 @@
+"""The ``bt_exec`` ROS 2 node: services, topics and parameters over ``bt_exec.Executor``.
+
+A thin layer: every service maps onto one public Executor method through the
+pure conversions in ``convert``; the executor ticks in its own loop
+(``Executor.start()``), never in an rclpy timer. See docs/ros.md for the API.
+
+Services (all in one reentrant callback group, served by a MultiThreadedExecutor):
+``~/submit``, ``~/stop_at``, ``~/cancel``, ``~/get_status``, ``~/list_plans``.
+Submit and cancel are ``async``: submit validates and compiles in a small worker
+pool, cancel waits for ``plan_complete`` on an rclpy Future, so neither holds
+an executor thread while it waits.
+
+Topics: ``~/plan`` (each accepted graph's text, published from the tick thread
+as the plan starts: before its first tick), ``~/status`` (one JSON event per
+message, from an outbox thread), ``~/tree`` (op states of the running plans,
+on change, at most 10 Hz).
+"""
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+import rclpy
+from bt_exec_interfaces.srv import Cancel, GetStatus, ListPlans, StopAt, Submit
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
+from rclpy.task import Future
+from rclpy.utilities import remove_ros_args
+from std_msgs.msg import String
+
+from .. import CapabilityCatalog, Executor, JsonlJournal, Limits, Scene, SimBackend, SkillCatalog
+from ..compilers.symbolic import World
+from ..errors import ConfigError, ControlError
+from . import convert, params, tree_watcher
+from .outbox import Outbox
+
+log = logging.getLogger(__name__)
+
+NODE_NAME = "bt_exec"
+PLAN_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+STATUS_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                        durability=DurabilityPolicy.VOLATILE)
+TREE_QOS = PLAN_QOS  # a late viewer gets the latest snapshot
+# Services keep 100 requests (rclpy's default is 10): a burst from many clients, or many waiting cancels
+# sent at once, is queued rather than dropped before the executor takes it.
+SERVICE_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
+TREE_PERIOD_S = 0.1      # ~/tree: at most 10 Hz
+DROP_REPORT_PERIOD_S = 1.0
+STATUS_QUEUE = 10_000    # events waiting for the ~/status publisher before they are dropped
+REMEMBER_RUN_IDS = 10_000  # as many as the executor remembers answers for
+SUBMIT_WORKERS = 2
+SHUTDOWN_CANCEL_MS = 2000
+TREE_EVENTS = frozenset(("plan_started", "node_state", "step_transition", "plan_complete"))
+
+_settle_lock = threading.Lock()
+
+
+def _settle(future: Future, value=None, exception: BaseException | None = None) -> None:
+    """Complete ``future`` once: later settlements (a timer racing plan_complete) are ignored."""
+    with _settle_lock:
+        if future.done() or future.cancelled():
+            return
+        if exception is not None:
+            future.set_exception(exception)
+        else:
+            future.set_result(value)
+
+
+def _wake(_future: Future) -> None:
+    """A done callback: its only job is to make the executor run, so the coroutine awaiting resumes."""
+
+
+class _CancelWaits:
+    """Futures waiting for plans to finish, completed by the executor's ``plan_complete`` events.
+
+    Completions are remembered (bounded), so a plan that finished between the
+    cancel request and ``watch`` is never waited for.
+    """
+
+    def __init__(self, remember: int = 10_000):
+        self._lock = threading.Lock()
+        self._completed: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._remember = remember
+        self._waits: dict[int, tuple[set[str], Future]] = {}
+
+    def plan_complete(self, plan_id: str) -> None:
+        ready = []
+        with self._lock:
+            self._completed[plan_id] = None
+            while len(self._completed) > self._remember:
+                self._completed.popitem(last=False)
+            for key, (remaining, future) in list(self._waits.items()):
+                remaining.discard(plan_id)
+                if not remaining:
+                    del self._waits[key]
+                    ready.append(future)
+        for future in ready:
+            _settle(future, True)
+
+    def all_complete(self, plan_ids) -> bool:
+        with self._lock:
+            return all(plan_id in self._completed for plan_id in plan_ids)
+
+    def watch(self, plan_ids, future: Future) -> bool:
+        """Settle ``future`` with True once every plan finished; returns True (and watches nothing) if all have."""
+        with self._lock:
+            remaining = {plan_id for plan_id in plan_ids if plan_id not in self._completed}
+            if remaining:
+                self._waits[id(future)] = (remaining, future)
+        return not remaining
+
+    def forget(self, future: Future) -> None:
+        with self._lock:
+            self._waits.pop(id(future), None)
+
+    def settle_all(self, value: bool) -> None:
+        with self._lock:
+            futures = [future for _remaining, future in self._waits.values()]
+            self._waits.clear()
+        for future in futures:
+            _settle(future, value)
+
+
+class ExecutorNode(Node):
+    """The ``bt_exec`` node. Call ``start()`` once it is added to a (multi-threaded) executor, ``close()`` to stop.
+
+    ``executor``: host this bt_exec Executor instead of building one from the
+    parameters (embedding and tests); its tick loop is started by ``start()``
+    unless ``start(tick=False)``.
+    """
+
+    def __init__(self, executor: Executor | None = None, *, node_name: str = NODE_NAME, **node_options):
+        super().__init__(node_name, **node_options)
+        self._backend = None
+        try:
+            self.settings = self._declare_parameters()
+            self.bt = executor if executor is not None else self._make_executor()
+        except BaseException:
+            self.destroy_node()
+            raise
+        self._group = ReentrantCallbackGroup()
+        self._waits = _CancelWaits()
+        self._pool = concurrent.futures.ThreadPoolExecutor(SUBMIT_WORKERS, thread_name_prefix="bt_exec-submit")
+        self._plan_lock = threading.Lock()
+        self._plan_texts: collections.OrderedDict[str, str] = collections.OrderedDict()  # run_id -> text to publish
+        self._run_ids_seen: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._in_flight = 0  # async service callbacks running (submit, cancel)
+        self._in_flight_lock = threading.Lock()
+        self._tree_dirty = threading.Event()
+        self._tree_dirty.set()  # publish an empty snapshot at once: a viewer learns there are no plans
+        self._tree_sent_at = 0.0
+        self._dropped_reported = 0
+        self._dropped_reported_at = 0.0
+        self._closed = False
+        self._started = False
+
+        self.plan_publisher = self.create_publisher(String, "~/plan", PLAN_QOS)
+        self.status_publisher = self.create_publisher(String, "~/status", STATUS_QOS)
+        self.tree_publisher = self.create_publisher(String, "~/tree", TREE_QOS)
+        for srv_type, name, callback in ((Submit, "~/submit", self._on_submit), (StopAt, "~/stop_at", self._on_stop_at),
+                                         (Cancel, "~/cancel", self._on_cancel),
+                                         (GetStatus, "~/get_status", self._on_get_status),
+                                         (ListPlans, "~/list_plans", self._on_list_plans)):
+            self.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS, callback_group=self._group)
+
+        self._outbox = Outbox(self._publish_event, idle=self._on_idle, max_queued=STATUS_QUEUE,
+                              idle_s=TREE_PERIOD_S / 2, name="bt_exec-status")
+        self._journal = None
+        journal_path = self.settings.get("journal_path")
+        if journal_path:
+            try:
+                self._journal = JsonlJournal(journal_path)
+            except OSError as exc:
+                self.destroy_node()
+                raise ConfigError(f"journal_path: cannot write events to {journal_path}: "
+                                  f"{exc.strerror or exc}") from None
+        self._unsubscribes = [self.bt.subscribe(self._on_event)]
+        if self._journal is not None:
+            self._unsubscribes.append(self.bt.subscribe(self._journal))
+
+        self.watcher = None
+        why_not = tree_watcher.available()
+        if why_not is None:
+            try:
+                self.watcher = tree_watcher.TreeWatcherSeam(self, self.bt)
+            except Exception as exc:
+                self.get_logger().warning(f"py-trees-tree-watcher support is off: {type(exc).__name__}: {exc}")
+        else:
+            self.get_logger().debug(f"py-trees-tree-watcher support is off: {why_not}")
+        if self.settings.get("web_port"):
+            self.get_logger().warning(f"web_port {self.settings['web_port']}: this version has no web UI yet; "
+                                      "the parameter is ignored")
+
+    # --- set-up -----------------------------------------------------------------
+
+    def _declare_parameters(self) -> dict:
+        values = {}
+        for param in params.PARAMETERS:
+            descriptor = ParameterDescriptor(name=param.name, description=param.description,
+                                             additional_constraints=param.constraints, read_only=True)
+            try:
+                values[param.name] = self.declare_parameter(param.name, param.default, descriptor).value
+            except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+                kind = {float: "a floating point number (e.g. 5.0)", int: "an integer",
+                        str: "a string"}[type(param.default)]
+                raise ConfigError(f"parameter {param.name} must be {kind}: {convert.one_line(exc)}") from None
+        problems = params.check(values)
+        if problems:
+            raise ConfigError("bad parameters: " + "; ".join(problems))
+        return values
+
+    def _make_executor(self) -> Executor:
+        s = self.settings
+        try:
+            limits = Limits(max_input_bytes=s["max_input_bytes"], max_ops=s["max_ops"], max_depth=s["max_depth"],
+                            max_graph_steps=s["max_graph_steps"])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        skill_catalog = SkillCatalog.named(s["skill_catalog"])
+        scene = Scene.from_file(s["scene_file"]) if s["scene_file"] else None
+        catalog = CapabilityCatalog.from_file(s["catalog"]) if s["catalog"] else None
+        if s["backend"] == "sim":
+            world = World.from_scene(skill_catalog, scene) if scene is not None else None
+            backend = SimBackend(s["sim_script"] or None, world=world)
+        else:
+            if s["sim_script"]:
+                self.get_logger().warning("sim_script is ignored with backend ros")
+            try:
+                from .action_backend import RosActionBackend
+            except ImportError as exc:
+                raise ConfigError(f"backend ros is not available: {exc}") from None
+            backend = RosActionBackend(self, server_timeout_s=s["capability_server_timeout_s"])
+        self._backend = backend
+        return Executor(backend=backend, catalog=catalog, limits=limits, tick_rate_hz=s["tick_rate_hz"],
+                        skill_catalog=skill_catalog, scene=scene, max_active_runs=s["max_active_runs"],
+                        max_steps=s["max_steps"])
+
+    def start(self, tick: bool = True) -> None:
+        """Start publishing and (``tick``) the executor's tick loop. The node must be in an executor already."""
+        if self._started:
+            return
+        self._started = True
+        self._outbox.start()
+        if tick:
+            self.bt.start()
+        s = self.settings
+        self.get_logger().info(f"ready: backend {s['backend']}, {s['tick_rate_hz']:g} Hz; services and topics "
+                               f"under {self.get_fully_qualified_name()}/")
+
+    def close(self) -> None:
+        """Cancel every plan, answer waiting cancels, stop the threads. The executor may still spin (ros backend)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.bt.close(wait_ms=SHUTDOWN_CANCEL_MS)
+        except Exception as exc:
+            self.get_logger().error(f"closing the executor: {type(exc).__name__}: {exc}")
+        self._waits.settle_all(False)
+        for unsubscribe in self._unsubscribes:
+            unsubscribe()
+        deadline = time.monotonic() + 1.0  # let waiting service callbacks send their answers
+        while self._in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._outbox.close(last={"event": "node_shutdown", "dropped": self._outbox.dropped, "time": time.time()})
+        if self._outbox.dropped:
+            self.get_logger().warning(f"~/status dropped {self._outbox.dropped} events in all (queue full)")
+        if self._journal is not None:
+            self._journal.close()
+        close_backend = getattr(self._backend, "close", None)
+        if close_backend is not None:
+            try:
+                close_backend()
+            except Exception as exc:
+                self.get_logger().warning(f"closing the backend: {type(exc).__name__}: {exc}")
+        if self.watcher is not None:
+            self.watcher.close()
+
+    # --- events (called in the executor's ticking thread) --------------------------
+
+    def _on_event(self, event: dict) -> None:
+        kind = event.get("event")
+        if kind == "plan_started":
+            self._publish_plan_text(event.get("run_id"))
+        self._outbox.put(dict(event))
+        if kind == "plan_complete":
+            self._waits.plan_complete(event["plan_id"])
+        if kind in TREE_EVENTS:
+            self._tree_dirty.set()
+
+    def _publish_plan_text(self, run_id: str | None) -> None:
+        """``~/plan``: the graph text, once per run_id, as the plan starts (before its first tick)."""
+        if run_id is None:
+            return
+        with self._plan_lock:
+            text = self._plan_texts.pop(run_id, None)
+        if text is not None:
+            self.plan_publisher.publish(convert.text_to_msg(text))
+
+    # --- outbox thread ------------------------------------------------------------
+
+    def _publish_event(self, event: dict) -> None:
+        self.status_publisher.publish(convert.event_to_msg(event))
+
+    def _on_idle(self) -> None:
+        now = time.monotonic()
+        dropped = self._outbox.dropped
+        if dropped > self._dropped_reported and now - self._dropped_reported_at >= DROP_REPORT_PERIOD_S:
+            self.get_logger().warning(f"~/status: {dropped - self._dropped_reported} events dropped "
+                                      f"({dropped} in all): the publisher queue was full")
+            self._dropped_reported, self._dropped_reported_at = dropped, now
+            self._publish_event({"event": "status_dropped", "dropped": dropped, "time": time.time()})
+        if self._tree_dirty.is_set() and now - self._tree_sent_at >= TREE_PERIOD_S:
+            self._tree_dirty.clear()
+            self._tree_sent_at = now
+            self.tree_publisher.publish(convert.snapshot_to_msg(self.tree_snapshot()))
+            if self.watcher is not None:
+                self.watcher.update()
+
+    def tree_snapshot(self) -> dict:
+        plans = []
+        for plan in self.bt.get_all_plans()["plans"]:
+            try:
+                plans.append(self.bt.get_plan_status(plan["plan_id"]))
+            except ControlError:
+                pass  # it finished meanwhile; its plan_complete marks the tree changed again
+        return {"time": time.time(), "plans": plans}
+
+    # --- services -----------------------------------------------------------------
+
+    async def _on_submit(self, request, response):
+        run_id = request.run_id
+        with self._in_flight_lock:
+            self._in_flight += 1
+        try:
+            submission = convert.msg_to_submission(request, self.bt.limits.max_input_bytes)
+            run_id = submission.run_id
+            with self._plan_lock:
+                fresh = run_id not in self._run_ids_seen
+                if fresh:
+                    self._run_ids_seen[run_id] = None
+                    while len(self._run_ids_seen) > REMEMBER_RUN_IDS:
+                        self._run_ids_seen.popitem(last=False)
+                    self._plan_texts[run_id] = submission.text
+                    while len(self._plan_texts) > REMEMBER_RUN_IDS:
+                        self._plan_texts.popitem(last=False)
+            answer = await self._offload(self.bt.submit, submission.source, run_id=run_id,
+                                         dialect=submission.dialect)
+            if fresh and not (answer.get("accepted") and answer.get("plan_id")):
+                with self._plan_lock:
+                    self._plan_texts.pop(run_id, None)  # a refusal or a meta op: nothing is published
+            return convert.answer_to_submit_msg(answer, response, run_id)
+        except Exception as exc:
+            self.get_logger().error(f"submit: {type(exc).__name__}: {exc}")
+            return convert.refusal_to_submit_msg(response, run_id, "internal",
+                                                 f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            with self._in_flight_lock:
+                self._in_flight -= 1
+
+    def _offload(self, function, *args, **kwargs) -> Future:
+        """Run ``function`` in the worker pool; an rclpy Future to await (no executor thread is held)."""
+        future = Future(executor=self.executor)
+        future.add_done_callback(_wake)  # completing it from the worker then wakes the executor
+
+        def work():
+            try:
+                value = function(*args, **kwargs)
+            except BaseException as exc:
+                _settle(future, exception=exc)
+            else:
+                _settle(future, value)
+
+        self._pool.submit(work)
+        return future
+
+    async def _on_cancel(self, request, response):
+        with self._in_flight_lock:
+            self._in_flight += 1
+        try:
+            plan_id, wait_ms, capped = convert.msg_to_cancel(request)
+            try:
+                if plan_id is None:
+                    plan_ids = [run.plan_id for run in self.bt.request_cancel_all("cancel_all")]
+                else:
+                    run = self.bt.request_cancel(plan_id, "cancel_plan")
+                    plan_ids = [] if run is None else [plan_id]
+            except ControlError as exc:
+                return convert.cancel_to_msg(False, False, str(exc), response)
+            finished = await self._await_plans(plan_ids, wait_ms)
+            message = _cancel_message(plan_id, plan_ids, finished, wait_ms)
+            if capped:
+                message += f" (wait_ms capped at {convert.MAX_WAIT_MS})"
+            return convert.cancel_to_msg(True, finished, message, response)
+        except Exception as exc:
+            self.get_logger().error(f"cancel: {type(exc).__name__}: {exc}")
+            return convert.cancel_to_msg(False, False, f"internal error: {type(exc).__name__}: {exc}", response)
+        finally:
+            with self._in_flight_lock:
+                self._in_flight -= 1
+
+    async def _await_plans(self, plan_ids: list[str], wait_ms: int) -> bool:
+        """Whether every plan finished, waiting up to ``wait_ms`` on a Future (holding no thread)."""
+        if wait_ms <= 0 or self._closed:
+            return self._waits.all_complete(plan_ids)
+        future = Future(executor=self.executor)
+        future.add_done_callback(_wake)
+        if self._waits.watch(plan_ids, future):
+            return True
+        timer = self.create_timer(wait_ms / 1000.0, lambda: _settle(future, False), callback_group=self._group)
+        try:
+            return bool(await future)
+        finally:
+            self._waits.forget(future)
+            self.destroy_timer(timer)
+
+    def _on_stop_at(self, request, response):
+        try:
+            plan_id, op_id, when = convert.msg_to_stop_at(request)
+            result = self.bt.stop_plan_at(plan_id, op_id, when)
+            self._tree_dirty.set()
+            return convert.stop_at_to_msg(result["success"], result["message"], response)
+        except ControlError as exc:
+            return convert.stop_at_to_msg(False, str(exc), response)
+        except Exception as exc:
+            self.get_logger().error(f"stop_at: {type(exc).__name__}: {exc}")
+            return convert.stop_at_to_msg(False, f"internal error: {type(exc).__name__}: {exc}", response)
+
+    def _on_get_status(self, request, response):
+        plan_id = request.plan_id
+        try:
+            try:
+                return convert.status_to_msg(self.bt.get_plan_status(plan_id), None, response)
+            except ControlError:
+                pass  # not running: perhaps finished
+            try:
+                return convert.status_to_msg(self.bt.get_plan_result(plan_id), None, response)
+            except ControlError as exc:
+                return convert.status_to_msg(None, str(exc), response)
+        except Exception as exc:
+            self.get_logger().error(f"get_status: {type(exc).__name__}: {exc}")
+            return convert.status_to_msg(None, f"internal error: {type(exc).__name__}: {exc}", response)
+
+    def _on_list_plans(self, request, response):
+        try:
+            return convert.plans_to_msg(self.bt.get_all_plans(), response)
+        except Exception as exc:
+            self.get_logger().error(f"list_plans: {type(exc).__name__}: {exc}")
+            return convert.plans_to_msg({"count": 0, "plans": [], "error": f"internal error: {exc}"}, response)
+
+
+def _cancel_message(plan_id: str | None, plan_ids: list[str], finished: bool, wait_ms: int) -> str:
+    if plan_id is not None:
+        if not plan_ids:
+            return f"plan {plan_id!r} already finished; nothing to cancel"
+        if finished:
+            return f"plan {plan_id!r} cancelled and finished"
+        if wait_ms <= 0:
+            return f"plan {plan_id!r}: cancel requested (not waiting)"
+        return f"plan {plan_id!r}: cancel requested; still tearing down after {wait_ms} ms"
+    if not plan_ids:
+        return "no plans to cancel"
+    listed = ", ".join(plan_ids)
+    if finished:
+        return f"cancelled {len(plan_ids)} plan(s) ({listed}); all finished"
+    if wait_ms <= 0:
+        return f"cancel requested for {len(plan_ids)} plan(s) ({listed}) (not waiting)"
+    return f"cancel requested for {len(plan_ids)} plan(s) ({listed}); some still tearing down after {wait_ms} ms"
+
+
+# --- process --------------------------------------------------------------------
+
+def _spin(ros_executor: MultiThreadedExecutor, stop: threading.Event) -> None:
+    """Spin until the executor is shut down. rclpy re-raises a callback's exception here (ours catch
+    everything; rclpy's own take/send can still fail, e.g. on a request that is not valid UTF-8): log it
+    and spin on, so that one bad message never ends the node's service."""
+    while not stop.is_set():
+        try:
+            ros_executor.spin()
+            return
+        except ExternalShutdownException:
+            return
+        except Exception as exc:
+            log.error("rclpy executor: %s: %s (serving on)", type(exc).__name__, exc)
+            time.sleep(0.01)
+
+
+def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
+    """Run the node until SIGINT or SIGTERM; exit 0 after a clean stop, 2 on bad arguments or parameters.
+
+    ``argv`` is a full command line (program name first) whose ``--ros-args ...`` go to rclpy.
+    Signals are handled here, not by rclpy (which can miss a SIGTERM while spinning):
+    the main thread only waits, so it acts on a signal at once.
+    """
+    argv = list(sys.argv if argv is None else argv)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING, format=f"{prog}: %(levelname)s: %(message)s")
+
+    def fail(message: str, code: int) -> int:
+        print(f"{prog}: {convert.one_line(message)}", file=sys.stderr)
+        return code
+
+    stop = threading.Event()
+    previous = {}
+
+    def on_signal(signum, _frame):
+        if stop.is_set():  # a second signal: the clean stop is stuck somewhere; go now
+            os._exit(128 + signum)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, on_signal)
+    try:
+        rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as exc:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        return fail(f"bad ROS arguments: {exc}", 2)
+    node = ros_executor = spin_thread = None
+    code = 0
+    try:
+        extra = remove_ros_args(argv)[1:]
+        if extra:
+            return fail(f"unexpected arguments {' '.join(extra)!r}: pass ROS options after --ros-args "
+                        "(-p NAME:=VALUE, -r FROM:=TO, --params-file FILE, --log-level LEVEL)", 2)
+        if stop.is_set():  # stopped while starting
+            return code
+        try:
+            node = ExecutorNode()
+        except (ConfigError, ValueError) as exc:
+            return fail(f"cannot start: {exc}", 2)
+        ros_executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
+        ros_executor.add_node(node)
+        if node.watcher is not None and node.watcher.own_node is not None:
+            ros_executor.add_node(node.watcher.own_node)
+        spin_thread = threading.Thread(target=_spin, args=(ros_executor, stop), name="bt_exec-ros", daemon=True)
+        spin_thread.start()
+        node.start()
+        while not stop.wait(0.2):
+            if not rclpy.ok():  # the context was shut down from elsewhere
+                break
+        return code
+    except Exception as exc:
+        return fail(f"internal error: {type(exc).__name__}: {exc}", 3)
+    finally:
+        try:
+            if node is not None:
+                node.close()
+            if ros_executor is not None:
+                ros_executor.shutdown(timeout_sec=2.0)
+            if spin_thread is not None:
+                spin_thread.join(5.0)
+            if node is not None:
+                node.destroy_node()
+        finally:
+            rclpy.try_shutdown()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""The ``bt_exec`` node's parameters: names, defaults and descriptions (no rclpy here).
+
+Kept apart from the node so that config/bt_exec.yaml, the launch file and the
+docs can be checked against it where ROS is not installed. Every parameter is
+read-only: it is read once when the node starts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..compilers import Limits
+
+BACKENDS = ("sim", "ros")
+_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: object  # its type is the parameter's type: float, int or str
+    description: str
+    constraints: str = ""
+
+
+PARAMETERS: tuple[Param, ...] = (
+    Param("tick_rate_hz", 100.0, "How often the executor ticks the running plans, per second (its own loop).",
+          "a positive number"),
+    Param("backend", "sim", "Capability backend: sim (the embedded simulator) or ros (RunCapability action "
+                            "clients, one server per provider: /bt_exec/capabilities/<provider>).",
+          "sim | ros"),
+    Param("sim_script", "", "sim backend: a sim script file (outcomes and durations per cap or op); "
+                            "empty: everything succeeds at once."),
+    Param("catalog", "", "RTDL capability catalog file to check caps and args against; empty: none."),
+    Param("skill_catalog", "grant", "Qwen3 skill catalog: a shipped name (grant) or a file."),
+    Param("scene_file", "", "Qwen3 scene file the step graphs are checked against and run in; empty: "
+                            "step graphs are refused (no_scene)."),
+    Param("max_active_runs", 1, "Most Qwen3 step graphs running at once (one robot: 1).", "an integer >= 1"),
+    Param("max_steps", 1000, "Most steps one Qwen3 run may execute.", "an integer >= 1"),
+    Param("journal_path", "", "Append every event as one JSON line to this file; empty: no journal."),
+    Param("max_input_bytes", _LIMITS.max_input_bytes, "Largest plan accepted, in bytes.", "an integer >= 1"),
+    Param("max_ops", _LIMITS.max_ops, "Most ops in one RTDL plan.", "an integer >= 1"),
+    Param("max_depth", _LIMITS.max_depth, "Deepest nesting of one RTDL plan.", "an integer >= 1"),
+    Param("max_graph_steps", _LIMITS.max_graph_steps, "Most steps in one Qwen3 graph.", "an integer >= 1"),
+    Param("capability_server_timeout_s", 5.0, "ros backend: how long a call waits for its action server "
+                                              "(and for the goal's acceptance) before it fails.",
+          "a positive number"),
+    Param("web_port", 0, "Reserved for the web UI (a later issue); 0: off. Other values are accepted and "
+                         "only logged for now.", "0..65535"),
+)
+
+PARAMETER_NAMES = tuple(p.name for p in PARAMETERS)
+DEFAULTS = {p.name: p.default for p in PARAMETERS}
+
+
+def check(values: dict) -> list[str]:
+    """What is wrong with a set of parameter values (already of the right types); empty when all is well."""
+    problems = []
+    for name in ("tick_rate_hz", "capability_server_timeout_s"):
+        value = values[name]
+        if not (value > 0 and value != float("inf")):
+            problems.append(f"{name} must be a positive number, got {value!r}")
+    if values["backend"] not in BACKENDS:
+        problems.append(f"backend must be one of {', '.join(BACKENDS)}, got {values['backend']!r}")
+    for name in ("max_active_runs", "max_steps", "max_input_bytes", "max_ops", "max_depth", "max_graph_steps"):
+        if values[name] < 1:
+            problems.append(f"{name} must be an integer >= 1, got {values[name]!r}")
+    if not 0 <= values["web_port"] <= 65535:
+        problems.append(f"web_port must be 0..65535, got {values['web_port']!r}")
+    return problems

@@ -1,0 +1,519 @@
+"""Capabilities over ROS 2 actions: RosActionBackend against the sim robot in separate processes.
+
+Real rclpy on Fast DDS: the sim robot runs as its own process (``run_sim_robot``)
+on a ROS domain picked at random for this module; the client node spins in a
+MultiThreadedExecutor thread while ``bt_exec.Executor`` ticks in its own.
+Skipped when rclpy or bt_exec_interfaces are missing, unless BT_EXEC_REQUIRE_ROS=1.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+try:
+    import rclpy
+    from rclpy.action import ActionServer, GoalResponse
+    from rclpy.context import Context
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
+
+    from bt_exec_interfaces.action import RunCapability  # noqa: F401  (built into build/ros/install)
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    if os.environ.get("BT_EXEC_REQUIRE_ROS") == "1":
+        raise
+    pytest.skip(f"ROS 2 is not available ({exc}); source build/ros/env.sh, or set BT_EXEC_REQUIRE_ROS=1 to fail",
+                allow_module_level=True)
+
+import bt_exec
+from bt_exec import CapabilityCall
+from bt_exec.ros.action_backend import RosActionBackend, default_server_name, name_token, provider_of
+
+# A domain of this module's own (not the session's, which tests/ros/conftest.py may have set): its robots
+# and client hear nobody else.
+DOMAIN_ID = random.SystemRandom().choice([d for d in range(10, 100) if str(d) != os.environ.get("ROS_DOMAIN_ID")])
+SCRIPT = {
+    "default": {"duration_s": 0.2},
+    "caps": {
+        "sim.instant": {"duration_s": 0},
+        "sim.fail": {"outcome": "failure", "error": "broken gripper", "duration_s": 0.1},
+        "sim.timeout": {"outcome": "timeout", "duration_s": 0.1},
+        "sim.event": {"outcome": "grasp_failed", "duration_s": 0.1},
+        "sim.slow": {"duration_s": 60},
+        "sim.feedback": {"duration_s": 1.0, "output": {"image": "sim://snapshot/1.jpg"}},
+        "fragile.slow": {"duration_s": 60},
+        "stopper.slow": {"duration_s": 60},
+    },
+}
+# Short leases so that a killed robot leaves the graph in ~2 s (Fast DDS defaults: 20 s).
+FAST_DDS_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
+<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
+  <participant profile_name="bt_exec_sim_robot_tests" is_default_profile="true">
+    <rtps><builtin><discovery_config>
+      <leaseDuration><sec>2</sec></leaseDuration>
+      <leaseAnnouncement><sec>0</sec><nanosec>500000000</nanosec></leaseAnnouncement>
+      <initialAnnouncements><count>10</count><period><sec>0</sec><nanosec>100000000</nanosec></period></initialAnnouncements>
+    </discovery_config></builtin></rtps>
+  </participant>
+</profiles>
+"""
+ROBOT_MAIN = "import sys; from bt_exec.ros.sim_robot import run_sim_robot; sys.exit(run_sim_robot(sys.argv[1:]))"
+
+
+def do(description, cap, args=None):
+    return {"op": "do", "op_id": 0, "description": description, "cap": cap, "args": args or {}}
+
+
+def seq(*children):
+    return {"op": "sequence", "op_id": 0, "description": "in order", "children": list(children)}
+
+
+def par(*children):
+    return {"op": "parallel", "op_id": 0, "description": "together", "children": list(children)}
+
+
+def wait_until(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+STARTED: list = []  # every SimRobot started, so that none outlives this module (see robots_cleaned_up)
+
+
+def _die_with_parent():
+    """In the child: SIGKILL when the test process dies, so a crashed run leaves no robot behind (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+@pytest.fixture(scope="module", autouse=True)
+def robots_cleaned_up():
+    yield
+    for robot in STARTED:
+        if robot.process.poll() is None:
+            robot.process.kill()
+            robot.process.wait(10)
+
+
+class SimRobot:
+    """A sim robot process; its stdout JSON lines are collected as ``events``."""
+
+    def __init__(self, tmp_path, providers, name="robot"):
+        self.script = tmp_path / f"{name}-script.json"
+        self.script.write_text(json.dumps(SCRIPT), encoding="utf-8")
+        profile = tmp_path / "fastdds.xml"
+        profile.write_text(FAST_DDS_PROFILE, encoding="utf-8")
+        self.env = {**os.environ, "ROS_DOMAIN_ID": str(DOMAIN_ID), "FASTRTPS_DEFAULT_PROFILES_FILE": str(profile),
+                    "FASTDDS_DEFAULT_PROFILES_FILE": str(profile), "PYTHONUNBUFFERED": "1"}
+        self.argv = [sys.executable, "-c", ROBOT_MAIN, "--ros-args", "-p", f"sim_script:={self.script}",
+                     "-p", f"providers:=[{','.join(providers)}]", "-p", "feedback_period_s:=0.1"]
+        self.stderr_path = tmp_path / f"{name}.stderr"
+        self.events: list[dict] = []
+        self.process = None
+        self._lock = threading.Lock()
+
+    def start(self):
+        self.events = []
+        self._stderr = open(self.stderr_path, "ab")
+        self.process = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.PIPE, stderr=self._stderr,
+                                        text=True, preexec_fn=_die_with_parent)
+        STARTED.append(self)
+        self._reader = threading.Thread(target=self._read, args=(self.process,), daemon=True)
+        self._reader.start()
+        self.wait_for(lambda e: e["sim_robot"] == "ready", timeout=30)
+        return self
+
+    def _read(self, process):
+        for line in process.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._lock:
+                self.events.append(event)
+
+    def mark(self):
+        """Where the events are now: pass it as ``since`` to look only at what happens later."""
+        with self._lock:
+            return len(self.events)
+
+    def of(self, kind=None, since=0, **fields):
+        with self._lock:
+            return [e for e in self.events[since:] if (kind is None or e["sim_robot"] == kind)
+                    and all(e.get(k) == v for k, v in fields.items())]
+
+    def wait_for(self, match, timeout=10, since=0):
+        def found():
+            with self._lock:
+                return [e for e in self.events[since:] if match(e)]
+        if self.process.poll() is not None and not found():
+            raise AssertionError(f"sim robot exited {self.process.returncode}: {self.stderr_path.read_text()}")
+        try:
+            return wait_until(found, timeout, "a sim robot event")
+        except AssertionError as exc:
+            with self._lock:
+                seen = self.events[since:]
+            exited = self.process.poll()
+            raise AssertionError(f"{exc}; the sim robot (exit status {exited}) reported {seen}; stderr: "
+                                 f"{self.stderr_path.read_text()[-2000:]}") from None
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        if self.process is None or self.process.poll() is not None:
+            return self.process and self.process.returncode
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self._reader.join(timeout=5)
+            self._stderr.close()
+
+
+@pytest.fixture(scope="module")
+def robot(tmp_path_factory):
+    sim_robot = SimRobot(tmp_path_factory.mktemp("sim_robot"), ["sim", "tiago_camera", "robot"]).start()
+    yield sim_robot
+    assert sim_robot.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def client_node():
+    """A client node of our own context (domain DOMAIN_ID), spinning in a MultiThreadedExecutor thread."""
+    context = Context()
+    rclpy.init(context=context, domain_id=DOMAIN_ID, signal_handler_options=SignalHandlerOptions.NO)
+    node = rclpy.create_node("bt_exec_test_action_client", context=context)
+    executor = MultiThreadedExecutor(num_threads=4, context=context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    yield node
+    alive = spinner.is_alive()  # a callback that raised (or a client destroyed under it) ends the spin
+    executor.shutdown()
+    spinner.join(timeout=5)
+    node.destroy_node()
+    context.try_shutdown()
+    assert alive, "the client node's executor stopped spinning during the tests"
+
+
+@pytest.fixture
+def backend(client_node):
+    made = []
+
+    def make(**options):
+        options.setdefault("server_timeout_s", 15.0)  # a robot process needs a few seconds to be discovered
+        made.append(RosActionBackend(client_node, **options))
+        return made[-1]
+
+    yield make
+    for one in made:
+        one.close()
+
+
+@pytest.fixture
+def executor(backend):
+    made = []
+
+    def make(ros_backend=None):
+        ex = bt_exec.Executor(backend=ros_backend or backend())
+        ex.start()
+        made.append(ex)
+        return ex
+
+    yield make
+    for ex in made:
+        ex.close(wait_ms=5000)
+
+
+def submit(ex, tree):
+    answer = ex.submit({"content": "", "rtdl_description": "over ROS actions", "rtdl": tree, "task_update": None})
+    assert answer["accepted"], answer
+    return answer["plan_id"]
+
+
+def op_of(record, cap):
+    """The op of ``record`` that runs ``cap`` (op ids go on counting across an executor's plans)."""
+    found = [op for op in record["ops"] if op.get("cap") == cap]
+    assert len(found) == 1, record["ops"]
+    return found[0]
+
+
+def call(cap, op_id="1", plan_id="900", args=None, provider=None):
+    return CapabilityCall(plan_id, op_id, cap, args or {}, provider, f"{plan_id}:{op_id}")
+
+
+def poll(ros_backend, run_id, timeout=20):
+    seen = []
+
+    def terminal():
+        status = ros_backend.status(run_id)
+        if not seen or seen[-1] != status:
+            seen.append(status)
+        return status.terminal
+
+    wait_until(terminal, timeout, f"run {run_id} to end")
+    return seen
+
+
+# --- routing (no processes) -------------------------------------------------------------
+
+
+class TestRouting:
+    def test_provider_is_the_field_else_the_cap_prefix_else_robot(self):
+        assert provider_of(call("tiago_camera.camera_snapshot")) == "tiago_camera"
+        assert provider_of(call("tiago_camera.camera_snapshot", provider="cam2")) == "cam2"
+        assert provider_of(call("grab")) == "robot"
+        assert provider_of(call(".odd")) == "robot"
+
+    def test_names_are_sanitised_into_valid_ros_names(self):
+        assert default_server_name("tiago_camera") == "/bt_exec/capabilities/tiago_camera"
+        assert name_token("my-cam v2") == "my_cam_v2"
+        assert name_token("3d__lidar") == "p3d_lidar"
+        assert name_token("__") == "unnamed"
+        assert name_token("robonix/x/run") == "robonix_x_run"
+
+    def test_server_map_routes_and_is_validated(self, client_node):
+        ros_backend = RosActionBackend(client_node, {"cam": "/robot1/camera", "arm": "arm_server", "*": "/fallback"})
+        try:
+            assert ros_backend.server_for(call("cam.snap")) == "/robot1/camera"
+            assert ros_backend.server_for(call("arm.lift")) == "/arm_server"  # relative: the node's namespace
+            assert ros_backend.server_for(call("other.thing")) == "/fallback"
+        finally:
+            ros_backend.close()
+        assert RosActionBackend(client_node).server_for(call("x-y.go")) == "/bt_exec/capabilities/x_y"
+        with pytest.raises(ValueError, match="not a valid ROS action name"):
+            RosActionBackend(client_node, {"cam": "/bad name"})
+        with pytest.raises(ValueError, match="positive"):
+            RosActionBackend(client_node, server_timeout_s=0)
+
+
+# --- over the sim robot ------------------------------------------------------------------
+
+
+class TestOverActions:
+    def test_plan_of_do_ops_succeeds_over_actions(self, robot, executor):
+        ex = executor()
+        mark = robot.mark()
+        plan_id = submit(ex, seq(do("act", "sim.act", {"speed": 2}),
+                                 par(do("snapshot", "tiago_camera.camera_snapshot"), do("skill", "robot.wave"))))
+        record = ex.run_until_complete(plan_id, timeout=30)
+        assert record["outcome"] == "succeeded", [(o["op_id"], o["state"], o["result"]) for o in record["ops"]]
+        assert op_of(record, "sim.act")["result"]["output"] == {"sim": True, "cap": "sim.act"}
+        assert op_of(record, "tiago_camera.camera_snapshot")["result"]["event"] == "success"
+        done = robot.wait_for(lambda e: e["sim_robot"] == "succeeded" and e["plan_id"] == plan_id, since=mark)
+        assert {(e["server"], e["cap"]) for e in done} >= {("/bt_exec/capabilities/sim", "sim.act"),
+                                                            ("/bt_exec/capabilities/tiago_camera",
+                                                             "tiago_camera.camera_snapshot")}
+        wait_until(lambda: len(robot.of("succeeded", since=mark, plan_id=plan_id)) == 3, 5, "three goals to succeed")
+        assert robot.of("succeeded", since=mark, cap="robot.wave")[0]["server"] == "/bt_exec/capabilities/robot"
+
+    def test_failing_op_fails_with_the_servers_error(self, robot, executor):
+        ex = executor()
+        plan_id = submit(ex, seq(do("fails", "sim.fail"), do("never", "sim.act")))
+        record = ex.run_until_complete(plan_id, timeout=30)
+        failed = op_of(record, "sim.fail")
+        assert record["outcome"] == "failed"
+        assert failed["state"] == "failed" and op_of(record, "sim.act")["state"] == "pending"
+        assert failed["result"]["error"] == "broken gripper"
+        assert failed["result"]["event"] == "failure"
+        plan_id = submit(ex, seq(do("times out", "sim.timeout")))
+        record = ex.run_until_complete(plan_id, timeout=30)
+        timed_out = op_of(record, "sim.timeout")
+        assert timed_out["state"] == "timeout" and timed_out["result"]["event"] == "timeout"
+
+    def test_status_pending_then_running_from_feedback_then_the_result(self, robot, backend):
+        ros_backend = backend()
+        run_id = ros_backend.start(call("sim.feedback", op_id="fb"))
+        assert isinstance(run_id, str)
+        seen = poll(ros_backend, run_id)
+        states = [s.state for s in seen]
+        assert states[0] == "PENDING" and states[-1] == "SUCCEEDED"
+        assert "RUNNING" in states
+        assert any(s.detail == "sim: sim.feedback" for s in seen if s.state == "RUNNING")
+        assert seen[-1].output == {"image": "sim://snapshot/1.jpg"} and seen[-1].event == "success"
+        assert ros_backend.status(run_id) == seen[-1]  # asking again gives the same answer
+        assert ros_backend.in_flight() == []
+
+    def test_event_names_pass_through(self, robot, backend):
+        ros_backend = backend()
+        final = poll(ros_backend, ros_backend.start(call("sim.event")))[-1]
+        assert (final.state, final.event, final.error) == ("FAILED", "grasp_failed", "sim outcome 'grasp_failed'")
+
+    def test_cancel_while_a_goal_runs_reaches_the_server(self, robot, executor):
+        ex = executor()
+        mark = robot.mark()
+        plan_id = submit(ex, seq(do("takes a minute", "sim.slow")))
+        accepted = robot.wait_for(lambda e: e["sim_robot"] == "accepted" and e["plan_id"] == plan_id, timeout=20,
+                                  since=mark)
+        began = time.monotonic()
+        answer = ex.cancel_plan(plan_id, wait_ms=5000)
+        assert answer["finished"], answer
+        assert op_of(ex.get_plan_result(plan_id), "sim.slow")["state"] == "canceled"
+        canceled = robot.wait_for(lambda e: e["sim_robot"] == "canceled" and e["plan_id"] == plan_id, timeout=5,
+                                  since=mark)
+        assert canceled[0]["goal_id"] == accepted[0]["goal_id"]
+        assert time.monotonic() - began < 5
+        wait_until(lambda: ex.backend.in_flight() == [], 5, "the backend to forget the cancelled goal")
+
+    def test_cancel_right_after_start_leaves_no_orphan_goal(self, robot, backend):
+        ros_backend = backend()
+        poll(ros_backend, ros_backend.start(call("sim.instant", op_id="warm-up")))  # the server is known now
+        raced = 0
+        for attempt in range(5):
+            op_id = f"race-{attempt}"
+            run_id = ros_backend.start(call("sim.slow", op_id=op_id))
+            phase = ros_backend.in_flight()[0]["phase"]
+            ros_backend.cancel(run_id)
+            raced += phase == "sent"  # sent, not yet accepted: the cancel must wait for the acceptance
+            accepted = robot.wait_for(lambda e, o=op_id: e["sim_robot"] == "accepted" and e["op_id"] == o)
+            ended = robot.wait_for(lambda e, o=op_id: e["sim_robot"] in ("canceled", "succeeded") and e["op_id"] == o)
+            assert ended[0]["sim_robot"] == "canceled" and ended[0]["goal_id"] == accepted[0]["goal_id"]
+            ros_backend.cancel(run_id)  # again, after the end: nothing happens
+        assert raced >= 1, "no cancel was issued before the acceptance"
+        wait_until(lambda: ros_backend.in_flight() == [], 5, "no goal left in flight")
+
+    def test_cancel_while_waiting_for_the_server_sends_nothing(self, robot, backend):
+        ros_backend = backend(server_timeout_s=5.0)
+        run_id = ros_backend.start(call("absent.act"))
+        ros_backend.cancel(run_id)
+        assert ros_backend.in_flight() == []
+        assert ros_backend.status(run_id).state == "CANCELED"
+
+    def test_close_cancels_goals_in_flight_and_the_node_keeps_spinning(self, robot, client_node):
+        ros_backend = RosActionBackend(client_node, server_timeout_s=15.0)
+        mark = robot.mark()
+        run_id = ros_backend.start(call("sim.slow", op_id="closing"))
+        wait_until(lambda: ros_backend.status(run_id).state == "RUNNING", 20, "the goal to run")
+        ros_backend.close()
+        robot.wait_for(lambda e: e["sim_robot"] == "canceled" and e["op_id"] == "closing", since=mark, timeout=5)
+        assert ros_backend.start(call("sim.act")).error.endswith("the ROS action backend is closed")
+        ros_backend.close()  # again: nothing
+
+    def test_unreachable_server_fails_the_op_after_the_timeout(self, robot, backend, executor):
+        ros_backend = backend(server_timeout_s=1.0)
+        began = time.monotonic()
+        run_id = ros_backend.start(call("nobody.act"))
+        assert time.monotonic() - began < 0.5, "start must not wait for the server"
+        ex = executor(ros_backend)
+        plan_id = submit(ex, seq(do("nobody serves this", "nobody.act")))
+        record = ex.run_until_complete(plan_id, timeout=10)
+        took = time.monotonic() - began
+        op = op_of(record, "nobody.act")
+        assert op["state"] == "failed"
+        assert op["result"]["error"] == "no action server /bt_exec/capabilities/nobody after 1.0 s"
+        assert 1.0 <= took < 4.0
+        assert ros_backend.status(run_id).error == "no action server /bt_exec/capabilities/nobody after 1.0 s"
+
+    def test_rejected_goal_fails_with_a_clear_error(self, client_node, backend):
+        server = ActionServer(client_node, RunCapability, "/bt_exec/capabilities/grumpy",
+                              execute_callback=lambda handle: RunCapability.Result(),
+                              goal_callback=lambda request: GoalResponse.REJECT)
+        try:
+            ros_backend = backend()
+            final = poll(ros_backend, ros_backend.start(call("grumpy.act", op_id="7")))[-1]
+            assert final.state == "FAILED"
+            assert final.error == "action server /bt_exec/capabilities/grumpy rejected the goal (op 7, grumpy.act)"
+        finally:
+            server.destroy()
+
+
+class TestSimRobot:
+    def test_in_process_node_rejects_args_that_are_not_an_object_and_counts(self, client_node, backend):
+        from rclpy.parameter import Parameter
+
+        from bt_exec.ros.action_backend import LockedActionClient
+        from bt_exec.ros.sim_robot import SimRobotNode
+
+        sim = SimRobotNode(context=client_node.context, echo=False, parameter_overrides=[
+            Parameter("providers", value=["inproc"]),
+            Parameter("sim_script", value='{"caps": {"inproc.odd": {"outcome": "not_found"}}}')])
+        client_node.executor.add_node(sim)
+        raw = LockedActionClient(client_node, RunCapability, "/bt_exec/capabilities/inproc")
+        try:
+            assert sim.servers == {"inproc": "/bt_exec/capabilities/inproc"}
+            ros_backend = backend()
+            final = poll(ros_backend, ros_backend.start(call("inproc.odd", args={"x": [1, 2]})))[-1]
+            assert (final.state, final.event) == ("FAILED", "not_found")
+            assert sim.sim.calls[-1].args == {"x": [1, 2]} and sim.sim.calls[-1].provider == "inproc"
+            wait_until(raw.server_is_ready, 10, "the in-process server")
+            answer = raw.send_goal_async(RunCapability.Goal(plan_id="1", op_id="2", cap="inproc.x", args_json="[1]"))
+            wait_until(answer.done, 10, "the goal response")
+            assert not answer.result().accepted
+            assert sim.counts["rejected"] == 1 and sim.counts["failed"] == 1
+        finally:
+            raw.destroy()
+            client_node.executor.remove_node(sim)
+            sim.destroy_node()
+
+    def test_bad_configuration_exits_2_with_a_message(self, tmp_path, capsys):
+        from bt_exec.ros.sim_robot import run_sim_robot
+
+        assert run_sim_robot(["--ros-args", "-p", f"sim_script:={tmp_path / 'missing.json'}"]) == 2
+        assert "cannot read sim script" in capsys.readouterr().err
+        (tmp_path / "bad.json").write_text('{"default": {"outcome": 3}}', encoding="utf-8")
+        assert run_sim_robot(["--ros-args", "-p", f"sim_script:={tmp_path / 'bad.json'}"]) == 2
+        assert "sim script is invalid" in capsys.readouterr().err
+        assert run_sim_robot(["--ros-args", "-p", "providers:=7"]) == 2
+        assert "providers" in capsys.readouterr().err
+
+
+class TestServerGoesAway:
+    def test_killed_server_fails_the_op_and_the_executor_keeps_serving(self, tmp_path, robot, executor):
+        fragile = SimRobot(tmp_path, ["fragile"], name="fragile").start()
+        try:
+            ex = executor()
+            plan_id = submit(ex, seq(do("takes a minute", "fragile.slow")))
+            fragile.wait_for(lambda e: e["sim_robot"] == "accepted" and e["plan_id"] == plan_id, timeout=20)
+            began = time.monotonic()
+            fragile.stop(signal.SIGKILL)
+            record = ex.run_until_complete(plan_id, timeout=15)
+            op = op_of(record, "fragile.slow")
+            assert op["state"] == "failed"
+            assert op["result"]["error"] == ("action server /bt_exec/capabilities/fragile went away while the goal "
+                                             f"ran (op {op['op_id']}, fragile.slow)")
+            assert time.monotonic() - began < 10
+            fragile.start()  # the same name, a new server
+            plan_id = submit(ex, seq(do("quick", "fragile.act"), do("and elsewhere", "sim.act")))
+            record = ex.run_until_complete(plan_id, timeout=30)
+            assert record["outcome"] == "succeeded", [(o["op_id"], o["state"], o["result"]) for o in record["ops"]]
+        finally:
+            fragile.stop(signal.SIGKILL)
+
+    def test_sigterm_stops_the_robot_promptly_and_its_goals_fail_clearly(self, tmp_path, robot, backend):
+        stopper = SimRobot(tmp_path, ["stopper"], name="stopper").start()
+        try:
+            self._stop_while_a_goal_runs(stopper, backend())
+        finally:
+            stopper.stop(signal.SIGKILL)
+
+    @staticmethod
+    def _stop_while_a_goal_runs(stopper, ros_backend):
+        run_id = ros_backend.start(call("stopper.slow", op_id="st"))
+        seen = []  # status() drives a call (the executor polls every tick): poll it the while
+        poller = threading.Thread(target=lambda: seen.extend(poll(ros_backend, run_id, timeout=40)), daemon=True)
+        poller.start()
+        stopper.wait_for(lambda e: e["sim_robot"] == "accepted" and e["op_id"] == "st", timeout=20)
+        began = time.monotonic()
+        assert stopper.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - began < 5
+        assert stopper.of("aborted", op_id="st") and stopper.of("stopped")
+        poller.join(timeout=20)
+        final = seen[-1]
+        assert final.state == "FAILED"
+        assert final.error in ("sim robot shutting down",
+                               "action server /bt_exec/capabilities/stopper went away while the goal ran "
+                               "(op st, stopper.slow)")

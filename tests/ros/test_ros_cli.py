@@ -1,0 +1,85 @@
+"""The bt-exec client commands against a running node (each command is a process of its own).
+
+Each command starts rclpy and discovers the node (about 2 s here), so the
+commands that do not depend on each other run side by side.
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+import rosutil
+from rosutil import do, plan, seq
+
+
+@pytest.fixture(scope="module")
+def node(ros, sim_script, tmp_path_factory):
+    process = rosutil.NodeProcess(tmp_path_factory.mktemp("cli") / "node.log", {"sim_script": str(sim_script)})
+    process.wait_ready(ros)
+    yield process
+    assert process.stop() == 0, process.log()
+
+
+def batch(node, commands: dict) -> dict:
+    """Run the commands side by side; {key: (exit code, stdout, stderr)}."""
+    running = {}
+    for key, args in commands.items():
+        where = [] if "--node" in args else ["--node", node.name]
+        running[key] = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", *args, *where], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, cwd=rosutil.REPO)
+    out = {}
+    for key, process in running.items():
+        stdout, stderr = process.communicate(timeout=90)
+        assert "Traceback" not in stderr, (key, stderr)
+        out[key] = (process.returncode, stdout, stderr)
+    return out
+
+
+def test_client_commands(ros, node, tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(plan(seq(do("sim.slow"), do()), description="from the cli"))
+    bad = tmp_path / "bad.json"
+    bad.write_text(plan(seq(do(cap="nodot"))))
+
+    code, stdout, stderr = batch(node, {"submit": ["submit", str(path), "--run-id", "cli-1"]})["submit"]
+    assert code == 0, stderr
+    assert stdout.startswith("accepted: plan ") and "(run cli-1)" in stdout
+    plan_id = stdout.split()[2]
+
+    out = batch(node, {
+        "status": ["status", plan_id],
+        "plans": ["plans"],
+        "plans_json": ["plans", "--json"],
+        "stop_at": ["stop-at", plan_id, str(int(plan_id) + 1), "--when", "on_complete"],  # op ids count from the root
+        "unknown_status": ["status", "424242"],
+        "unknown_stop": ["stop-at", "424242", "1"],
+        "unknown_cancel": ["cancel", "424242", "--wait-ms", "0"],
+        "again": ["submit", str(path), "--run-id", "cli-1", "--json"],
+        "refused": ["submit", str(bad)],
+        "nobody": ["plans", "--node", "/nobody/home", "--timeout", "1"],
+    })
+    code, stdout, _ = out["status"]
+    assert code == 0 and json.loads(stdout)["plan_id"] == plan_id
+    code, stdout, _ = out["plans"]
+    assert code == 0 and f"plan {plan_id}: from the cli (3 ops" in stdout
+    code, stdout, _ = out["plans_json"]
+    assert code == 0 and json.loads(stdout)["count"] == 1
+    code, stdout, stderr = out["stop_at"]
+    assert code == 0 and "Stop point set" in stdout, stderr
+    for key in ("unknown_status", "unknown_stop", "unknown_cancel"):
+        code, _, stderr = out[key]
+        assert code == 1 and "424242" in stderr, (key, stderr)
+    code, stdout, _ = out["again"]
+    assert code == 0 and json.loads(stdout)["plan_id"] == plan_id and json.loads(stdout)["issues"] == []
+    code, _, stderr = out["refused"]
+    assert code == 1 and "refused (invalid)" in stderr and "[" in stderr
+    code, _, stderr = out["nobody"]
+    assert code == 2 and "no bt_exec node answers at /nobody/home/list_plans" in stderr
+
+    code, stdout, stderr = batch(node, {"cancel": ["cancel", plan_id, "--wait-ms", "5000"]})["cancel"]
+    assert code == 0 and "cancelled and finished" in stdout, stderr
+    status = json.loads(ros.call(node.name, "get_status", plan_id=plan_id).status_json)
+    assert status["outcome"] == "cancelled"
+
+    code, stdout, stderr = batch(node, {"all": ["cancel"]})["all"]
+    assert code == 0 and "no plans to cancel" in stdout, stderr

@@ -1,0 +1,82 @@
+"""The pure conversions between bt_exec's dicts and the interface messages."""
+import json
+import re
+
+from bt_exec_interfaces.srv import Cancel, GetStatus, ListPlans, StopAt, Submit
+from std_msgs.msg import String
+
+from bt_exec.ros import convert
+
+LIMIT = 16 * 1024 * 1024
+
+
+def submit(**fields):
+    return Submit.Request(**fields)
+
+
+def test_submission_passes_text_through_and_makes_a_run_id():
+    text = '{"rtdl": {"op": "sequence", "description": "x", "children": []}}'
+    sub = convert.msg_to_submission(submit(graph_json=text), LIMIT)
+    assert (sub.text, sub.source, sub.dialect) == (text, text, "auto")
+    assert sub.run_id_made and re.fullmatch(r"[0-9a-f]{32}", sub.run_id)
+    given = convert.msg_to_submission(submit(graph_json=text, run_id="r1", dialect="rtdl"), LIMIT)
+    assert (given.run_id, given.run_id_made, given.dialect) == ("r1", False, "rtdl")
+    assert convert.msg_to_submission(submit(graph_json=text, dialect="QWEN3"), LIMIT).dialect == "qwen3"
+    assert convert.msg_to_submission(submit(graph_json=text, dialect="klingon"), LIMIT).dialect == "klingon"
+
+
+def test_qwen3_with_a_scene_revision_is_wrapped():
+    graph = '{"status": "ok", "entry": "s0", "plan": [], "transitions": []}'
+    sub = convert.msg_to_submission(submit(graph_json=graph, dialect="qwen3", scene_revision=12, run_id="h"), LIMIT)
+    assert json.loads(sub.source) == {"run_id": "h", "scene_revision": 12, "response": graph}
+    assert sub.text == graph
+    for unwrapped in ({"dialect": "qwen3"}, {"dialect": "", "scene_revision": 3},
+                      {"dialect": "rtdl", "scene_revision": 3}):
+        assert convert.msg_to_submission(submit(graph_json=graph, **unwrapped), LIMIT).source == graph
+
+
+def test_an_envelope_names_its_run_id():
+    envelope = json.dumps({"run_id": "hatch-2", "scene_revision": 12, "response": "{}"})
+    assert convert.msg_to_submission(submit(graph_json=envelope), LIMIT).run_id == "hatch-2"
+    assert convert.msg_to_submission(submit(graph_json=envelope, run_id="mine"), LIMIT).run_id == "mine"
+    assert convert.envelope_run_id('{"run_id": "a"}', LIMIT) is None  # not an envelope: no response
+    assert convert.envelope_run_id('{"run_id": "a", "response": ', LIMIT) is None  # not JSON
+    assert convert.envelope_run_id('{"run_id": 5, "response": "x"}', LIMIT) is None
+    assert convert.envelope_run_id(envelope, 10) is None  # over the limit: not parsed
+
+
+def test_answers_to_submit_responses():
+    accepted = convert.answer_to_submit_msg({"accepted": True, "run_id": "r", "plan_id": "3", "verdict": "ok",
+                                             "issues": [], "message": "plan 3 accepted:\n 2 ops"},
+                                            Submit.Response(), "r")
+    assert (accepted.accepted, accepted.plan_id, accepted.message, accepted.issues_json) == (
+        True, "3", "plan 3 accepted: 2 ops", "[]")
+    refused = convert.answer_to_submit_msg({"accepted": False, "run_id": None, "plan_id": None, "verdict": "invalid",
+                                            "issues": [{"code": "json_syntax", "path": "", "message": "\ud800"}],
+                                            "message": "refused"}, Submit.Response(), "made")
+    assert (refused.run_id, refused.plan_id) == ("made", "")
+    assert refused.issues_json.isascii() and json.loads(refused.issues_json)[0]["message"] == "\ud800"
+    internal = convert.refusal_to_submit_msg(Submit.Response(), "r", "internal", "boom")
+    assert not internal.accepted and json.loads(internal.issues_json)[0]["code"] == "internal"
+
+
+def test_control_requests_and_answers():
+    assert convert.msg_to_stop_at(StopAt.Request(plan_id="1", op_id="2", when="")) == ("1", "2", "on_complete")
+    assert convert.msg_to_stop_at(StopAt.Request(plan_id="1", op_id="2", when="on_enter"))[2] == "on_enter"
+    assert convert.msg_to_cancel(Cancel.Request(plan_id="", wait_ms=100)) == (None, 100, False)
+    assert convert.msg_to_cancel(Cancel.Request(plan_id="4", wait_ms=4_000_000_000)) == ("4", 60_000, True)
+    answer = convert.cancel_to_msg(True, False, "a\nb", Cancel.Response())
+    assert (answer.success, answer.finished, answer.message) == (True, False, "a b")
+    found = convert.status_to_msg({"plan_id": "1"}, None, GetStatus.Response())
+    assert found.found and json.loads(found.status_json) == {"plan_id": "1"}
+    missing = convert.status_to_msg(None, "no plan '9'", GetStatus.Response())
+    assert not missing.found and json.loads(missing.status_json) == {"error": "no plan '9'"}
+    plans = convert.plans_to_msg({"count": 0, "plans": []}, ListPlans.Response())
+    assert json.loads(plans.plans_json) == {"count": 0, "plans": []}
+
+
+def test_topic_messages():
+    event = convert.event_to_msg({"event": "plan_started", "plan_id": "1", "time": 1.5, "obj": object()})
+    assert isinstance(event, String) and json.loads(event.data)["event"] == "plan_started"
+    assert convert.text_to_msg("unchanged \u00e9").data == "unchanged \u00e9"
+    assert json.loads(convert.snapshot_to_msg({"time": 1.0, "plans": []}).data)["plans"] == []

@@ -1,0 +1,150 @@
+"""The ROS layer without ROS: the core never imports rclpy; the ROS commands say how to set ROS up.
+
+These run everywhere (no rclpy needed); the ROS tests proper are in tests/ros.
+"""
+import subprocess
+import sys
+import threading
+
+import py_trees
+import pytest
+from py_trees.common import Status
+
+from bt_exec.ros.outbox import Outbox
+from bt_exec.ros.tree_watcher import Mirror, MirrorHost
+
+ROS_COMMANDS = [["serve"], ["sim-robot"], ["submit", "examples/rtdl/snapshot_battery.json"], ["plans"],
+                ["status", "1"], ["stop-at", "1", "2"], ["cancel"]]
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def test_the_core_and_the_cli_import_no_rclpy():
+    result = run_python("import sys, bt_exec, bt_exec.cli, bt_exec.ros, bt_exec.ros.params, bt_exec.ros.outbox, "
+                        "bt_exec.ros.tree_watcher; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+                        "('rclpy', 'std_msgs', 'bt_exec_interfaces')))")
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
+
+
+@pytest.mark.parametrize("args", ROS_COMMANDS, ids=lambda args: args[0])
+def test_ros_commands_without_rclpy_say_how_to_set_it_up(args):
+    # rclpy hidden (None in sys.modules makes its import fail), whether or not it is installed here
+    result = run_python("import sys; sys.modules['rclpy'] = None; from bt_exec.cli import main; "
+                        f"sys.exit(main({args!r}))")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "ROS 2 is not set up here" in result.stderr
+    assert "bash scripts/setup-ros.sh && . build/ros/env.sh" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_ros_args_belong_to_ros_commands(capsys):
+    from bt_exec.cli import main
+
+    assert main(["validate", "examples/rtdl/snapshot_battery.json", "--ros-args", "-p", "x:=1"]) == 2
+    assert "--ros-args is only for the ROS commands" in capsys.readouterr().err
+
+
+def test_client_command_usage_errors(capsys):
+    from bt_exec.cli import main
+
+    assert main(["cancel", "1", "--wait-ms", "-5"]) == 2
+    assert main(["stop-at", "1", "2", "--when", "later"]) == 2
+    assert main(["submit", "x.json", "--dialect", "klingon"]) == 2
+    assert main(["plans", "--timeout", "0"]) == 2
+
+
+def test_outbox_sends_in_order_and_counts_what_it_drops():
+    sent, gate = [], threading.Event()
+
+    def send(item):
+        gate.wait(5)
+        sent.append(item)
+
+    idles = []
+    outbox = Outbox(send, idle=lambda: idles.append(1), max_queued=3, idle_s=0.01)
+    outbox.start()
+    results = [outbox.put(i) for i in range(10)]  # the sender is stuck on the first item: 3 queued, the rest dropped
+    assert results.count(False) == outbox.dropped >= 6
+    gate.set()
+    outbox.close(last="bye")
+    assert sent[-1] == "bye" and sent[:-1] == sorted(sent[:-1]) and len(sent) - 1 == 10 - outbox.dropped
+    assert idles
+
+
+def test_outbox_survives_a_failing_sender():
+    sent = []
+
+    def send(item):
+        if item == 1:
+            raise RuntimeError("publisher gone")
+        sent.append(item)
+
+    outbox = Outbox(send, idle_s=0.01)
+    outbox.start()
+    for i in range(3):
+        outbox.put(i)
+    outbox.close()
+    assert sent == [0, 2]
+
+
+def test_mirror_reports_the_plans_without_ticking_them():
+    class Counting(py_trees.behaviour.Behaviour):
+        ticks = 0
+
+        def update(self):
+            Counting.ticks += 1
+            return Status.RUNNING
+
+    plan_root = py_trees.composites.Sequence("plan", memory=True, children=[Counting("op")])
+    plan_root.tick_once()  # the executor's tick
+    mirror = Mirror("bt_exec")
+    tree = py_trees.trees.BehaviourTree(mirror)
+    snapshot = py_trees.visitors.SnapshotVisitor()
+    tree.visitors.append(snapshot)
+    tree.insert_subtree(plan_root, mirror.id, 0)
+    tree.tick()
+    assert Counting.ticks == 1 and mirror.status == Status.RUNNING and mirror.tip() is not None
+    assert set(snapshot.visited) == {b.id for b in (mirror, plan_root, plan_root.children[0])}
+    tree.tick()
+    assert not snapshot.changed
+    plan_root.children[0].stop(Status.SUCCESS)
+    tree.tick()
+    assert snapshot.changed
+    tree.prune_subtree(plan_root.id)  # never stops the plan: the executor does that
+    assert plan_root.parent is None and mirror.children == [] and plan_root.status == Status.RUNNING
+    mirror.stop(Status.INVALID)
+    assert Counting.ticks == 1
+
+
+def test_mirror_host_follows_the_executor(make_executor):
+    executor = make_executor({"caps": {"sim.slow": {"duration_s": 60}}})
+    tree = py_trees.trees.BehaviourTree(Mirror("bt_exec"))
+    updates = []
+    tree.tree_update_handler = lambda: updates.append(len(tree.root.children))  # py_trees_ros publishes here
+    host = MirrorHost(tree, executor)
+    host.update()
+    assert tree.root.children == [] and updates == []
+    slow = {"op": "sequence", "description": "slow", "children": [
+        {"op": "do", "description": "wait", "cap": "sim.slow", "args": {}}]}
+    first = executor.submit(slow)["plan_id"]
+    second = executor.submit(slow)["plan_id"]
+    executor.tick_once()
+    host.update()
+    assert len(tree.root.children) == 2 and updates == [1, 2]
+    assert [b.status for b in tree.root.children] == [Status.RUNNING, Status.RUNNING]
+    executor.cancel_plan(first, wait_ms=0)
+    host.update()
+    assert len(tree.root.children) == 1 and updates == [1, 2, 1]
+    executor.cancel_plan(second, wait_ms=0)
+    host.update()
+    assert tree.root.children == [] and updates[-1] == 0
+
+
+def test_the_node_module_is_lazy_about_ros():
+    # bt_exec.ros.node needs rclpy; importing it without ROS fails with ImportError (the CLI turns that into
+    # the set-up message), never with another error.
+    result = run_python("import sys; sys.modules['rclpy'] = None\ntry:\n    import bt_exec.ros.node\n"
+                        "except ImportError:\n    print('ImportError')")
+    assert result.stdout.strip() == "ImportError", result.stderr
