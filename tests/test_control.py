@@ -3,7 +3,7 @@ import random
 import threading
 
 import pytest
-from conftest import do, envelope, par, seq
+from rtdl_plans import do, envelope, par, seq
 
 import bt_exec
 

@@ -4,7 +4,7 @@ import threading
 import time
 
 import pytest
-from conftest import do, envelope, par, seq
+from rtdl_plans import do, envelope, par, seq
 
 import bt_exec
 from bt_exec import CallStatus

@@ -3,7 +3,7 @@ import json
 import pathlib
 
 import pytest
-from conftest import do, envelope, par, seq
+from rtdl_plans import do, envelope, par, seq
 
 import bt_exec
 from bt_exec.compilers import ControlRequest, Plan

@@ -88,6 +88,7 @@ def answer_to_submit_msg(answer: dict, response, run_id: str):
     response.verdict = str(answer.get("verdict") or "")
     response.message = one_line(answer.get("message") or "")
     response.issues_json = to_json(answer.get("issues") or [])
+    response.scene_json = to_json(answer["scene"]) if answer.get("scene") else ""
     return response
 
 

@@ -25,7 +25,7 @@ try:
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
-    from bt_exec_interfaces.action import RunCapability  # noqa: F401  (built into build/ros/install)
+    from bt_exec_interfaces.action import RunCapability  # built into build/ros/install
 except ImportError as exc:  # pragma: no cover - depends on the machine
     if os.environ.get("BT_EXEC_REQUIRE_ROS") == "1":
         raise

@@ -80,3 +80,11 @@ def test_topic_messages():
     assert isinstance(event, String) and json.loads(event.data)["event"] == "plan_started"
     assert convert.text_to_msg("unchanged \u00e9").data == "unchanged \u00e9"
     assert json.loads(convert.snapshot_to_msg({"time": 1.0, "plans": []}).data)["plans"] == []
+
+
+def test_a_replan_answer_carries_the_scene():
+    scene = {"scene_revision": 12, "objects": ["cap"], "targets": ["work"], "state": {}, "holding": None}
+    answer = {"accepted": False, "verdict": "replan_required", "message": "plan again", "issues": [], "scene": scene}
+    response = convert.answer_to_submit_msg(answer, Submit.Response(), "r1")
+    assert json.loads(response.scene_json) == scene
+    assert convert.answer_to_submit_msg({"accepted": True, "plan_id": "1"}, Submit.Response(), "r2").scene_json == ""
