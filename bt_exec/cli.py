@@ -213,44 +213,28 @@ def stop_point(text: str) -> tuple[str, str]:
     return op_id, when
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
+def _number_argument(convert, accept, expected: str):
+    """An argparse type: ``convert`` the text, then refuse values ``accept`` rejects, saying what was expected."""
+    noun = "whole number" if convert is int else "number"
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {noun}") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
-def tick_rate(text: str) -> float:
-    try:
-        rate = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (rate > 0 and math.isfinite(rate)):
-        raise argparse.ArgumentTypeError(f"tick rate must be a positive number of ticks per second, got {text!r}")
-    return rate
+positive_int = _number_argument(int, lambda value: value >= 1, "a positive whole number")
+non_negative_int = _number_argument(int, lambda value: value >= 0, "a whole number >= 0")
+positive_seconds = _number_argument(float, lambda value: value > 0 and math.isfinite(value),
+                                    "a positive number of seconds")
+tick_rate = _number_argument(float, lambda value: value > 0 and math.isfinite(value),
+                             "a positive number of ticks per second")
 
 
 # --- commands ---------------------------------------------------------------------

@@ -365,7 +365,7 @@ def test_run_meta_op_is_not_a_plan():
 
 @pytest.mark.parametrize("options, message", [
     (["--backend", "ros"], "invalid choice: 'ros'"),
-    (["--tick-rate", "0"], "tick rate must be a positive number"),
+    (["--tick-rate", "0"], "expected a positive number of ticks per second"),
     (["--tick-rate", "fast"], "'fast' is not a number"),
 ])
 def test_run_bad_options_are_usage_errors(options, message):
