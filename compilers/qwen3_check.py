@@ -140,12 +140,10 @@ def _check_events(graph: StepGraph, catalog: SkillCatalog, skills, issues) -> No
 
 
 def _digraph(graph: StepGraph) -> nx.DiGraph:
-    """Steps and terminals as nodes; one edge per transition (events kept as edge data)."""
+    """Steps and terminals as nodes; an edge where any outcome of a step leads to another."""
     digraph = nx.DiGraph()
     digraph.add_nodes_from(graph.steps)
-    for source, mapped in graph.transitions.items():
-        for event, target in mapped.items():
-            digraph.add_edge(source, target)
+    digraph.add_edges_from((source, target) for source, mapped in graph.transitions.items() for target in mapped.values())
     return digraph
 
 
@@ -412,11 +410,6 @@ class _Propagation:
                     keep &= ~source
                     moves.append((source, self._bits(obj, after[obj])))
         return keep, moves
-
-
-def _fixed_point(graph: StepGraph, skills, model: Abstract, start):
-    """Entry state of every reachable step (worklist; each object's set only grows, so it terminates fast)."""
-    return _Propagation(graph, skills, model)(start)
 
 
 class _ModeSearch:
