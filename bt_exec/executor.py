@@ -258,6 +258,15 @@ class Executor:
             status.update(run_id=run.run_id, state=run.state, path=[entry["step"] for entry in run.trace])
         return status
 
+    def behaviour_trees(self) -> dict:
+        """plan_id -> py_trees root of each in-flight plan (not control-only ones), for tree viewers.
+
+        Read only: ticking or stopping them is the executor's job.
+        """
+        with self._lock:
+            runs = list(self._active.values())
+        return {run.plan_id: run.root for run in runs if run.root is not None and not run.control_only}
+
     def get_plan_result(self, plan_id: str) -> dict:
         """The final record of a finished plan (states, results, timings)."""
         self._check_id(plan_id, "plan_id", "get_plan_result")

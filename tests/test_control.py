@@ -360,3 +360,13 @@ class TestReentrancy:
         ex.tick_once()
         assert errors and all("inside a tick" in e for e in errors)
         assert finish(ex, plan_id)["outcome"] == "succeeded"
+
+
+def test_behaviour_trees_lists_in_flight_task_plans(make_executor):
+    ex = make_executor({"default": {"duration_s": 30}})
+    work = ex.submit(PLAN)["plan_id"]
+    ex.submit(seq(do(cap="executor.builtin_get_all_plans")))
+    trees = ex.behaviour_trees()
+    assert list(trees) == [work] and trees[work].name.startswith("[1] root")
+    ex.cancel_plan(work)
+    assert work not in ex.behaviour_trees()

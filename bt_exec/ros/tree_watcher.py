@@ -63,7 +63,7 @@ class MirrorHost:
         self._hosted: dict[str, object] = {}
 
     def update(self) -> None:
-        roots = running_roots(self.executor)
+        roots = self.executor.behaviour_trees()
         for plan_id in [p for p in self._hosted if p not in roots]:
             self.tree.prune_subtree(self._hosted.pop(plan_id).id)
         for plan_id, root in roots.items():
@@ -109,14 +109,3 @@ class TreeWatcherSeam:
         own = self.own_node
         if own is not None:
             own.destroy_node()
-
-
-def running_roots(executor) -> dict[str, object]:
-    """plan_id -> behaviour tree root of each running plan.
-
-    The one place the ROS layer reads an executor internal: the public API
-    reports op states, not behaviours, and only this optional seam needs them.
-    """
-    with executor._lock:
-        runs = list(executor._active.values())
-    return {run.plan_id: run.root for run in runs if run.root is not None and not run.control_only}
