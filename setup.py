@@ -33,6 +33,7 @@ setup(
     packages=[
         PACKAGE,
         f"{PACKAGE}.catalogs",
+        f"{PACKAGE}.motion",
         f"{PACKAGE}.ros",
         f"{PACKAGE}.compilers",
         f"{PACKAGE}.behaviours",
@@ -53,7 +54,7 @@ setup(
         share("launch", "*.launch.py"),
         share("config", "*.yaml"),
     ],
-    install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18"],
+    install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18", "pyyaml>=5.4"],
     extras_require={"test": ["pytest>=7", "hypothesis>=6"]},
     zip_safe=True,
     entry_points={"console_scripts": [
