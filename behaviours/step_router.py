@@ -6,6 +6,8 @@ from py_trees.common import Status
 
 from bt_exec.compilers.skill_catalog import TERMINALS
 
+from .restart import restart
+
 
 class StepRouter(py_trees.composites.Composite):
     """Runs a step graph. Its children are every step (each a StopGuard over a SkillAction), in plan order,
@@ -48,10 +50,7 @@ class StepRouter(py_trees.composites.Composite):
 
     def tick(self):
         if self.status != Status.RUNNING:
-            for child in self.children:
-                if child.status != Status.INVALID:
-                    child.stop(Status.INVALID)
-            self.initialise()
+            restart(self)
         while True:
             guard = self.steps[self.current]
             if guard.status != Status.RUNNING:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import py_trees
 from py_trees.common import Status
 
+from .restart import restart
+
 _FINISHED = (Status.SUCCESS, Status.FAILURE)
 
 
@@ -23,10 +25,7 @@ class WaitAllParallel(py_trees.composites.Composite):
 
     def tick(self):
         if self.status != Status.RUNNING:
-            for child in self.children:
-                if child.status != Status.INVALID:
-                    child.stop(Status.INVALID)
-            self.initialise()
+            restart(self)
         running = failed = False
         for child in self.children:
             if child.status not in _FINISHED:

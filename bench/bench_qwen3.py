@@ -57,7 +57,6 @@ rows have a bar of 50 ms on the median; a missed bar makes the script exit 1.
 """
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import random
@@ -67,6 +66,7 @@ import time
 
 import networkx as nx
 
+from benchlib import fmt_time, parse_args
 import bt_exec
 
 BAR_S = 0.050             # the 256-step graph, every verdict
@@ -249,20 +249,9 @@ def measure(text: str, scene: dict, expect: str, repeats: int, limits=None, cata
             "codes": sorted({i.code for i in report.issues})}
 
 
-def fmt_time(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale or unit == "us":
-            return f"{seconds / scale:.3g} {unit}"
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few repeats, sizes up to 1024: a smoke run (CI)")
-    parser.add_argument("--repeats", type=int, help="repeats per figure (default 21, or 5 with --quick)")
-    args = parser.parse_args(argv)
-    repeats = args.repeats or (5 if args.quick else 21)
-    if repeats < 1:
-        parser.error("--repeats must be at least 1")
+    args = parse_args(argv, __doc__.splitlines()[0], 21, 5, "few repeats, sizes up to 1024: a smoke run (CI)")
+    repeats = args.repeats
     sizes = SIZES[:-1] if args.quick else SIZES
 
     scene, on_flange, holding = grant_scene(), grant_scene(vacuum_on_flange=True), grant_scene(holding_cap=True)

@@ -31,7 +31,6 @@ row FAILs when that ratio exceeds its bar; the script then exits 1.
 """
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import statistics
@@ -41,6 +40,7 @@ import time
 import py_trees
 from py_trees.common import ParallelPolicy, Status
 
+from benchlib import fmt_time, parse_args
 import bt_exec
 
 # figure -> (bar, target) on the ratio ours / raw
@@ -222,20 +222,9 @@ def load_validate_compile(text: str, spec, repeats: int) -> dict:
 
 # --- report -------------------------------------------------------------------------
 
-def fmt_time(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale or unit == "us":
-            return f"{seconds / scale:.3g} {unit}"
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few repeats: a smoke run (CI)")
-    parser.add_argument("--repeats", type=int, help="repeats per figure (default 9, or 3 with --quick)")
-    args = parser.parse_args(argv)
-    repeats = args.repeats or (3 if args.quick else 9)
-    if repeats < 1:
-        parser.error("--repeats must be at least 1")
+    args = parse_args(argv, __doc__.splitlines()[0], 9, 3, "few repeats: a smoke run (CI)")
+    repeats = args.repeats
 
     flat_ticks = {n: tick_cost(flat(n), repeats * 2) for n in (100, 1000, 10_000)}
     spec = nested(10_000, long_op=False)
