@@ -14,9 +14,10 @@ def events():
 def make_executor(events):
     made = []
 
-    def make(script=None, **options):
-        backend = bt_exec.SimBackend(script)
-        executor = bt_exec.Executor(backend=backend, **options)
+    def make(script=None, backend=None, **options):
+        if backend is None and "scene" not in options:  # with a scene the executor simulates its world itself
+            backend = bt_exec.SimBackend(script)
+        executor = bt_exec.Executor(backend, **options)
         executor.subscribe(events)
         made.append(executor)
         return executor

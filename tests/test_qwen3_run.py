@@ -31,18 +31,12 @@ def sim(script=None, at=SOCKET):
 
 
 @pytest.fixture
-def make(events):
-    made = []
+def make(make_executor):
+    """An executor in scene ``at`` (default: the vacuum in its socket), recording its events."""
+    def make_at(at=SOCKET, backend=None, **options):
+        return make_executor(backend=backend, scene=at, **options)
 
-    def make_executor(at=SOCKET, backend=None, **options):
-        executor = bt_exec.Executor(backend, scene=at, **options)
-        executor.subscribe(events)
-        made.append(executor)
-        return executor
-
-    yield make_executor
-    for executor in made:
-        executor.close(wait_ms=2000)
+    return make_at
 
 
 def run(executor, source, **kwargs):
