@@ -35,6 +35,7 @@ setup(
         f"{PACKAGE}.catalogs",
         f"{PACKAGE}.motion",
         f"{PACKAGE}.ros",
+        f"{PACKAGE}.web",
         f"{PACKAGE}.compilers",
         f"{PACKAGE}.behaviours",
         f"{PACKAGE}.schemas",
@@ -46,7 +47,8 @@ setup(
         f"{PACKAGE}.behaviours": "behaviours",
         f"{PACKAGE}.schemas": "schemas",
     },
-    package_data={f"{PACKAGE}.schemas": ["*.json"], f"{PACKAGE}.catalogs": ["*.json"]},
+    package_data={f"{PACKAGE}.schemas": ["*.json"], f"{PACKAGE}.catalogs": ["*.json"],
+                  f"{PACKAGE}.web": ["static/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/bt_exec"]),
         (f"share/{PACKAGE}", ["package.xml"]),

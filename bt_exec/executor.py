@@ -13,8 +13,8 @@ from typing import Callable
 from .backends import Backend
 from .behaviours import CapabilityAction
 from .builtins import BuiltinBackend
-from .compilers import (CapabilityCatalog, ControlRequest, Limits, Plan, Scene, SkillCatalog, compile_plan, load,
-                        validate)
+from .compilers import (CapabilityCatalog, ControlRequest, Limits, Plan, Report, Scene, SkillCatalog, compile_plan,
+                        load, validate)
 from .compilers import scene_of, skill_catalog_of
 from .compilers.catalog import builtin_name, check_plan, is_control_only
 from .compilers.symbolic import World
@@ -26,6 +26,8 @@ from .sim import SimBackend
 log = logging.getLogger(__name__)
 
 _PLAN_ID = re.compile(r"[1-9][0-9]*")
+_NO_SCENE = Issue("no_scene", "", "this executor has no scene: step graphs are checked against one "
+                                  "(Executor(scene=...), --scene FILE)", ())
 
 
 class Executor:
@@ -161,9 +163,7 @@ class Executor:
         """Step graphs: verified against the catalog and the current scene, one robot at a time."""
         scene = self.scene
         if scene is None and plan.steps.status != "blocked":  # blocked is decided first, scene or not
-            return _refusal("invalid", [Issue("no_scene", "", "this executor has no scene: step graphs are checked "
-                                                             "against one (Executor(scene=...), --scene FILE)", ())],
-                            run_id)
+            return _refusal("invalid", [_NO_SCENE], run_id)
         report = validate(plan, catalog=self.skill_catalog, scene=scene)
         if report.verdict != "ok":
             refusal = _refusal(report.verdict, report.issues, run_id)
@@ -257,6 +257,58 @@ class Executor:
         if run.world is not None:  # a step graph: what the robot holds, always
             status.update(run_id=run.run_id, state=run.state, path=[entry["step"] for entry in run.trace])
         return status
+
+    def get_plan_tree(self, plan_id: str) -> dict:
+        """A plan's ops with their children, states, stop points and results: in flight or finished.
+
+        The shape viewers draw from: ``{plan_id, description, dialect, root, running, cancelled,
+        outcome, ops: [{op_id, kind, description, children, state, stop_point, result, detail, ...}]}``,
+        plus ``transitions``, ``path`` and ``state`` for step graphs. ``outcome`` is None while running.
+        """
+        self._check_id(plan_id, "plan_id", "get_plan_tree")
+        with self._lock:
+            run = self._active.get(plan_id) or self._finishing.get(plan_id)
+            record = self._finished.get(plan_id)
+        if record is not None:
+            view = {key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "root", "cancelled",
+                                                     "cancel_reason", "outcome", "error", "duration_s")}
+            view.update(running=False, ops=[{**op, "stop_point": None} for op in record["ops"]])
+            if "transitions" in record:
+                view.update(transitions=record["transitions"], path=record["path"], state=record["state"])
+            return view
+        if run is None:
+            raise ControlError(f"get_plan_tree: no plan {plan_id!r} is running or kept (never submitted, or too "
+                               "old); call get_all_plans or get_finished_plans to list plans")
+        return run.tree()
+
+    def get_finished_plans(self, limit: int = 50) -> dict:
+        """The newest ``limit`` finished plans still kept, newest first: id, description, outcome, times."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+            raise ControlError(f"get_finished_plans: limit must be a non-negative integer, got {limit!r}")
+        with self._lock:
+            records = list(self._finished.values())[-limit:] if limit else []
+        plans = [{key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "outcome",
+                                                   "cancel_reason", "error", "started_at", "ended_at", "duration_s")}
+                 | {"op_count": len(record["ops"])} for record in reversed(records)]
+        return {"count": len(plans), "plans": plans}
+
+    def validate_plan(self, source, dialect: str = "auto") -> dict:
+        """Check a plan as ``submit`` would, running nothing: ``{valid, verdict, dialect, issues, stats}``.
+
+        RTDL is checked against this executor's capability catalog, step graphs
+        against its skill catalog and current scene.
+        """
+        try:
+            loaded = load(source, dialect=dialect, limits=self.limits)
+        except PlanError as exc:
+            return Report("invalid", None if dialect == "auto" else dialect, exc.issues).as_dict()
+        if isinstance(loaded, Plan) and loaded.dialect == "qwen3":
+            report = validate(loaded, catalog=self.skill_catalog, scene=self.scene)
+            if self.scene is None and report.verdict == "ok":
+                report = Report("invalid", "qwen3", [_NO_SCENE], report.stats)
+        else:
+            report = validate(loaded, catalog=self.catalog)
+        return report.as_dict()
 
     def behaviour_trees(self) -> dict:
         """plan_id -> py_trees root of each in-flight plan (not control-only ones), for tree viewers.

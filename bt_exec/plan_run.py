@@ -26,7 +26,8 @@ class OpRecord:
         self.ended_at: float | None = None
 
     def as_dict(self) -> dict:
-        out = {"op_id": self.op.op_id, "kind": self.op.kind, "description": self.op.description, "state": self.state}
+        out = {"op_id": self.op.op_id, "kind": self.op.kind, "description": self.op.description, "state": self.state,
+               "children": list(self.op.children)}
         if self.op.cap is not None:
             out["cap"] = self.op.cap
         out.update(result=self.result, detail=self.detail, started_at=self.started_at, ended_at=self.ended_at)
@@ -169,14 +170,30 @@ class PlanRun:
                   "error": self.error, "control_only": self.control_only,
                   "started_at": self.started_at, "ended_at": self.ended_at,
                   "duration_s": (self.ended_at - self.started_at) if self.started_at and self.ended_at else 0.0,
-                  "input": dict(self.plan.meta),
+                  "input": dict(self.plan.meta), "root": self.plan.root,
                   "ops": [record.as_dict() for record in self.records.values()]}
         if self.world is not None:
+            record["transitions"] = self.transitions()
             terminal = self.terminal or ("stop" if cancelled or self.error else None)
             reason = self.terminal_reason or self.cancel_reason or self.error
             record.update(terminal=terminal, terminal_reason=reason, trace=list(self.trace), state=self.state,
                           path=[entry["step"] for entry in self.trace] + ([terminal] if terminal else []))
         return record
+
+    def tree(self) -> dict:
+        """The plan's structure with every op's live state and armed stop point, for tree viewers."""
+        view = {"plan_id": self.plan_id, "run_id": self.run_id, "description": self.plan.description,
+                "dialect": self.plan.dialect, "root": self.plan.root, "running": not self.finished,
+                "cancelled": self.cancel_requested, "cancel_reason": self.cancel_reason, "outcome": None,
+                "ops": [{**record.as_dict(), "stop_point": self.stop_point_of(op_id)}
+                        for op_id, record in self.records.items()]}
+        if self.world is not None:
+            view.update(transitions=self.transitions(), path=[entry["step"] for entry in self.trace], state=self.state)
+        return view
+
+    def transitions(self) -> dict:
+        """Step graphs: step id -> {outcome: next step or terminal}."""
+        return {step: dict(edges) for step, edges in self.plan.steps.transitions.items()}
 
     def release_tree(self) -> None:
         """Drop the behaviour tree once finished; the records keep everything reported."""

@@ -1,0 +1,225 @@
+"""The control API as a table of routes: the one implementation behind the HTTP app and the MCP tools.
+
+Each ``Route`` names an executor operation, its HTTP method and path, and
+the JSON Schema of its arguments. ``ControlApi.call(name, args)`` checks the
+arguments against that schema and calls the executor; the HTTP server
+(``server.py``) and the MCP server (``mcp_server.py``) only translate their
+requests into such calls, so both doors answer alike.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+import jsonschema
+
+from ..errors import BtExecError, ControlError
+
+_GRAPH = {"description": "the plan: an RTDL envelope or tree, a Qwen3 step graph or submit envelope; a JSON object "
+                         "or its JSON text",
+          "type": ["object", "string"]}
+_DIALECT = {"description": "input dialect (default: auto-detected)", "enum": ["auto", "rtdl", "qwen3"],
+            "default": "auto"}
+_PLAN_ID = {"description": "plan id, as submit_plan or get_all_plans gave it", "type": "string", "minLength": 1,
+            "maxLength": 64}
+_WAIT_MS = {"description": "how long to wait for the plan(s) to finish tearing down, in milliseconds",
+            "type": "integer", "minimum": 0, "maximum": 600_000, "default": 5000}
+
+
+class ApiError(BtExecError):
+    """A request the API refuses: ``status`` is the HTTP status, ``code`` a stable word for programs."""
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+    def as_dict(self) -> dict:
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+@dataclass(frozen=True)
+class Route:
+    """One operation. ``path`` may hold ``{plan_id}``; the other arguments come from the JSON body
+    (POST) or the query string (GET). ``tool``: also offered as an MCP tool."""
+
+    name: str
+    method: str
+    path: str
+    summary: str
+    call: Callable[..., dict]
+    properties: dict = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    tool: bool = True
+
+    @property
+    def schema(self) -> dict:
+        return {"type": "object", "properties": self.properties, "required": list(self.required),
+                "additionalProperties": False}
+
+    @property
+    def path_params(self) -> tuple[str, ...]:
+        return tuple(name for name in self.properties if "{" + name + "}" in self.path)
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("get_all_plans", "GET", "/api/plans",
+          "List the plans in flight: id, description, op count, whether cancelling, armed stop points.",
+          lambda ex: ex.get_all_plans()),
+    Route("get_plan_status", "GET", "/api/plans/{plan_id}/status",
+          "Live state of every op of an in-flight plan (op ids, kinds, descriptions, states, stop points).",
+          lambda ex, plan_id: ex.get_plan_status(plan_id), {"plan_id": _PLAN_ID}, ("plan_id",)),
+    Route("get_plan_result", "GET", "/api/plans/{plan_id}/result",
+          "The final record of a finished plan: outcome, each op's state, result and timings.",
+          lambda ex, plan_id: ex.get_plan_result(plan_id), {"plan_id": _PLAN_ID}, ("plan_id",)),
+    Route("get_plan_tree", "GET", "/api/plans/{plan_id}/tree",
+          "A plan's ops with their children, states, stop points and results, in flight or finished.",
+          lambda ex, plan_id: ex.get_plan_tree(plan_id), {"plan_id": _PLAN_ID}, ("plan_id",), tool=False),
+    Route("get_finished_plans", "GET", "/api/finished",
+          "The newest finished plans still kept, newest first: id, description, outcome, times.",
+          lambda ex, limit=50: ex.get_finished_plans(limit),
+          {"limit": {"description": "most plans to list", "type": "integer", "minimum": 0, "maximum": 1000,
+                     "default": 50}}, tool=False),
+    Route("validate_plan", "POST", "/api/validate",
+          "Check a plan as submit_plan would, running nothing; every issue names where it is wrong "
+          "(a JSON pointer or node index in path, step ids in steps).",
+          lambda ex, graph, dialect="auto": ex.validate_plan(graph, dialect=dialect),
+          {"graph": _GRAPH, "dialect": _DIALECT}, ("graph",)),
+    Route("submit_plan", "POST", "/api/plans",
+          "Validate and start a plan. Refused plans run nothing and come back with their issues. The same "
+          "run_id again returns the first answer and runs nothing again.",
+          lambda ex, graph, dialect="auto", run_id=None: ex.submit(graph, run_id=run_id, dialect=dialect),
+          {"graph": _GRAPH, "dialect": _DIALECT,
+           "run_id": {"description": "idempotency key for this submission", "type": "string", "minLength": 1,
+                      "maxLength": 256}},
+          ("graph",)),
+    Route("stop_plan_at", "POST", "/api/plans/{plan_id}/stop_at",
+          "Arm a stop point: when execution reaches op_id (on_enter: before it starts; on_complete: when it "
+          "ends) the whole plan is cancelled. The ticking never blocks.",
+          lambda ex, plan_id, op_id, when="on_complete": ex.stop_plan_at(plan_id, op_id, when),
+          {"plan_id": _PLAN_ID,
+           "op_id": {"description": "the op, as get_plan_status lists it", "type": "string", "minLength": 1,
+                     "maxLength": 256},
+           "when": {"description": "on_enter or on_complete", "enum": ["on_enter", "on_complete"],
+                    "default": "on_complete"}},
+          ("plan_id", "op_id")),
+    Route("cancel_plan", "POST", "/api/plans/{plan_id}/cancel",
+          "Cancel one plan; answers once it finished tearing down or wait_ms passed, saying which.",
+          lambda ex, plan_id, wait_ms=5000: ex.cancel_plan(plan_id, wait_ms=wait_ms),
+          {"plan_id": _PLAN_ID, "wait_ms": _WAIT_MS}, ("plan_id",)),
+    Route("cancel_all", "POST", "/api/cancel_all",
+          "Cancel every plan in flight.",
+          lambda ex, wait_ms=5000: ex.cancel_all(wait_ms=wait_ms), {"wait_ms": _WAIT_MS}),
+)
+
+ROUTES_BY_NAME = {route.name: route for route in ROUTES}
+_VALIDATORS = {route.name: jsonschema.Draft202012Validator(route.schema) for route in ROUTES}
+
+
+class EventStream:
+    """One listener's queue of executor events, bounded: when it is full, events are dropped and counted.
+
+    ``get`` returns the next event, ``{"event": "dropped", "count": N}`` once
+    after a loss (the listener should then re-read the state), or None on timeout.
+    """
+
+    def __init__(self, capacity: int, detach: Callable[["EventStream"], None]):
+        self._events: collections.deque[dict] = collections.deque()
+        self._capacity = capacity
+        self._ready = threading.Condition()
+        self._dropped = 0
+        self._detach = detach
+        self.closed = False
+
+    def put(self, event: dict) -> None:
+        with self._ready:
+            if len(self._events) >= self._capacity:
+                self._dropped += 1
+                return
+            self._events.append(event)
+            self._ready.notify()
+
+    def get(self, timeout: float) -> dict | None:
+        with self._ready:
+            if not self._events and not self._dropped and not self.closed:
+                self._ready.wait(timeout)
+            if self._dropped and not self._events:
+                dropped, self._dropped = self._dropped, 0
+                return {"event": "dropped", "count": dropped}
+            return self._events.popleft() if self._events else None
+
+    def close(self) -> None:
+        with self._ready:
+            self.closed = True
+            self._ready.notify_all()
+        self._detach(self)
+
+
+class ControlApi:
+    """The routes bound to one executor, and its events fanned out to listeners.
+
+    ``recent``: how many past events new listeners (the event log) can read;
+    ``stream_capacity``: how many events one slow listener may fall behind before losing some.
+    """
+
+    def __init__(self, executor, recent: int = 500, stream_capacity: int = 10_000):
+        self.executor = executor
+        self._recent: collections.deque[dict] = collections.deque(maxlen=recent)
+        self._streams: tuple[EventStream, ...] = ()
+        self._lock = threading.Lock()
+        self._stream_capacity = stream_capacity
+        self._unsubscribe = executor.subscribe(self._on_event)
+
+    def call(self, name: str, args: dict | None = None) -> dict:
+        """Run operation ``name`` with ``args``; ApiError for unknown names, bad arguments or refused control."""
+        route = ROUTES_BY_NAME.get(name)
+        if route is None:
+            raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(ROUTES_BY_NAME)}")
+        args = {} if args is None else args
+        if not isinstance(args, dict):
+            raise ApiError(400, "bad_arguments", f"{name}: arguments must be a JSON object, got {type(args).__name__}")
+        problems = sorted(_VALIDATORS[name].iter_errors(args), key=lambda e: list(e.absolute_path))
+        if problems:
+            raise ApiError(400, "bad_arguments", f"{name}: " + "; ".join(_describe(p) for p in problems[:5]))
+        try:
+            return route.call(self.executor, **args)
+        except ControlError as exc:
+            raise ApiError(409, "control_refused", str(exc)) from None
+
+    def recent_events(self) -> list[dict]:
+        with self._lock:
+            return list(self._recent)
+
+    def listen(self) -> EventStream:
+        stream = EventStream(self._stream_capacity, self._detach)
+        with self._lock:
+            self._streams = self._streams + (stream,)
+        return stream
+
+    def close(self) -> None:
+        self._unsubscribe()
+        for stream in self._streams:
+            stream.close()
+
+    def _detach(self, stream: EventStream) -> None:
+        with self._lock:
+            self._streams = tuple(s for s in self._streams if s is not stream)
+
+    def _on_event(self, event: dict) -> None:  # in the ticking thread: never blocks
+        with self._lock:
+            self._recent.append(event)
+            streams = self._streams
+        for stream in streams:
+            stream.put(event)
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = "/".join(str(part) for part in error.absolute_path)
+    if error.validator == "additionalProperties":
+        message = error.message.replace("Additional properties are not allowed", "unknown argument(s)")
+    else:
+        message = f"{where or 'arguments'}: {error.message}"
+    return message if len(message) <= 300 else message[:300] + "…"  # messages quote the value, which may be a whole plan
