@@ -57,7 +57,11 @@ setup(
         share("config", "*.yaml"),
     ],
     install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18", "pyyaml>=5.4"],
-    extras_require={"test": ["pytest>=7", "hypothesis>=6"]},
+    extras_require={
+        "mcp": ["mcp>=1.10,<2"],
+        # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them)
+        "test": ["pytest>=7", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20"],
+    },
     zip_safe=True,
     entry_points={"console_scripts": [
         "bt-exec = bt_exec.cli:main",

@@ -46,6 +46,8 @@ BACKENDS = ("sim",)
 SUMMARY_STATES = ("succeeded", "failed", "timeout", "canceled", "running", "paused", "pending")
 # Longest a Ctrl-C waits to be noticed during a run.
 CTRL_C_LATENCY_S = 0.1
+# The web app's token (never on the command line, where ps shows it).
+TOKEN_ENV = "BT_EXEC_WEB_TOKEN"
 # How many op ids a "no such op" message lists before it stops.
 LISTED_OP_IDS = 20
 
@@ -136,9 +138,37 @@ def build_parser() -> argparse.ArgumentParser:
                           "repeatable. See op ids with: bt-exec compile FILE --render ascii")
     run.add_argument("--events", metavar="F.jsonl", help="append every event to this JSONL file")
     run.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
+    add_web(run)
+    run.add_argument("--keep-serving", action="store_true",
+                     help="with --web: keep serving after the plan ended, until Ctrl-C (more plans can be submitted)")
     run.set_defaults(command=run_command)
+
+    mcp = commands.add_parser("mcp", help="serve the control operations as MCP tools on stdin/stdout (for LLM agents)",
+                              description="Serve submit_plan, validate_plan, get_all_plans, get_plan_status, "
+                                          "get_plan_result, stop_plan_at, cancel_plan and cancel_all as MCP tools "
+                                          "over stdio: to a running app (--url) or to an executor of its own on the "
+                                          "sim backend. The token of --url's app comes from $" + TOKEN_ENV + ".")
+    mcp.add_argument("--url", metavar="URL", help="drive the app at URL (the ROS node's web_port, bt-exec run --web) "
+                                                  "instead of an executor of its own")
+    mcp.add_argument("--sim-script", metavar="F", help="own executor: sim backend script")
+    mcp.add_argument("--catalog", metavar="PATH", help="own executor: RTDL capability catalog file")
+    mcp.add_argument("--skill-catalog", metavar="NAME|PATH", default="grant",
+                     help="own executor: Qwen3 skill catalog (default: grant)")
+    mcp.add_argument("--scene", metavar="SCENE.json", help="own executor: the scene Qwen3 graphs run in")
+    mcp.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
+    add_web(mcp)
+    mcp.set_defaults(command=mcp_command)
     add_ros_commands(commands)
     return parser
+
+
+def add_web(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--web", metavar="PORT", type=port_number,
+                         help="serve the operator console and HTTP API on PORT (0: any free port) while running; "
+                              "its URL is printed on stderr")
+    command.add_argument("--web-host", metavar="HOST", default="127.0.0.1",
+                         help="address the web app binds to (default: 127.0.0.1); beyond loopback it needs a token "
+                              "in $" + TOKEN_ENV)
 
 
 def add_ros_commands(commands) -> None:
@@ -235,6 +265,7 @@ positive_seconds = _number_argument(float, lambda value: value > 0 and math.isfi
                                     "a positive number of seconds")
 tick_rate = _number_argument(float, lambda value: value > 0 and math.isfinite(value),
                              "a positive number of ticks per second")
+port_number = _number_argument(int, lambda value: 0 <= value <= 65535, "a port number 0..65535")
 
 
 # --- commands ---------------------------------------------------------------------
@@ -284,21 +315,92 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         backend = bt_exec.SimBackend(args.sim_script)
         executor = bt_exec.Executor(backend=backend, catalog=catalog, tick_rate_hz=args.tick_rate)
-    answer = executor.submit(source, dialect=args.dialect)
-    if not answer["accepted"]:
-        _error(f"refused: {answer['verdict']}")
-        raise PlanError([Issue(**issue) for issue in answer["issues"]])
-    plan_id = answer["plan_id"]
-    if plan.numbered_by_loader:  # the executor numbers ops from its own counter; follow it
-        plan = plan.renumbered(int(answer["root_op_id"]))
+    if args.keep_serving and args.web is None:
+        raise CommandError("--keep-serving goes with --web PORT")
+    web = _start_web(executor, args)
     try:
+        answer = executor.submit(source, dialect=args.dialect)
+        if not answer["accepted"]:
+            _error(f"refused: {answer['verdict']}")
+            raise PlanError([Issue(**issue) for issue in answer["issues"]])
+        plan_id = answer["plan_id"]
+        if plan.numbered_by_loader:  # the executor numbers ops from its own counter; follow it
+            plan = plan.renumbered(int(answer["root_op_id"]))
         for op_id, when in args.stop_at:
             if op_id not in plan.ops:
                 raise CommandError(_missing_op_message(op_id, plan, args.file))
             executor.stop_plan_at(plan_id, op_id, when)
-        return _run_to_end(executor, plan_id, plan, args.events)
+        code = _run_to_end(executor, plan_id, plan, args.events)
+        if args.keep_serving and code != EXIT_INTERRUPTED:
+            _error(f"the plan ended; still serving {web.url} until Ctrl-C")
+            _wait_for_ctrl_c()
+        return code
     finally:
+        if web is not None:
+            web.close()
         executor.close()
+
+
+def _start_web(executor: bt_exec.Executor, args: argparse.Namespace):
+    """The web app over ``executor`` when ``--web`` is given (started, its URL on stderr), else None."""
+    if args.web is None:
+        return None
+    from .web import ControlApi, WebServer
+
+    api = ControlApi(executor)
+    try:
+        server = WebServer(api, host=args.web_host, port=args.web, token=os.environ.get(TOKEN_ENV) or None)
+    except BtExecError:
+        api.close()
+        raise
+    server.start()
+    print(f"bt-exec: web console: {server.url}", file=sys.stderr, flush=True)
+    return server
+
+
+def _wait_for_ctrl_c() -> None:
+    try:
+        while True:
+            threading.Event().wait(3600)
+    except KeyboardInterrupt:
+        pass
+
+
+def mcp_command(args: argparse.Namespace) -> int:
+    from .web.mcp_server import McpUnavailable, serve_stdio
+
+    if args.url:
+        if args.web is not None or args.sim_script or args.catalog or args.scene:
+            raise CommandError("--url drives a running app: --web, --sim-script, --catalog and --scene are for an "
+                               "executor of its own")
+        from .web.client import HttpApi
+
+        api = HttpApi(args.url, token=os.environ.get(TOKEN_ENV))
+        executor = web = None
+    else:
+        from .web import ControlApi
+
+        skill_catalog = bt_exec.SkillCatalog.named(args.skill_catalog)
+        scene = bt_exec.Scene.from_file(args.scene) if args.scene else None
+        world = World.from_scene(skill_catalog, scene) if scene else None
+        catalog = bt_exec.CapabilityCatalog.from_file(args.catalog) if args.catalog else None
+        executor = bt_exec.Executor(backend=bt_exec.SimBackend(args.sim_script, world=world), catalog=catalog,
+                                    skill_catalog=skill_catalog, scene=scene, tick_rate_hz=args.tick_rate)
+        executor.start()
+        web = _start_web(executor, args)
+        api = ControlApi(executor)
+    try:
+        serve_stdio(api)
+    except McpUnavailable as exc:
+        raise CommandError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if web is not None:
+            web.close()
+        if executor is not None:
+            executor.close()
+    return EXIT_OK
 
 
 def _run_to_end(executor: bt_exec.Executor, plan_id: str, plan: Plan, events_path: str | None) -> int:

@@ -62,7 +62,8 @@ class WebServer:
                  max_body_bytes: int = 16 * 1024 * 1024):
         if not is_loopback(host) and not token:
             raise ConfigError(f"the web app bound to {host} (beyond loopback) needs a token: anyone who can reach "
-                              "it could drive the robot; set one (--web-token, web_token) or bind to 127.0.0.1")
+                              "it could drive the robot; set one (bt-exec: $BT_EXEC_WEB_TOKEN; the node: "
+                              "web_token) or bind to 127.0.0.1")
         self.api = api
         self.token = token or None
         self.max_body_bytes = max_body_bytes

@@ -1,0 +1,63 @@
+"""A client of the HTTP API that offers the same ``call(name, args)`` as ``ControlApi``.
+
+It builds each request from the route table, so a remote executor (the ROS
+node's web app, a ``bt-exec run --web``) can be driven exactly like a local one.
+"""
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from .api import ROUTES_BY_NAME, ApiError
+
+
+class HttpApi:
+    """``call`` runs an operation on the app at ``url``; failures are ApiError (status 0: no answer)."""
+
+    def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ApiError(0, "bad_url", f"not an http(s) URL: {url!r}")
+        self.base = f"{parts.scheme}://{parts.netloc}"
+        self.token = token or None
+        self.timeout_s = timeout_s
+
+    def call(self, name: str, args: dict | None = None) -> dict:
+        route = ROUTES_BY_NAME.get(name)
+        if route is None:
+            raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(ROUTES_BY_NAME)}")
+        rest = dict(args or {})
+        path = route.path
+        for param in route.path_params:
+            if param not in rest:
+                raise ApiError(400, "bad_arguments", f"{name}: {param} is required")
+            path = path.replace("{" + param + "}", urllib.parse.quote(str(rest.pop(param)), safe=""))
+        headers = {"Accept": "application/json"}
+        data = None
+        if route.method == "GET":
+            if rest:
+                path += "?" + urllib.parse.urlencode(rest)
+        else:
+            data = json.dumps(rest).encode()
+            headers["Content-Type"] = "application/json"
+            if self.token:
+                headers["Authorization"] = f"Bearer {self.token}"
+        request = urllib.request.Request(self.base + path, data=data, method=route.method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise _api_error(exc) from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ApiError(0, "unreachable", f"no answer from {self.base}: {reason}") from None
+
+
+def _api_error(exc: urllib.error.HTTPError) -> ApiError:
+    try:
+        error = json.loads(exc.read())["error"]
+        return ApiError(exc.code, error["code"], error["message"])
+    except (ValueError, KeyError, TypeError):
+        return ApiError(exc.code, "http_error", f"HTTP {exc.code} {exc.reason}")

@@ -1,0 +1,277 @@
+"""The HTTP door (bt_exec.web): routes, the event stream, refusals and the security rules, over a real server."""
+import http.client
+import json
+import threading
+import time
+
+import pytest
+from rtdl_plans import do, envelope, seq
+
+from bt_exec.errors import ConfigError
+from bt_exec.web import ROUTES, ApiError, ControlApi, WebServer
+from bt_exec.web.client import HttpApi
+
+SLOW = {"default": {"outcome": "success", "duration_s": 0.3}}
+TOKEN = "s3cret-token"
+
+
+def slow_plan(count=3):
+    return envelope(seq(*(do(f"step {i}") for i in range(count))), description="slow")
+
+
+@pytest.fixture
+def app(make_executor):
+    made = []
+
+    def start(script=SLOW, token=None, **server_options):
+        executor = make_executor(script)
+        executor.start()
+        server = WebServer(ControlApi(executor), port=0, token=token, **server_options)
+        server.start()
+        made.append(server)
+        return executor, server
+
+    yield start
+    for server in made:
+        server.close()
+
+
+def request(server, method, path, body=None, headers=None, raw=None):
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    sent = {"Content-Type": "application/json", **(headers or {})}
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    connection.request(method, path, body=data, headers=sent)
+    response = connection.getresponse()
+    payload = response.read()
+    connection.close()
+    return response.status, (json.loads(payload) if response.getheader("Content-Type") == "application/json"
+                             else payload)
+
+
+def test_every_operation_answers_in_the_public_api_shape(app):
+    executor, server = app()
+    status, answer = request(server, "POST", "/api/plans", {"graph": slow_plan()})
+    assert status == 200 and answer["accepted"] and answer["plan_id"] == "1"
+    plan_id = answer["plan_id"]
+    assert request(server, "GET", "/api/plans")[1] == executor.get_all_plans()
+    status, plan_status = request(server, "GET", f"/api/plans/{plan_id}/status")
+    assert status == 200 and [op["op_id"] for op in plan_status["ops"]] == ["1", "2", "3", "4"]
+    status, tree = request(server, "GET", f"/api/plans/{plan_id}/tree")
+    assert tree["root"] == "1" and tree["ops"][0]["children"] == ["2", "3", "4"] and tree["outcome"] is None
+    status, armed = request(server, "POST", f"/api/plans/{plan_id}/stop_at", {"op_id": "4", "when": "on_enter"})
+    assert status == 200 and armed["armed"]
+    assert request(server, "GET", f"/api/plans/{plan_id}/tree")[1]["ops"][3]["stop_point"] == "on_enter"
+    record = executor.run_until_complete(plan_id, timeout=10)
+    assert record["outcome"] == "cancelled" and record["ops"][3]["started_at"] is None  # never ran
+    assert request(server, "GET", f"/api/plans/{plan_id}/result")[1]["outcome"] == "cancelled"
+    finished = request(server, "GET", "/api/finished?limit=5")[1]
+    assert finished["plans"][0]["plan_id"] == plan_id and finished["plans"][0]["op_count"] == 4
+    tree = request(server, "GET", f"/api/plans/{plan_id}/tree")[1]
+    assert tree["outcome"] == "cancelled" and tree["ops"][3] == {**record["ops"][3], "stop_point": None}
+    assert not tree["running"]
+
+
+def test_validate_names_where_the_plan_is_wrong_and_runs_nothing(app):
+    executor, server = app()
+    bad = envelope(seq(do(), {"op": "do", "op_id": 0, "description": "no cap", "args": {}}))
+    status, report = request(server, "POST", "/api/validate", {"graph": bad})
+    assert status == 200 and not report["valid"]
+    assert any(issue["path"].startswith("/rtdl/children/1") for issue in report["issues"])
+    status, good = request(server, "POST", "/api/validate", {"graph": json.dumps(slow_plan()), "dialect": "rtdl"})
+    assert good["valid"] and good["stats"]["ops"] == 4
+    assert executor.get_all_plans()["count"] == 0 and executor.get_finished_plans()["count"] == 0
+
+
+def test_a_refused_submission_is_an_answer_not_an_error(app):
+    _, server = app()
+    status, answer = request(server, "POST", "/api/plans", {"graph": {"rtdl": {"op": "bogus"}}})
+    assert status == 200 and not answer["accepted"] and answer["issues"][0]["path"] == "/rtdl/op"
+
+
+def test_run_id_makes_a_submission_idempotent(app):
+    executor, server = app()
+    first = request(server, "POST", "/api/plans", {"graph": slow_plan(), "run_id": "r-1"})[1]
+    again = request(server, "POST", "/api/plans", {"graph": slow_plan(), "run_id": "r-1"})[1]
+    assert first == again and executor.get_all_plans()["count"] == 1
+
+
+@pytest.mark.parametrize("method, path, body, status, code", [
+    ("GET", "/api/nowhere", None, 404, "not_found"),
+    ("GET", "/api/plans/1/stop_at", None, 405, "method_not_allowed"),
+    ("DELETE", "/api/plans", None, 405, "method_not_allowed"),
+    ("POST", "/api/plans/7/cancel", {}, 409, "control_refused"),
+    ("GET", "/api/plans/7/status", None, 409, "control_refused"),
+    ("POST", "/api/plans/1/cancel", {"wait_ms": "soon"}, 400, "bad_arguments"),
+    ("POST", "/api/plans/1/stop_at", {"op_id": "2", "when": "later"}, 400, "bad_arguments"),
+    ("POST", "/api/plans", {}, 400, "bad_arguments"),
+    ("POST", "/api/plans", {"graph": {}, "surprise": 1}, 400, "bad_arguments"),
+    ("POST", "/api/cancel_all", [1, 2], 400, "bad_json"),
+    ("GET", "/api/finished?limit=-1", None, 400, "bad_arguments"),
+])
+def test_bad_requests_get_a_clear_error_and_the_running_plan_is_untouched(app, method, path, body, status, code):
+    executor, server = app()
+    plan_id = executor.submit(slow_plan())["plan_id"]
+    got_status, answer = request(server, method, path, body)
+    assert (got_status, answer["error"]["code"]) == (status, code)
+    assert answer["error"]["message"]
+    assert executor.run_until_complete(plan_id, timeout=10)["outcome"] == "succeeded"
+
+
+def test_a_body_that_is_not_json_or_too_large_is_refused(app):
+    _, server = app(max_body_bytes=1000)
+    assert request(server, "POST", "/api/validate", raw=b"{not json")[1]["error"]["code"] == "bad_json"
+    status, answer = request(server, "POST", "/api/validate", raw=b" " * 5000)
+    assert (status, answer["error"]["code"]) == (413, "too_large")
+
+
+def test_posts_must_be_json_so_a_plain_form_cannot_post(app):
+    executor, server = app()
+    plan_id = executor.submit(slow_plan())["plan_id"]
+    status, answer = request(server, "POST", "/api/cancel_all", raw=b"wait_ms=0",
+                             headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert (status, answer["error"]["code"]) == (415, "json_required")
+    assert not executor.get_plan_status(plan_id)["cancelled"]
+
+
+def test_a_post_from_another_origin_is_refused(app):
+    executor, server = app()
+    plan_id = executor.submit(slow_plan())["plan_id"]
+    status, answer = request(server, "POST", "/api/cancel_all", {}, headers={"Origin": "http://evil.example"})
+    assert (status, answer["error"]["code"]) == (403, "bad_origin")
+    assert not executor.get_plan_status(plan_id)["cancelled"]
+    same = request(server, "POST", "/api/cancel_all", {}, headers={"Origin": f"http://127.0.0.1:{server.port}"})
+    assert same[0] == 200 and same[1]["count"] == 1
+
+
+def test_on_loopback_a_request_for_another_host_is_refused(app):
+    _, server = app()
+    status, answer = request(server, "GET", "/api/plans", headers={"Host": "attacker.example:80"})
+    assert (status, answer["error"]["code"]) == (403, "bad_host")
+    assert request(server, "GET", "/api/plans", headers={"Host": f"localhost:{server.port}"})[0] == 200
+
+
+def test_with_a_token_every_post_needs_it_and_reads_stay_open(app):
+    executor, server = app(token=TOKEN)
+    status, answer = request(server, "POST", "/api/plans", {"graph": slow_plan()})
+    assert (status, answer["error"]["code"]) == (401, "token_required")
+    wrong = request(server, "POST", "/api/plans", {"graph": slow_plan()}, headers={"Authorization": "Bearer nope"})
+    assert wrong[0] == 401 and executor.get_all_plans()["count"] == 0
+    status, answer = request(server, "POST", "/api/plans", {"graph": slow_plan()},
+                             headers={"Authorization": f"Bearer {TOKEN}"})
+    assert status == 200 and answer["accepted"]
+    assert request(server, "GET", "/api/plans")[1]["count"] == 1
+    assert request(server, "GET", "/api/info")[1]["token_required"] is True
+
+
+def test_binding_beyond_loopback_without_a_token_is_refused(make_executor):
+    api = ControlApi(make_executor())
+    with pytest.raises(ConfigError, match="needs a token"):
+        WebServer(api, host="0.0.0.0", port=0)
+
+
+def test_a_taken_port_is_a_config_error(app):
+    _, server = app()
+    with pytest.raises(ConfigError, match="cannot serve"):
+        WebServer(server.api, port=server.port)
+
+
+def test_the_page_and_its_files_come_from_the_server_with_a_strict_policy(app):
+    _, server = app()
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    for path, mime in (("/", "text/html"), ("/app.js", "text/javascript"), ("/app.css", "text/css")):
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = response.read()
+        assert response.status == 200 and response.getheader("Content-Type").startswith(mime) and body
+        assert "default-src 'self'" in response.getheader("Content-Security-Policy")
+    page = request(server, "GET", "/")[1].decode()
+    assert "http://" not in page and "https://" not in page  # nothing from the internet
+    assert request(server, "GET", "/../setup.py")[0] == 404
+
+
+def read_events(server, count, timeout=10.0):
+    """The first ``count`` events of a fresh /api/events stream (a real SSE client, line by line)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
+    connection.request("GET", "/api/events")
+    response = connection.getresponse()
+    assert response.status == 200 and response.getheader("Content-Type").startswith("text/event-stream")
+    events = []
+    deadline = time.monotonic() + timeout
+    while len(events) < count and time.monotonic() < deadline:
+        line = response.fp.readline().decode()
+        if not line:  # the server ended the stream
+            break
+        if line.startswith("data: "):
+            events.append(json.loads(line[len("data: "):]))
+    connection.close()
+    return events
+
+
+def test_events_are_pushed_as_they_happen(app):
+    executor, server = app()
+    received = []
+    reader = threading.Thread(target=lambda: received.extend(read_events(server, 4)))
+    reader.start()
+    deadline = time.monotonic() + 5
+    while not server.api._streams and time.monotonic() < deadline:  # the stream is open before the plan starts
+        time.sleep(0.01)
+    executor.submit(envelope(do()))
+    reader.join(15)
+    assert [e["event"] for e in received] == ["plan_started", "node_state", "node_state", "plan_complete"]
+    assert received[1]["op_id"] == "1" and received[1]["state"] == "running"
+    recent = request(server, "GET", "/api/events/recent")[1]["events"]
+    assert [e["seq"] for e in recent] == [e["seq"] for e in received]
+
+
+def test_a_listener_that_falls_behind_is_told_how_many_events_it_lost(make_executor):
+    executor = make_executor()
+    api = ControlApi(executor, stream_capacity=2)
+    stream = api.listen()
+    executor.submit(envelope(seq(do(), do(), do())))
+    executor.run_until_complete("1")
+    assert [stream.get(0)["event"], stream.get(0)["event"]] == ["plan_started", "node_state"]
+    lost = stream.get(0)
+    assert lost["event"] == "dropped" and lost["count"] > 0
+    assert stream.get(0) is None
+    stream.close()
+    assert api._streams == ()
+
+
+def test_closing_the_server_ends_open_event_streams(app):
+    _, server = app()
+    received = []
+    reader = threading.Thread(target=lambda: received.extend(read_events(server, 1, timeout=30)))
+    reader.start()
+    time.sleep(0.3)
+    began = time.monotonic()
+    server.close()
+    reader.join(10)
+    assert not reader.is_alive() and time.monotonic() - began < 5
+
+
+def test_the_http_client_drives_a_remote_app_like_a_local_one(app):
+    executor, server = app(token=TOKEN)
+    remote = HttpApi(server.url, token=TOKEN)
+    answer = remote.call("submit_plan", {"graph": slow_plan()})
+    assert answer["accepted"]
+    assert remote.call("get_plan_status", {"plan_id": answer["plan_id"]})["ops"][0]["op_id"] == "1"
+    assert remote.call("cancel_plan", {"plan_id": answer["plan_id"], "wait_ms": 5000})["finished"]
+    with pytest.raises(ApiError) as refused:
+        remote.call("get_plan_status", {"plan_id": "42"})
+    assert refused.value.status == 409 and "was ever submitted" in refused.value.message
+    with pytest.raises(ApiError) as unauthorised:
+        HttpApi(server.url).call("cancel_all", {})
+    assert unauthorised.value.code == "token_required"
+
+
+def test_the_http_client_says_when_nothing_answers():
+    with pytest.raises(ApiError) as gone:
+        HttpApi("http://127.0.0.1:9/", timeout_s=2).call("get_all_plans")
+    assert gone.value.code == "unreachable"
+    with pytest.raises(ApiError, match="not an http"):
+        HttpApi("ftp://example")
+
+
+def test_the_route_table_never_changes_state_on_a_get():
+    reads = {"get_all_plans", "get_plan_status", "get_plan_result", "get_plan_tree", "get_finished_plans"}
+    assert {route.name for route in ROUTES if route.method == "GET"} == reads
