@@ -1,0 +1,228 @@
+"""The web door: tree reads and the event stream over HTTP, and the console drawing a 1,000-op tree.
+
+Run from the repository root::
+
+    python bench/bench_web.py            # full run (about 40 s on 2 cores)
+    python bench/bench_web.py --quick    # smoke run (about 15 s)
+
+Everything runs on this machine: a started ``Executor`` (sim backend, 100 Hz) behind
+``WebServer(ControlApi(executor), port=0)`` on 127.0.0.1, clients in this process.
+
+Figures:
+
+1. Tree read, 1,000 ops (a root parallel of 999 do ops, all running). ``GET /api/plans/1/tree``
+   over a kept-alive HTTP connection, body parsed with ``json.loads``, vs
+   ``py_trees.display.unicode_tree(root, show_status=True)`` of a raw py_trees tree of the same
+   shape (what a plain py_trees program prints to show its states), alternated ``--repeats`` x 20
+   times. Also shown: ``Executor.get_plan_tree`` in process. Ratio = HTTP p50 / raw p50. Bar 10.
+2. Event stream. Plans of 10 ops (a root sequence of 9 do ops lasting 20 ms each) are submitted
+   at a steady pace for ``--seconds`` s so that the executor emits about ``--rate`` events/s;
+   one ``/api/events`` reader counts them. Lost = events emitted for those plans - events read
+   (by ``seq``). Gated: lost == 0. Latency = read time - the event's ``time`` (p50, p99).
+3. The console in headless Chromium (skipped, with a line saying so, when chromium, chromedriver
+   or selenium are missing): the page is loaded while figure 1's plan runs; draw = from
+   navigation start to 1,000 ``g.op`` nodes in the DOM. Then all 999 running ops end in the same
+   tick (the sim script gives them one duration); update = from that plan's ``plan_complete``
+   (its event time) to the DOM showing every op succeeded, polled every 10 ms. No raw py_trees
+   counterpart (it has no viewer). Bars: draw 2 s, update 1 s (targets 0.5 s and 0.25 s).
+
+Exit 1 when a gated bar is missed.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import statistics
+import sys
+import threading
+import time
+
+import py_trees
+
+from benchlib import fmt_time, parse_args
+import bt_exec
+from bt_exec.web import ControlApi, WebServer
+
+TREE_OPS = 1000
+TREE_READ_BAR = 10.0
+DRAW_BAR_S, DRAW_TARGET_S = 2.0, 0.5
+UPDATE_BAR_S, UPDATE_TARGET_S = 1.0, 0.25
+
+
+def wide_plan(leaves: int, description: str = "wide") -> dict:
+    do_ops = [{"op": "do", "op_id": 0, "description": f"leaf {i}", "cap": "bench.leaf", "args": {}}
+              for i in range(leaves)]
+    return {"rtdl_description": description, "content": "", "task_update": None,
+            "rtdl": {"op": "parallel", "op_id": 0, "description": "all leaves", "children": do_ops}}
+
+
+def raw_wide_tree(leaves: int) -> py_trees.behaviour.Behaviour:
+    root = py_trees.composites.Parallel("all leaves", policy=py_trees.common.ParallelPolicy.SuccessOnAll(),
+                                        children=[py_trees.behaviours.Running(f"leaf {i}") for i in range(leaves)])
+    root.tick_once()
+    return root
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def tree_read(server: WebServer, executor: bt_exec.Executor, plan_id: str, repeats: int) -> dict:
+    raw_root = raw_wide_tree(TREE_OPS - 1)
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    http_t, raw_t, local_t = [], [], []
+    for _ in range(repeats * 20):
+        began = time.perf_counter()
+        connection.request("GET", f"/api/plans/{plan_id}/tree")
+        tree = json.loads(connection.getresponse().read())
+        http_t.append(time.perf_counter() - began)
+        assert len(tree["ops"]) == TREE_OPS, "the plan is not the one expected"
+        began = time.perf_counter()
+        py_trees.display.unicode_tree(raw_root, show_status=True)
+        raw_t.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        executor.get_plan_tree(plan_id)
+        local_t.append(time.perf_counter() - began)
+    connection.close()
+    return {"http": statistics.median(http_t), "raw": statistics.median(raw_t), "local": statistics.median(local_t),
+            "ratio": statistics.median(h / r for h, r in zip(http_t, raw_t))}
+
+
+def event_stream(server: WebServer, executor: bt_exec.Executor, rate: int, seconds: float) -> dict:
+    per_plan = 2 + 2 * 10  # plan_started, running + final for each op (the root too), plan_complete
+    plan = {"rtdl_description": "stream", "content": "", "task_update": None,
+            "rtdl": {"op": "sequence", "op_id": 0, "description": "nine steps",
+                     "children": [{"op": "do", "op_id": 0, "description": f"step {i}", "cap": "bench.step",
+                                   "args": {}} for i in range(9)]}}
+    text = json.dumps(plan)
+    received: dict[int, float] = {}
+    latencies: list[float] = []
+    ours: set[str] = set()
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request("GET", "/api/events")
+    response = connection.getresponse()
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            line = response.fp.readline()
+            if not line:
+                return
+            if line.startswith(b"data: "):
+                event = json.loads(line[6:])
+                now = time.time()
+                if "seq" in event:
+                    received[event["seq"]] = now
+                    latencies.append(now - event["time"])
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    interval = per_plan / rate
+    began = time.monotonic()
+    submitted = 0
+    while time.monotonic() - began < seconds:
+        answer = executor.submit(text)
+        ours.add(answer["plan_id"])
+        submitted += 1
+        time.sleep(max(0.0, began + submitted * interval - time.monotonic()))
+    for plan_id in ours:
+        executor.run_until_complete(plan_id, timeout=60)
+    expected = submitted * per_plan
+    deadline = time.monotonic() + 10
+    while len(received) < expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    connection.close()
+    return {"expected": expected, "received": len(received), "lost": expected - len(received),
+            "rate": expected / (time.monotonic() - began), "p50": percentile(latencies, 0.5),
+            "p99": percentile(latencies, 0.99)}
+
+
+def browser_figures(server: WebServer, executor: bt_exec.Executor, plan_id: str) -> dict | str:
+    """Draw and update times in headless Chromium, or why they were skipped."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        return "selenium is not installed"
+    import shutil
+
+    if not shutil.which("chromium") or not shutil.which("chromedriver"):
+        return "chromium or chromedriver is not installed (apt-get install chromium chromium-driver)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
+    try:
+        driver.get(server.url)
+        deadline = time.monotonic() + 30
+        count = "return document.querySelectorAll('g.op').length"
+        while driver.execute_script(count) < TREE_OPS and time.monotonic() < deadline:
+            time.sleep(0.01)
+        drawn_at = driver.execute_script("return performance.now()") / 1000.0
+        if driver.execute_script(count) < TREE_OPS:
+            return "the console never drew the 1,000 ops"
+        record = executor.run_until_complete(plan_id, timeout=60)
+        done = "return document.querySelectorAll('g.op.state-succeeded').length"
+        deadline = time.monotonic() + 30
+        while driver.execute_script(done) < TREE_OPS and time.monotonic() < deadline:
+            time.sleep(0.01)
+        shown_at = time.time()
+        if driver.execute_script(done) < TREE_OPS:
+            return "the console never showed every op succeeded"
+        return {"draw": drawn_at, "update": shown_at - record["ended_at"]}
+    finally:
+        driver.quit()
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv, __doc__.splitlines()[0], repeats=10, quick_repeats=3,
+                      quick_help="smoke run: fewer repeats, a shorter event stream")
+    seconds = 3.0 if args.quick else 10.0
+    rate = 1000
+    hold_s = 25.0 if args.quick else 40.0  # the wide plan's ops run this long: figures 1 and 3 read it meanwhile
+    script = {"default": {"outcome": "success", "duration_s": 0.02},
+              "caps": {"bench.leaf": {"outcome": "success", "duration_s": hold_s}}}
+    executor = bt_exec.Executor(backend=bt_exec.SimBackend(script))
+    executor.start()
+    server = WebServer(ControlApi(executor), port=0)
+    server.start()
+    failed = False
+    try:
+        plan_id = executor.submit(wide_plan(TREE_OPS - 1))["plan_id"]
+        time.sleep(0.3)  # every leaf running
+        read = tree_read(server, executor, plan_id, args.repeats)
+        verdict = "PASS" if read["ratio"] <= TREE_READ_BAR else "FAIL"
+        failed |= verdict == "FAIL"
+        print(f"{'figure':<44}{'ours':>12}{'raw py_trees':>14}{'ratio':>8}  bar")
+        print(f"{'tree read, 1,000 ops (HTTP GET + parse)':<44}{fmt_time(read['http']):>12}{fmt_time(read['raw']):>14}"
+              f"{read['ratio']:>8.2f}  <= {TREE_READ_BAR:g} {verdict}")
+        print(f"{'  in process (get_plan_tree)':<44}{fmt_time(read['local']):>12}")
+        browser = browser_figures(server, executor, plan_id)
+        if isinstance(browser, str):
+            print(f"console in Chromium: skipped: {browser}")
+        else:
+            for name, bar, target in (("draw", DRAW_BAR_S, DRAW_TARGET_S), ("update", UPDATE_BAR_S, UPDATE_TARGET_S)):
+                verdict = "PASS" if browser[name] <= bar else "FAIL"
+                failed |= verdict == "FAIL"
+                label = ("console: draw 1,000 ops (from navigation)" if name == "draw"
+                         else "console: 999 ops end in one tick -> all shown")
+                print(f"{label:<44}{fmt_time(browser[name]):>12}{'':>22}  <= {fmt_time(bar)} "
+                      f"(target {fmt_time(target)}) {verdict}")
+        executor.cancel_all()
+        stream = event_stream(server, executor, rate, seconds)
+        verdict = "PASS" if stream["lost"] == 0 else "FAIL"
+        failed |= verdict == "FAIL"
+        print(f"event stream at ~{rate}/s for {seconds:g} s: {stream['received']}/{stream['expected']} read, "
+              f"lost {stream['lost']} (bar 0) {verdict}; latency p50 {fmt_time(stream['p50'])}, "
+              f"p99 {fmt_time(stream['p99'])}")
+    finally:
+        server.close()
+        executor.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
