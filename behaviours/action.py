@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import py_trees
 from py_trees.common import Status
@@ -20,7 +21,9 @@ class CapabilityAction(py_trees.behaviour.Behaviour):
         RUNNING: the call is in progress (the capability may report it paused).
         SUCCESS: the capability reported SUCCEEDED.
         FAILURE: it reported FAILED, TIMEOUT or CANCELED, or the backend raised
-            or answered something that is not a call status; ``result["error"]`` says which.
+            or answered something that is not a call status, or it ran past the op
+            timeout (the call is then cancelled and the op ends ``timeout``);
+            ``result["error"]`` says which.
 
     After it finishes, ``final_state`` is the op state (succeeded, failed,
     timeout, canceled) and ``result`` is ``{success, output, error, cap, call_id, event}``.
@@ -41,16 +44,20 @@ class CapabilityAction(py_trees.behaviour.Behaviour):
         self._run_id: str | None = None
         self._polled: CallStatus | None = None
         self._reported_state = "RUNNING"
+        self.timeout_s: float | None = None
+        self._deadline: float | None = None
 
     def setup(self, **kwargs) -> None:
-        """Takes ``backend`` (the capability backend) and ``plan`` (the run's PlanHooks)."""
+        """Takes ``backend`` (the capability backend), ``plan`` (the run's PlanHooks) and, optionally,
+        ``op_timeout_s``: the longest a call may run before it is cancelled and the op ends ``timeout``."""
         self.backend = kwargs["backend"]
         self.hooks = kwargs["plan"]
+        self.timeout_s = kwargs.get("op_timeout_s")
         if self.call_id is None:
             self.call_id = f"{self.hooks.plan_id}:{self.op_id}"
 
     def initialise(self) -> None:
-        self.result = self.final_state = self._run_id = self._polled = None
+        self.result = self.final_state = self._run_id = self._polled = self._deadline = None
         self._reported_state = "RUNNING"
         call = CapabilityCall(self.hooks.plan_id, self.op_id, self.cap, self.args, self.provider, self.call_id)
         try:
@@ -60,6 +67,8 @@ class CapabilityAction(py_trees.behaviour.Behaviour):
             return
         if isinstance(started, str) and started:
             self._run_id = started
+            if self.timeout_s is not None:
+                self._deadline = time.monotonic() + self.timeout_s
             self.hooks.call_started(self)
         elif isinstance(started, CallStatus) and started.terminal:
             self._finish(started)
@@ -68,11 +77,18 @@ class CapabilityAction(py_trees.behaviour.Behaviour):
                                                     "expected a run id or a terminal CallStatus"))
 
     def poll(self) -> bool:
-        """Ask the backend for news; True when a tick is needed (state changed or finished)."""
+        """Ask the backend for news; True when a tick is needed (state changed, finished, or timed out)."""
+        if self._timed_out():
+            return True
         self._polled = self._status()
         return self._polled.terminal or self._polled.state != self._reported_state
 
     def update(self) -> Status:
+        if self.final_state is None and self._timed_out():
+            self.hooks.call_ended(self)
+            self._cancel_call()
+            self._finish(CallStatus("TIMEOUT", error=f"no result within the op timeout of {self.timeout_s:g} s; "
+                                                     "the call was cancelled"))
         if self.final_state is None:
             status, self._polled = self._polled or self._status(), None
             if status.terminal:
@@ -90,12 +106,18 @@ class CapabilityAction(py_trees.behaviour.Behaviour):
         if new_status == Status.INVALID and self.status == Status.RUNNING and self._run_id is not None \
                 and self.final_state is None:
             self.hooks.call_ended(self)
-            try:
-                self.backend.cancel(self._run_id)
-            except Exception as exc:
-                log.warning("cancel of %s (op %s, run %s) raised %s: %s", self.cap, self.op_id, self._run_id,
-                            type(exc).__name__, exc)
-            self._run_id = None
+            self._cancel_call()
+
+    def _timed_out(self) -> bool:
+        return self._deadline is not None and self.final_state is None and time.monotonic() >= self._deadline
+
+    def _cancel_call(self) -> None:
+        try:
+            self.backend.cancel(self._run_id)
+        except Exception as exc:
+            log.warning("cancel of %s (op %s, run %s) raised %s: %s", self.cap, self.op_id, self._run_id,
+                        type(exc).__name__, exc)
+        self._run_id = None
 
     def _status(self) -> CallStatus:
         try:

@@ -138,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "repeatable. See op ids with: bt-exec compile FILE --render ascii")
     run.add_argument("--events", metavar="F.jsonl", help="append every event to this JSONL file")
     run.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
+    add_op_timeout(run)
     add_web(run)
     run.add_argument("--keep-serving", action="store_true",
                      help="with --web: keep serving after the plan ended, until Ctrl-C (more plans can be submitted)")
@@ -156,10 +157,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="own executor: Qwen3 skill catalog (default: grant)")
     mcp.add_argument("--scene", metavar="SCENE.json", help="own executor: the scene Qwen3 graphs run in")
     mcp.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
+    add_op_timeout(mcp)
     add_web(mcp)
     mcp.set_defaults(command=mcp_command)
     add_ros_commands(commands)
     return parser
+
+
+def add_op_timeout(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--op-timeout", metavar="S", type=positive_seconds,
+                         help="longest one capability call may run; past it the call is cancelled and its op ends "
+                              "timeout (default: no limit)")
 
 
 def add_web(command: argparse.ArgumentParser) -> None:
@@ -311,10 +319,11 @@ def run_command(args: argparse.Namespace) -> int:
         scene = bt_exec.Scene.from_file(args.scene)
         backend = bt_exec.SimBackend(args.sim_script, world=World.from_scene(catalog, scene))
         executor = bt_exec.Executor(backend=backend, skill_catalog=catalog, scene=scene, max_steps=args.max_steps,
-                                    tick_rate_hz=args.tick_rate)
+                                    tick_rate_hz=args.tick_rate, op_timeout_s=args.op_timeout)
     else:
         backend = bt_exec.SimBackend(args.sim_script)
-        executor = bt_exec.Executor(backend=backend, catalog=catalog, tick_rate_hz=args.tick_rate)
+        executor = bt_exec.Executor(backend=backend, catalog=catalog, tick_rate_hz=args.tick_rate,
+                                    op_timeout_s=args.op_timeout)
     if args.keep_serving and args.web is None:
         raise CommandError("--keep-serving goes with --web PORT")
     web = _start_web(executor, args)
@@ -370,9 +379,9 @@ def mcp_command(args: argparse.Namespace) -> int:
     from .web.mcp_server import McpUnavailable, serve_stdio
 
     if args.url:
-        if args.web is not None or args.sim_script or args.catalog or args.scene:
-            raise CommandError("--url drives a running app: --web, --sim-script, --catalog and --scene are for an "
-                               "executor of its own")
+        if args.web is not None or args.sim_script or args.catalog or args.scene or args.op_timeout:
+            raise CommandError("--url drives a running app: --web, --sim-script, --catalog, --scene and --op-timeout "
+                               "are for an executor of its own")
         from .web.client import HttpApi
 
         api = HttpApi(args.url, token=os.environ.get(TOKEN_ENV))
@@ -385,7 +394,8 @@ def mcp_command(args: argparse.Namespace) -> int:
         world = World.from_scene(skill_catalog, scene) if scene else None
         catalog = bt_exec.CapabilityCatalog.from_file(args.catalog) if args.catalog else None
         executor = bt_exec.Executor(backend=bt_exec.SimBackend(args.sim_script, world=world), catalog=catalog,
-                                    skill_catalog=skill_catalog, scene=scene, tick_rate_hz=args.tick_rate)
+                                    skill_catalog=skill_catalog, scene=scene, tick_rate_hz=args.tick_rate,
+                                    op_timeout_s=args.op_timeout)
         executor.start()
         web = _start_web(executor, args)
         api = ControlApi(executor)

@@ -41,13 +41,19 @@ class Executor:
     def __init__(self, backend: Backend | None = None, *, catalog: CapabilityCatalog | dict | None = None,
                  limits: Limits | None = None, tick_rate_hz: float = 100.0, keep_finished: int = 1000,
                  remember_run_ids: int = 10_000, skill_catalog: SkillCatalog | str | None = None,
-                 scene: Scene | dict | str | None = None, max_active_runs: int = 1, max_steps: int = 1000):
+                 scene: Scene | dict | str | None = None, max_active_runs: int = 1, max_steps: int = 1000,
+                 op_timeout_s: float | None = None):
         """``catalog``: RTDL capability catalog. Step graphs (Qwen3) use ``skill_catalog`` (default
         grant) and ``scene`` (a Scene, its dict, or a file path): without a scene they are refused.
         ``max_active_runs`` step graphs may run at once (one robot: 1); each executes at most
-        ``max_steps`` steps. With no backend, a SimBackend simulating the scene is used."""
+        ``max_steps`` steps. With no backend, a SimBackend simulating the scene is used.
+        ``op_timeout_s``: the longest one capability call may run; past it the call is cancelled
+        and its op ends ``timeout`` (None: no limit)."""
         if tick_rate_hz <= 0:
             raise ValueError(f"tick_rate_hz must be positive, got {tick_rate_hz}")
+        if op_timeout_s is not None and not (isinstance(op_timeout_s, (int, float)) and 0 < op_timeout_s < float("inf")):
+            raise ValueError(f"op_timeout_s must be a positive number of seconds or None, got {op_timeout_s!r}")
+        self.op_timeout_s = op_timeout_s
         self.skill_catalog = skill_catalog_of(skill_catalog)
         self.scene = Scene.from_file(scene) if isinstance(scene, str) else scene_of(scene)
         self.max_active_runs = max_active_runs
@@ -214,7 +220,7 @@ class Executor:
             if not isinstance(body, CapabilityAction):
                 continue
             backend = self._builtins if plan.dialect == "rtdl" and builtin_name(body.cap, body.provider) else self.backend
-            body.setup(plan=run, backend=backend)
+            body.setup(plan=run, backend=backend, op_timeout_s=self.op_timeout_s)
         return run
 
     def _carry_out(self, request: ControlRequest, run_id: str | None) -> dict:
