@@ -1,6 +1,7 @@
 """The HTTP door (bt_exec.web): routes, the event stream, refusals and the security rules, over a real server."""
 import http.client
 import json
+import re
 import threading
 import time
 
@@ -185,7 +186,7 @@ def test_the_page_and_its_files_come_from_the_server_with_a_strict_policy(app):
         assert response.status == 200 and response.getheader("Content-Type").startswith(mime) and body
         assert "default-src 'self'" in response.getheader("Content-Security-Policy")
     page = request(server, "GET", "/")[1].decode()
-    assert "http://" not in page and "https://" not in page  # nothing from the internet
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # nothing loaded from elsewhere
     assert request(server, "GET", "/../setup.py")[0] == 404
 
 
@@ -235,6 +236,17 @@ def test_a_listener_that_falls_behind_is_told_how_many_events_it_lost(make_execu
     assert stream.get(0) is None
     stream.close()
     assert api._streams == ()
+
+
+def test_event_streams_are_limited_in_number(make_executor):
+    api = ControlApi(make_executor(), max_streams=2)
+    first, second = api.listen(), api.listen()
+    with pytest.raises(ApiError) as refused:
+        api.listen()
+    assert (refused.value.status, refused.value.code) == (503, "too_many_streams")
+    first.close()
+    api.listen().close()
+    second.close()
 
 
 def test_closing_the_server_ends_open_event_streams(app):

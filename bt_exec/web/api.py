@@ -162,11 +162,13 @@ class ControlApi:
     """The routes bound to one executor, and its events fanned out to listeners.
 
     ``recent``: how many past events new listeners (the event log) can read;
-    ``stream_capacity``: how many events one slow listener may fall behind before losing some.
+    ``stream_capacity``: how many events one slow listener may fall behind before losing some;
+    ``max_streams``: how many listeners at once (each holds a connection and a thread).
     """
 
-    def __init__(self, executor, recent: int = 500, stream_capacity: int = 10_000):
+    def __init__(self, executor, recent: int = 500, stream_capacity: int = 10_000, max_streams: int = 32):
         self.executor = executor
+        self.max_streams = max_streams
         self._recent: collections.deque[dict] = collections.deque(maxlen=recent)
         self._streams: tuple[EventStream, ...] = ()
         self._lock = threading.Lock()
@@ -194,8 +196,12 @@ class ControlApi:
             return list(self._recent)
 
     def listen(self) -> EventStream:
+        """A new listener's stream; ApiError 503 when ``max_streams`` are open already."""
         stream = EventStream(self._stream_capacity, self._detach)
         with self._lock:
+            if len(self._streams) >= self.max_streams:
+                raise ApiError(503, "too_many_streams", f"{self.max_streams} event streams are open already; "
+                                                       "close one, or poll /api/plans")
             self._streams = self._streams + (stream,)
         return stream
 

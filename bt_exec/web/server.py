@@ -239,7 +239,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream_events(self) -> None:
         app = self.server.app
-        stream = app.api.listen()
+        stream = app.api.listen()  # before any header: a refusal is still a plain JSON answer
         try:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")
