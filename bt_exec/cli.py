@@ -30,7 +30,9 @@ from .compilers import DIALECTS, ControlRequest, Plan
 from .compilers.ir import STOP_WHENS
 from .compilers.symbolic import World
 from .errors import BtExecError, Issue, PlanError
+from . import watch
 from .live_view import EventLines, LiveView, one_line, printable
+from .web.server import TOKEN_ENV
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -46,8 +48,6 @@ BACKENDS = ("sim",)
 SUMMARY_STATES = ("succeeded", "failed", "timeout", "canceled", "running", "paused", "pending")
 # Longest a Ctrl-C waits to be noticed during a run.
 CTRL_C_LATENCY_S = 0.1
-# The web app's token (never on the command line, where ps shows it).
-TOKEN_ENV = "BT_EXEC_WEB_TOKEN"
 # How many op ids a "no such op" message lists before it stops.
 LISTED_OP_IDS = 20
 
@@ -160,6 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_op_timeout(mcp)
     add_web(mcp)
     mcp.set_defaults(command=mcp_command)
+
+    watch_ = commands.add_parser("watch", help="follow a running app's plan live in the terminal (bt-exec run --web, "
+                                               "the ROS node's web_port)", description=watch.DESCRIPTION)
+    watch.add_arguments(watch_)
+    watch_.set_defaults(command=watch.watch_command)
     add_ros_commands(commands)
     return parser
 

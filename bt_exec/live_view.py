@@ -102,7 +102,7 @@ class LiveView:
         self._changed.set()
 
     def start(self) -> None:
-        self._stream.write(_CLEAR_SCREEN)
+        start_screen(self._stream)
         self._changed.set()
         self._thread.start()
 
@@ -111,7 +111,7 @@ class LiveView:
         self._closed.set()
         self._changed.set()
         self._thread.join()
-        states = {op["op_id"]: (op["state"], _final_note(op)) for op in final_record["ops"]}
+        states = op_states(final_record["ops"])
         self._draw(f"{final_record['outcome']} after {final_record['duration_s']:.2f} s", states)
 
     def _redraw_loop(self) -> None:
@@ -124,56 +124,95 @@ class LiveView:
                 status = self._executor.get_plan_status(self._plan_id)
             except ControlError:  # the plan just finished; close() draws its final record
                 return
-            states = {op["op_id"]: (op["state"], op["stop_point"] and f"stop point {op['stop_point']}")
-                      for op in status["ops"]}
+            states = op_states(status["ops"])
             heading = "cancelling" if status["cancelled"] else "running"
             self._draw(f"{heading} {time.monotonic() - self._started_at:.1f} s", states)
             self._closed.wait(self._period)
 
     def _draw(self, heading: str, states: dict[str, tuple[str, str | None]]) -> None:
-        size = shutil.get_terminal_size()
         lines = [f"plan {self._plan_id}: {one_line(self._plan.description)} — {heading}"]
-        lines += tree_lines(self._plan, states)
-        room = max(size.lines - 2, 2)
-        if len(lines) > room:
-            hidden = len(lines) - room + 1
-            lines = lines[:room - 1] + [f"… {hidden} more ops"]
-        width = max(size.columns - 1, 10)
-        frame = "".join(line[:width] + _CLEAR_LINE_END + "\n" for line in lines)
-        self._stream.write(_HOME + frame + _CLEAR_BELOW)
-        self._stream.flush()
+        draw_frame(self._stream, lines + tree_lines(self._plan, states))
 
 
-def _final_note(op: dict) -> str | None:
-    """What a finished op's line adds: its call's error, else a failed or canceled operator's detail."""
-    result = op.get("result")
-    if isinstance(result, dict) and result.get("error"):
-        return result["error"]
-    return op.get("detail") if op["state"] in ("failed", "canceled", "timeout") else None
+def start_screen(stream: TextIO) -> None:
+    """Clear the terminal once, before the first frame."""
+    stream.write(_CLEAR_SCREEN)
+    stream.flush()
 
 
-def tree_lines(plan: Plan, states: dict[str, tuple[str, str | None]]) -> list[str]:
+def draw_frame(stream: TextIO, lines: list[str]) -> None:
+    """Draw ``lines`` over the previous frame, cut to the terminal's size (the last line says how many are hidden)."""
+    size = shutil.get_terminal_size()
+    room = max(size.lines - 2, 2)
+    if len(lines) > room:
+        hidden = len(lines) - room + 1
+        lines = lines[:room - 1] + [f"… {hidden} more ops"]
+    width = max(size.columns - 1, 10)
+    frame = "".join(line[:width] + _CLEAR_LINE_END + "\n" for line in lines)
+    stream.write(_HOME + frame + _CLEAR_BELOW)
+    stream.flush()
+
+
+def op_states(ops: list[dict]) -> dict[str, tuple[str, str | None]]:
+    """op id -> (state, note) from op dicts as the executor reports them (status, tree view, final record).
+
+    The note: a finished call's error, else a failed or canceled op's detail, else an armed stop point.
+    """
+    states = {}
+    for op in ops:
+        result = op.get("result")
+        if isinstance(result, dict) and result.get("error"):
+            note = result["error"]
+        elif op["state"] in ("failed", "canceled", "timeout") and op.get("detail"):
+            note = op["detail"]
+        elif op.get("stop_point"):
+            note = f"stop point {op['stop_point']}"
+        else:
+            note = None
+        states[str(op["op_id"])] = (op["state"], note)
+    return states
+
+
+def tree_lines(plan: Plan | dict, states: dict[str, tuple[str, str | None]] | None = None) -> list[str]:
     """One line per op, in pre-order, with box-drawing branches: ``├─ ✔ 3 do succeeded: take a snapshot``.
 
-    ``states`` maps op ids to (state, note); a note is shown after the description, in brackets.
+    ``plan``: a loaded Plan, or a tree view as ``Executor.get_plan_tree`` (``GET /api/plans/{id}/tree``)
+    gives it, which may come from another process: ops it names but lacks, and repeated ops, are skipped.
+    ``states`` maps op ids to (state, note), a note shown after the description in brackets; for a
+    tree view it defaults to the view's own (``op_states``). Ops without a state are pending.
     """
+    if isinstance(plan, Plan):
+        dialect, root = plan.dialect, plan.root
+        ops = {op_id: (op.kind, op.description, op.children) for op_id, op in plan.ops.items()}
+    else:
+        dialect, root = plan.get("dialect"), str(plan.get("root"))
+        ops = {str(op["op_id"]): (op.get("kind", "?"), op.get("description", ""), op.get("children") or [])
+               for op in plan["ops"]}
+        if states is None:
+            states = op_states(plan["ops"])
+    states = states or {}
+
+    def line(lead: str, op_id: str, kind: str | None, description: str) -> str:
+        state, note = states.get(op_id, ("pending", None))
+        kind_text = f" {one_line(kind)}" if kind is not None else ""
+        return (f"{lead}{STATE_SYMBOLS.get(state, '?')} {one_line(op_id)}{kind_text} {one_line(state)}: "
+                f"{one_line(description)}" + (f" [{one_line(note)}]" if note else ""))
+
+    if dialect == "qwen3":  # a graph, not a tree: its steps in plan order
+        return [line("", op_id, None, description) for op_id, (_kind, description, _children) in ops.items()]
     lines = []
-    if plan.dialect == "qwen3":  # a graph, not a tree: its steps in plan order
-        for op_id, op in plan.ops.items():
-            state, note = states.get(op_id, ("pending", None))
-            lines.append(f"{STATE_SYMBOLS.get(state, '?')} {op_id} {state}: {one_line(op.description)}"
-                         + (f" [{one_line(note)}]" if note else ""))
-        return lines
-    stack = [(plan.root, "", "")]  # (op id, this line's lead, the lead of its children's lines)
+    seen = set()
+    stack = [(root, "", "")]  # (op id, this line's lead, the lead of its children's lines)
     while stack:
         op_id, lead, child_lead = stack.pop()
-        op = plan.ops[op_id]
-        state, note = states.get(op_id, ("pending", None))
-        lines.append(f"{lead}{STATE_SYMBOLS.get(state, '?')} {op_id} {op.kind} {state}: "
-                     f"{one_line(op.description)}" + (f" [{one_line(note)}]" if note else ""))
-        last = len(op.children) - 1
+        if op_id not in ops or op_id in seen:
+            continue
+        seen.add(op_id)
+        kind, description, children = ops[op_id]
+        lines.append(line(lead, op_id, kind, description))
+        last = len(children) - 1
         for index in range(last, -1, -1):
             is_last = index == last
-            stack.append((op.children[index], child_lead + ("└─ " if is_last else "├─ "),
+            stack.append((str(children[index]), child_lead + ("└─ " if is_last else "├─ "),
                           child_lead + ("   " if is_last else "│  ")))
     return lines

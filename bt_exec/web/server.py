@@ -39,6 +39,8 @@ _SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+# Where bt-exec and the node read the app's token from: never a command line, where ps shows it.
+TOKEN_ENV = "BT_EXEC_WEB_TOKEN"
 KEEPALIVE_S = 15.0
 
 
