@@ -37,7 +37,8 @@ def test_launch_file_defines_generate_launch_description():
 
 def test_launch_arguments():
     arguments = {ast.literal_eval(call.args[0]): call for call in calls(launch_tree(), "DeclareLaunchArgument")}
-    assert {"sim_robot", "viewer", "backend", "params_file", "web_port", "sim_script"} <= set(arguments)
+    assert {"sim_robot", "viewer", "backend", "params_file", "web_port", "web_host", "sim_script"} <= set(arguments)
+    assert keyword(arguments["web_host"], "default_value") == params.DEFAULTS["web_host"]
     assert keyword(arguments["sim_robot"], "choices") == ["true", "false"]
     assert keyword(arguments["sim_robot"], "default_value") == "false"
     assert keyword(arguments["viewer"], "choices") == ["py_trees", "web", "none"]
@@ -53,7 +54,7 @@ def test_launch_starts_the_node_the_sim_robot_and_the_viewer():
     processes = calls(tree, "ExecuteProcess")
     assert [keyword(call, "cmd") for call in processes] == [["py-trees-tree-viewer"]]
     text = LAUNCH.read_text()
-    assert '"web_port"' in text and '"bt_exec.yaml"' in text and '"config"' in text
+    assert '"web_port"' in text and '"web_host"' in text and '"bt_exec.yaml"' in text and '"config"' in text
 
 
 def test_setup_installs_the_launch_file_config_and_executables():

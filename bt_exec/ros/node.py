@@ -14,6 +14,11 @@ Topics: ``~/plan`` (each accepted graph's text, published from the tick thread
 as the plan starts: before its first tick), ``~/status`` (one JSON event per
 message, from an outbox thread), ``~/tree`` (op states of the running plans,
 on change, at most 10 Hz).
+
+Web app (``web_port`` > 0): ``bt_exec.web``'s operator console, JSON API and
+event stream over the same executor, served by threads of its own; bound as
+the node is made (a taken port or a missing token stops the start), served
+from ``start()``, closed first in ``close()``.
 """
 from __future__ import annotations
 
@@ -145,9 +150,11 @@ class ExecutorNode(Node):
     def __init__(self, executor: Executor | None = None, *, node_name: str = NODE_NAME, **node_options):
         super().__init__(node_name, **node_options)
         self._backend = None
+        self.web = None
         try:
             self.settings = self._declare_parameters()
             self.bt = executor if executor is not None else self._make_executor()
+            self.web = self._make_web()
         except BaseException:
             self.destroy_node()
             raise
@@ -184,6 +191,8 @@ class ExecutorNode(Node):
             try:
                 self._journal = JsonlJournal(journal_path)
             except OSError as exc:
+                if self.web is not None:
+                    self.web.close()
                 self.destroy_node()
                 raise ConfigError(f"journal_path: cannot write events to {journal_path}: "
                                   f"{exc.strerror or exc}") from None
@@ -200,9 +209,6 @@ class ExecutorNode(Node):
                 self.get_logger().warning(f"py-trees-tree-watcher support is off: {type(exc).__name__}: {exc}")
         else:
             self.get_logger().debug(f"py-trees-tree-watcher support is off: {why_not}")
-        if self.settings.get("web_port"):
-            self.get_logger().warning(f"web_port {self.settings['web_port']}: this version has no web UI yet; "
-                                      "the parameter is ignored")
 
     # --- set-up -----------------------------------------------------------------
 
@@ -248,6 +254,24 @@ class ExecutorNode(Node):
                         skill_catalog=skill_catalog, scene=scene, max_active_runs=s["max_active_runs"],
                         max_steps=s["max_steps"])
 
+    def _make_web(self):
+        """The web app over this node's executor when ``web_port`` is set (bound, not yet serving), else None.
+
+        ConfigError when it cannot be: bound beyond loopback without a token, or the port is taken.
+        """
+        s = self.settings
+        if not s["web_port"]:
+            return None
+        from ..web import ControlApi, WebServer  # only when asked for: the node runs without it
+
+        api = ControlApi(self.bt)
+        try:
+            return WebServer(api, host=s["web_host"], port=s["web_port"],
+                             token=s["web_token"] or os.environ.get(params.WEB_TOKEN_ENV) or None)
+        except BaseException:
+            api.close()
+            raise
+
     def start(self, tick: bool = True) -> None:
         """Start publishing and (``tick``) the executor's tick loop. The node must be in an executor already."""
         if self._started:
@@ -257,6 +281,10 @@ class ExecutorNode(Node):
         if tick:
             self.bt.start()
         s = self.settings
+        if self.web is not None:
+            self.web.start()
+            token = "POSTs need its token" if self.web.token else "no token"
+            self.get_logger().info(f"web app: {self.web.url} ({token})")
         self.get_logger().info(f"ready: backend {s['backend']}, {s['tick_rate_hz']:g} Hz; services and topics "
                                f"under {self.get_fully_qualified_name()}/")
 
@@ -265,6 +293,11 @@ class ExecutorNode(Node):
         if self._closed:
             return
         self._closed = True
+        if self.web is not None:  # first: no plan comes in over HTTP while the others are cancelled
+            try:
+                self.web.close()
+            except Exception as exc:
+                self.get_logger().error(f"closing the web app: {type(exc).__name__}: {exc}")
         try:
             self.bt.close(wait_ms=SHUTDOWN_CANCEL_MS)
         except Exception as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..compilers import Limits
+from ..web.server import TOKEN_ENV as WEB_TOKEN_ENV  # the web app's token, when the web_token parameter is empty
 
 BACKENDS = ("sim", "ros")
 _LIMITS = Limits()
@@ -44,8 +45,13 @@ PARAMETERS: tuple[Param, ...] = (
     Param("capability_server_timeout_s", 5.0, "ros backend: how long a call waits for its action server "
                                               "(and for the goal's acceptance) before it fails.",
           "a positive number"),
-    Param("web_port", 0, "Reserved for the web UI (a later issue); 0: off. Other values are accepted and "
-                         "only logged for now.", "0..65535"),
+    Param("web_port", 0, "Serve the web app (operator console, HTTP API, event stream) on this port; 0: off.",
+          "0..65535"),
+    Param("web_host", "127.0.0.1", "Address the web app binds to. Beyond loopback (0.0.0.0, a LAN address) "
+                                   "web_token is required.", "an address or host name"),
+    Param("web_token", "", "Bearer token the web app requires on every POST (all control); reads stay open. "
+                           f"Required when web_host is not loopback. Empty: ${WEB_TOKEN_ENV} if set, else none. "
+                           "Parameters are readable over ROS (ros2 param get): prefer the environment variable."),
 )
 
 PARAMETER_NAMES = tuple(p.name for p in PARAMETERS)
@@ -66,4 +72,6 @@ def check(values: dict) -> list[str]:
             problems.append(f"{name} must be an integer >= 1, got {values[name]!r}")
     if not 0 <= values["web_port"] <= 65535:
         problems.append(f"web_port must be 0..65535, got {values['web_port']!r}")
+    if not values["web_host"].strip():
+        problems.append("web_host must be an address or host name (127.0.0.1, 0.0.0.0, ...), got ''")
     return problems
