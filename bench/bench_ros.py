@@ -6,7 +6,9 @@ Run from the repository root, inside the ROS 2 environment::
     python bench/bench_ros.py            # full run (about 75 s on 2 cores)
     python bench/bench_ros.py --quick    # smoke run (about 20 s)
 
-Without rclpy (or bt_exec_interfaces) it prints one line saying why it skips and exits 0.
+Without rclpy (or bt_exec_interfaces) it prints one line saying why it skips, the table with
+every figure marked skipped (the reason in its note), and exits 0. The table is ``benchlib``'s,
+as every bench script prints; the run's description and any notes follow it.
 
 The node is ``python -m bt_exec.cli serve --ros-args -r __node:=bench_<random> -p tick_rate_hz:=...
 -p sim_script:=<temp file>`` (the sim backend), started with a random ``ROS_DOMAIN_ID`` (1..100)
@@ -26,9 +28,15 @@ Figures:
    threads some 20 ms), so the figure includes that contention for the node's GIL, as a client of
    a real node would see it. For reference the same text goes, alternately, through
    ``bt_exec.Executor.submit`` in this process (a started Executor at the same tick rate, also
-   waited on until the plan completes). Each timed submit follows a ``gc.collect()`` in this
-   process (GC stays enabled; the node's own GC is untouched). Ratio = ROS p50 / in-process p50.
-   No bar.
+   waited on until the plan completes). Raw py_trees reference, in the same repeats: building
+   the same shape as plain behaviours in this process (``raw_tree``: a ``BehaviourTree`` over a
+   ``Sequence(memory=True)`` of 255 ``behaviours.Success``), which is what a py_trees program pays
+   before its first tick: it has no transport, no text to parse and nothing to validate, so the
+   ratio is the whole price of taking a plan as data (in process) and from another process
+   (over ROS). The three are timed back to back in each repeat, in alternating order. Each timed
+   section follows a ``gc.collect()`` in this process (GC stays enabled; the node's own GC is
+   untouched). Ratios: ours / raw of the same statistic (p50, p99, max), and, for
+   information, ROS p50 / in-process p50. No bar.
 2. Event delivery. Plans of ``STEP_OPS`` ``bench.step`` do ops under a root sequence are submitted
    at a steady pace for ``--seconds`` seconds, so that the node emits ``--rate`` events per second
    (each plan emits plan_started, running + a final state for each of its ops, the root included,
@@ -44,7 +52,7 @@ Figures:
 
 The node is always stopped: SIGTERM, then SIGKILL after 10 s (also on errors and Ctrl-C; on Linux
 it also gets SIGTERM if this process dies). Exit 1 when a gated bar is missed or the node cannot be
-started or driven.
+started or driven (its figures then show ``error``, the reason in their note).
 """
 from __future__ import annotations
 
@@ -62,6 +70,8 @@ import tempfile
 import threading
 import time
 import uuid
+
+from benchlib import ERROR, FAIL, NO_RAW_ROS, PASS, SKIPPED, Figure, parse_args, report, skipped
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -92,6 +102,16 @@ def plan_text(n_do: int, cap: str, description: str) -> str:
     return json.dumps({"content": None, "rtdl_description": description,
                        "rtdl": {"op": "sequence", "op_id": 0, "description": "in order", "children": children},
                        "task_update": None})
+
+
+def raw_tree(op_count: int):
+    """Raw py_trees' counterpart of accepting figure 1's plan: build the same shape as plain behaviours
+    (a ``Sequence(memory=True)`` of ``op_count - 1`` ``behaviours.Success``) in a ``BehaviourTree``."""
+    import py_trees
+
+    root = py_trees.composites.Sequence("in order", memory=True)
+    root.add_children([py_trees.behaviours.Success(f"step {i}") for i in range(1, op_count)])
+    return py_trees.trees.BehaviourTree(root)
 
 
 def events_of(op_count: int) -> int:
@@ -377,21 +397,30 @@ def submit_round_trip(client: Client, repeats: int, tick_rate_hz: float, tag: st
             incomplete += 1  # its plan_complete never came: counted as lost in the tally
         return elapsed
 
-    ros_t, local_t = [], []
+    def raw() -> float:
+        gc.collect()
+        started = time.perf_counter()
+        raw_tree(SUBMIT_OPS)
+        return time.perf_counter() - started
+
+    ros_t, local_t, raw_t = [], [], []
     try:
         for i in range(3):  # warm-up, untimed
             in_process(f"{tag}-warm-local-{i}")
             over_ros(f"{tag}-warm-ros-{i}")
+            raw()
         for i in range(repeats):
             if i % 2:
+                raw_t.append(raw())
                 local_t.append(in_process(f"{tag}-local-{i}"))
                 ros_t.append(over_ros(f"{tag}-ros-{i}"))
             else:
                 ros_t.append(over_ros(f"{tag}-ros-{i}"))
                 local_t.append(in_process(f"{tag}-local-{i}"))
+                raw_t.append(raw())
     finally:
         executor.close(wait_ms=0)
-    return {"ros": ros_t, "local": local_t, "bytes": len(text.encode()), "expected": expected,
+    return {"ros": ros_t, "local": local_t, "raw": raw_t, "bytes": len(text.encode()), "expected": expected,
             "incomplete": incomplete}
 
 
@@ -427,28 +456,29 @@ def event_delivery(client: Client, rate: float, seconds: float, tag: str) -> dic
 
 # --- report ---------------------------------------------------------------------------
 
-def fmt_ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
+SUBMIT = f"1  submit {SUBMIT_OPS} ops"
+NAMES = (f"{SUBMIT} over ROS, p50", f"{SUBMIT} over ROS, p99", f"{SUBMIT} over ROS, max",
+         f"{SUBMIT} in-process, p50", f"{SUBMIT} in-process, p99", "1  ROS p50 / in-process p50",
+         "1  events lost, submit phase", "2  events/s received while submitting", "2  events/s received, first to last",
+         "2  events received", "2  events lost", "2  seq gaps", "2  duplicate events", "   node's drop count")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats, a shorter event phase (CI)")
-    parser.add_argument("--repeats", type=int, help="submits timed in figure 1 (default 200, or 40 with --quick)")
+def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="events per second in figure 2 (default 1000)")
     parser.add_argument("--seconds", type=float, help="length of figure 2's phase (default 5, or 3 with --quick)")
     parser.add_argument("--tick-rate-hz", type=float, default=100.0, help="the node's tick_rate_hz (default 100)")
-    args = parser.parse_args(argv)
-    repeats = args.repeats or (40 if args.quick else 200)
-    seconds = args.seconds or (3.0 if args.quick else 5.0)
-    if repeats < 1 or seconds <= 0 or args.rate <= 0 or args.tick_rate_hz <= 0:
-        parser.error("--repeats, --rate, --seconds and --tick-rate-hz must be positive")
 
+
+def figures(args, detail: list[str] | None = None) -> list[Figure]:
+    """Figures 1 and 2 (see the module doc), measured against a node started here and always stopped;
+    skipped rows when ROS 2 is not set up. Raises RuntimeError when the node cannot be started or driven.
+    ``detail`` gets the run's description and notes."""
+    detail = [] if detail is None else detail
+    seconds = args.seconds or (3.0 if args.quick else 5.0)
     missing = _ros_missing()
     if missing is not None:
-        print(f"bench_ros: skipped: ROS 2 is not set up here: {missing}; "
-              "run `bash scripts/setup-ros.sh && . build/ros/env.sh` first")
-        return 0
+        return skipped("ros", NAMES, f"ROS 2 is not set up here: {missing}; run `bash scripts/setup-ros.sh && "
+                                     ". build/ros/env.sh` first")
 
     # Before any rclpy.init, here and (through env) in the node process.
     domain_id = random.SystemRandom().randint(1, 100)
@@ -461,8 +491,6 @@ def main(argv=None) -> int:
 
     import rclpy.utilities
 
-    import bt_exec
-
     tag = uuid.uuid4().hex[:8]
     node = client = None
     node_code = "not started"
@@ -471,19 +499,14 @@ def main(argv=None) -> int:
             node = NodeProcess(pathlib.Path(tmp), args.tick_rate_hz, dict(os.environ))
             client = Client(node.name)
             client.wait_ready(node)
-            trip = submit_round_trip(client, repeats, args.tick_rate_hz, tag)
+            trip = submit_round_trip(client, args.repeats, args.tick_rate_hz, tag)
             node.check_alive()
             events = event_delivery(client, args.rate, seconds, tag)
             node.check_alive()
             trip_tally = client.status.tally(trip["expected"])
-        except KeyboardInterrupt:
-            print("bench_ros: interrupted; stopping the node", file=sys.stderr)
-            return 130
         except Exception as exc:
             log = node.log_tail() if node is not None else ""
-            print(f"bench_ros: error: {type(exc).__name__}: {exc}" + (f"\nnode log (tail):\n{log}" if log else ""),
-                  file=sys.stderr)
-            return 1
+            raise RuntimeError(f"{type(exc).__name__}: {exc}" + (f"\nnode log (tail):\n{log}" if log else "")) from exc
         finally:
             if node is not None:
                 node_code = node.stop()
@@ -492,41 +515,42 @@ def main(argv=None) -> int:
                     client.status.wait(lambda: client.status.shutdown_dropped is not None, 2.0)
                 client.close()
 
-    ros_t, local_t = trip["ros"], trip["local"]
-    ros_p50, local_p50 = statistics.median(ros_t), statistics.median(local_t)
+    ros_t, local_t, raw_t = trip["ros"], trip["local"], trip["raw"]
+    ros_p50, local_p50, raw_p50 = statistics.median(ros_t), statistics.median(local_t), statistics.median(raw_t)
+    raw_p99 = percentile(raw_t, 99)
     status = client.status
     node_dropped = status.shutdown_dropped if status.shutdown_dropped is not None else \
         (max(status.dropped_reports) if status.dropped_reports else None)
     lost = events["lost"]
-    rows = [  # (figure, value, bar, verdict)
-        (f"1  submit {SUBMIT_OPS} ops over ROS, p50", fmt_ms(ros_p50), "-", "info"),
-        (f"1  submit {SUBMIT_OPS} ops over ROS, p99", fmt_ms(percentile(ros_t, 99)), "-", "info"),
-        (f"1  submit {SUBMIT_OPS} ops over ROS, max", fmt_ms(max(ros_t)), "-", "info"),
-        (f"1  submit {SUBMIT_OPS} ops in-process, p50 (p99)",
-         f"{fmt_ms(local_p50)} ({fmt_ms(percentile(local_t, 99))})", "-", "info"),
-        ("1  ratio ROS p50 / in-process p50", f"{ros_p50 / local_p50:.2f}x", "-", "info"),
-        ("1  events lost, submit phase", f"{trip_tally['lost']} of {trip_tally['expected']}", "-", "info"),
-        ("2  events/s received while submitting (target)", f"{events['steady_rate']:.0f} ({events['target']:.0f})",
-         "-", "info"),
-        ("2  events/s received, first to last", f"{events['rate']:.0f}", "-", "info"),
-        ("2  events received / expected", f"{events['received']} / {events['expected']}", "-", "info"),
-        ("2  events lost", f"{lost}", "== 0", "PASS" if lost == 0 and events["refused"] == 0 else "FAIL"),
-        ("2  seq gaps, duplicates", f"{events['seq_gaps']}, {status.duplicates}", "-", "info"),
-        ("   node's drop count (node_shutdown)", "n/a" if node_dropped is None else str(node_dropped), "-", "info"),
+    vs_raw = {"bench": "ros", "note": RAW_NOTE}
+    no_raw = {"bench": "ros", "note": NO_RAW_ROS}
+    result = [
+        Figure(name=NAMES[0], ours_s=ros_p50, raw_s=raw_p50, ratio=ros_p50 / raw_p50, **vs_raw),
+        Figure(name=NAMES[1], ours_s=percentile(ros_t, 99), raw_s=raw_p99, ratio=percentile(ros_t, 99) / raw_p99,
+               **vs_raw),
+        Figure(name=NAMES[2], ours_s=max(ros_t), raw_s=max(raw_t), ratio=max(ros_t) / max(raw_t), **vs_raw),
+        Figure(name=NAMES[3], ours_s=local_p50, raw_s=raw_p50, ratio=local_p50 / raw_p50, **vs_raw),
+        Figure(name=NAMES[4], ours_s=percentile(local_t, 99), raw_s=raw_p99,
+               ratio=percentile(local_t, 99) / raw_p99, **vs_raw),
+        Figure(name=NAMES[5], value=ros_p50 / local_p50, unit="x", on="value", **no_raw),
+        Figure(name=NAMES[6], value=trip_tally["lost"], unit=f"of {trip_tally['expected']}", on="value", **no_raw),
+        Figure(name=NAMES[7], value=round(events["steady_rate"]), unit=f"/s ({events['target']:.0f} asked)",
+               on="value", **no_raw),
+        Figure(name=NAMES[8], value=round(events["rate"]), unit="/s", on="value", **no_raw),
+        Figure(name=NAMES[9], value=events["received"], unit=f"of {events['expected']}", on="value", **no_raw),
+        Figure(name=NAMES[10], value=lost, unit="events", on="value", bar=0,
+               verdict=PASS if lost == 0 and events["refused"] == 0 else FAIL, **no_raw),
+        Figure(name=NAMES[11], value=events["seq_gaps"], on="value", **no_raw),
+        Figure(name=NAMES[12], value=status.duplicates, on="value", **no_raw),
+        Figure(name=NAMES[13], value=node_dropped, on="value", **no_raw),
     ]
-    failed = any(verdict == "FAIL" for *_rest, verdict in rows)
 
-    print(f"bt_exec {bt_exec.__version__}, ROS 2 {os.environ.get('ROS_DISTRO', 'jazzy')} "
-          f"({rclpy.utilities.get_rmw_implementation_identifier()}), Python {sys.version.split()[0]}, "
-          f"ROS_DOMAIN_ID {domain_id}, node {node.name} at {args.tick_rate_hz:g} Hz{' (quick)' if args.quick else ''}")
-    print(f"1: {repeats} submits of a {SUBMIT_OPS}-op plan ({trip['bytes'] / 1024:.0f} KiB), each to an idle node; "
-          f"2: {events['plans']} plans of {STEP_OPS + 1} ops ({events['per_plan']} events each, {STEP_S * 1e3:g} ms "
-          f"per op) submitted over {events['submitted_s']:.1f} s, events over {events['span_s']:.1f} s")
-    header = f"{'figure':<50} {'value':>22} {'bar':>6}  result"
-    print(header)
-    print("-" * len(header))
-    for label, value, bar, verdict in rows:
-        print(f"{label:<50} {value:>22} {bar:>6}  {verdict}")
+    detail.append(f"ros: ROS 2 {os.environ.get('ROS_DISTRO', 'jazzy')} "
+                  f"({rclpy.utilities.get_rmw_implementation_identifier()}), ROS_DOMAIN_ID {domain_id}, node "
+                  f"{node.name} at {args.tick_rate_hz:g} Hz; 1: {args.repeats} submits of a {SUBMIT_OPS}-op plan "
+                  f"({trip['bytes'] / 1024:.0f} KiB), each to an idle node; 2: {events['plans']} plans of {STEP_OPS + 1} "
+                  f"ops ({events['per_plan']} events each, {STEP_S * 1e3:g} ms per op) submitted over "
+                  f"{events['submitted_s']:.1f} s, events over {events['span_s']:.1f} s")
     notes = []
     if events["refused"]:
         notes.append(f"{events['refused']} submits of the event phase were refused")
@@ -537,15 +561,39 @@ def main(argv=None) -> int:
         notes.append(f"plans missing events: {shown}")
     if trip["incomplete"]:
         notes.append(f"{trip['incomplete']} plans of figure 1 never showed plan_complete")
+    if node_dropped is None:
+        notes.append("the node sent no drop count (no status_dropped, no node_shutdown)")
     if node_code != 0:
         notes.append(f"the node did not stop cleanly (exit {node_code})")
     if events["steady_rate"] < 0.9 * events["target"]:
         notes.append(f"events arrived at {events['steady_rate']:.0f}/s while submitting, below 90% of the "
                      f"{events['target']:.0f}/s asked")
-    for note in notes:
-        print(f"note: {note}")
-    print("FAIL: a bar was missed" if failed else "all bars met")
-    return 1 if failed else 0
+    detail.extend(f"ros note: {note}" for note in notes)
+    return result
+
+
+RAW_NOTE = f"raw py_trees: build the same {SUBMIT_OPS}-behaviour tree, no transport, no parsing, no validation; " \
+           "ratio = ours / raw of the same statistic"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv, __doc__.splitlines()[0], 200, 40, "fewer repeats, a shorter event phase (CI)",
+                      extend=_options)
+    if (args.seconds is not None and args.seconds <= 0) or args.rate <= 0 or args.tick_rate_hz <= 0:
+        args.parser.error("--rate, --seconds and --tick-rate-hz must be positive")
+    detail: list[str] = []
+    try:
+        result = figures(args, detail)
+    except KeyboardInterrupt:
+        print("bench_ros: interrupted; the node was stopped", file=sys.stderr)
+        return 130
+    except RuntimeError as exc:
+        print(f"bench_ros: error: {exc}", file=sys.stderr)
+        result = [Figure("ros", name, verdict=ERROR, note=f"the node could not be started or driven: "
+                                                            f"{str(exc).splitlines()[0]}") for name in NAMES]
+    if all(f.verdict == SKIPPED for f in result) and not args.no_table:
+        print(f"bench_ros: skipped: {result[0].note}")
+    return report("ros", result, args, detail)
 
 
 if __name__ == "__main__":

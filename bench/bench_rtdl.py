@@ -25,9 +25,10 @@ Figures (ratio = ours / raw py_trees; lower is better; "ops" counts every node, 
    for the wire-arena input of the same plan.
 
 Method: each figure is measured ``--repeats`` times; within a repeat ours and raw run back to
-back in alternating order, each after ``gc.collect()`` (GC stays enabled). The table shows the
-median time of each side (min in brackets) and the median of the per-repeat ratios. A gated
-row FAILs when that ratio exceeds its bar; the script then exits 1.
+back in alternating order, each after ``gc.collect()`` (GC stays enabled). The table (the one
+of ``benchlib``, as every bench script prints) shows the median time of each side and the median
+of the per-repeat ratios (``--json`` also has the minima). A gated row FAILs when that ratio
+exceeds its bar; the script then exits 1.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ import time
 import py_trees
 from py_trees.common import ParallelPolicy, Status
 
-from benchlib import fmt_time, parse_args
+from benchlib import Figure, fmt_time, parse_args, report
 import bt_exec
 
 # figure -> (bar, target) on the ratio ours / raw
@@ -222,46 +223,40 @@ def load_validate_compile(text: str, spec, repeats: int) -> dict:
 
 # --- report -------------------------------------------------------------------------
 
-def main(argv=None) -> int:
-    args = parse_args(argv, __doc__.splitlines()[0], 9, 3, "few repeats: a smoke run (CI)")
-    repeats = args.repeats
+def _figure(name: str, figure: str | None, r: dict) -> Figure:
+    bar, target = BARS[figure] if figure else (None, None)
+    return Figure("rtdl", name, ours_s=r["ours"], raw_s=r["raw"], ratio=r["ratio"], bar=bar, target=target,
+                  ours_min_s=r["ours_min"], raw_min_s=r["raw_min"])
 
+
+def figures(args, detail: list[str] | None = None) -> list[Figure]:
+    """The seven figures (see the module doc); ``detail`` gets the tick-cost scaling line."""
+    repeats = args.repeats
     flat_ticks = {n: tick_cost(flat(n), repeats * 2) for n in (100, 1000, 10_000)}
     spec = nested(10_000, long_op=False)
-    rows = [  # (label, figure whose bar applies, or None for an information row, result)
-        ("1  tick, flat 1000 ops", "tick", flat_ticks[1000]),
-        ("1b tick, nested 1000 ops", "tick", tick_cost(nested(1000), repeats * 2)),
-        ("1c tick, flat 100 ops", None, flat_ticks[100]),
-        ("1c tick, flat 10000 ops", None, flat_ticks[10_000]),
-        ("2  2000 instant ops, load->complete", "instant", load_to_complete(2000, repeats)),
-        ("3  10k ops load+validate+compile, tree", "compile", load_validate_compile(to_envelope(spec), spec, repeats)),
-        ("3b 10k ops load+validate+compile, arena", "compile", load_validate_compile(to_arena(spec), spec, repeats)),
+    result = [
+        _figure("1  tick, flat 1000 ops", "tick", flat_ticks[1000]),
+        _figure("1b tick, nested 1000 ops", "tick", tick_cost(nested(1000), repeats * 2)),
+        _figure("1c tick, flat 100 ops", None, flat_ticks[100]),
+        _figure("1c tick, flat 10000 ops", None, flat_ticks[10_000]),
+        _figure("2  2000 instant ops, load->complete", "instant", load_to_complete(2000, repeats)),
+        _figure("3  10k ops load+validate+compile, tree", "compile",
+                load_validate_compile(to_envelope(spec), spec, repeats)),
+        _figure("3b 10k ops load+validate+compile, arena", "compile",
+                load_validate_compile(to_arena(spec), spec, repeats)),
     ]
+    if detail is not None:
+        costs = [flat_ticks[n]["ours"] for n in (100, 1000, 10_000)]
+        detail.append(f"rtdl: {repeats} repeats ({repeats * 2} for ticks); our tick cost at 100 / 1000 / 10000 ops: "
+                      f"{' / '.join(fmt_time(c) for c in costs)} (10000 vs 100: {costs[2] / costs[0]:.2f}x; "
+                      f"raw py_trees: {flat_ticks[10_000]['raw'] / flat_ticks[100]['raw']:.0f}x)")
+    return result
 
-    header = f"{'figure':<42} {'ours: median (min)':>22} {'raw py_trees: median (min)':>28} {'ratio':>7} " \
-             f"{'bar':>6} {'target':>7}  result"
-    print(f"bt_exec {bt_exec.__version__}, py_trees {py_trees.version.__version__}, Python {sys.version.split()[0]}, "
-          f"{repeats} repeats{' (quick)' if args.quick else ''}")
-    print(header)
-    print("-" * len(header))
-    failed = False
-    for label, figure, r in rows:
-        bar, target = BARS[figure] if figure else ("-", "-")
-        if figure is None:
-            verdict = "info"
-        elif r["ratio"] > bar:
-            verdict, failed = "FAIL", True
-        else:
-            verdict = "PASS, target met" if r["ratio"] <= target else "PASS, above target"
-        print(f"{label:<42} {fmt_time(r['ours']) + ' (' + fmt_time(r['ours_min']) + ')':>22} "
-              f"{fmt_time(r['raw']) + ' (' + fmt_time(r['raw_min']) + ')':>28} {r['ratio']:>7.3f} "
-              f"{bar:>6} {target:>7}  {verdict}")
-    costs = [flat_ticks[n]["ours"] for n in (100, 1000, 10_000)]
-    print(f"our tick cost at 100 / 1000 / 10000 ops: {' / '.join(fmt_time(c) for c in costs)} "
-          f"(10000 vs 100: {costs[2] / costs[0]:.2f}x; raw py_trees: "
-          f"{flat_ticks[10_000]['raw'] / flat_ticks[100]['raw']:.0f}x)")
-    print("FAIL: a bar was missed" if failed else "all bars met")
-    return 1 if failed else 0
+
+def main(argv=None) -> int:
+    args = parse_args(argv, __doc__.splitlines()[0], 9, 3, "few repeats: a smoke run (CI)")
+    detail: list[str] = []
+    return report("rtdl", figures(args, detail), args, detail)
 
 
 if __name__ == "__main__":
