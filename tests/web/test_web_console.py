@@ -136,6 +136,16 @@ def test_a_thousand_op_plan_renders_every_node_and_takes_updates(console_factory
     console.wait_op_class(first_leaf, "state-canceled")
     console.wait_text("#status", f"plan {plan_id}: cancelled")
     assert console.driver.execute_script("return document.querySelectorAll('g.op').length") == 1000
+    # Texts are drawn for the nodes near the view only; scrolling to the end brings the last op's.
+    last = console.driver.execute_script("return [...document.querySelectorAll('g.op')].pop().dataset.opId")
+    assert not console.css(f'g.op[data-op-id="{last}"]').find_elements("css selector", "text.desc")
+    console.driver.execute_script("const s = document.getElementById('tree-scroll'); s.scrollTo(0, s.scrollHeight)")
+    console.wait_for(lambda d: d.find_elements("css selector", f'g.op[data-op-id="{last}"] text.desc'),
+                     message="the last op's text was never drawn after scrolling to it")
+    last_op = console.executor.get_plan_result(plan_id)["ops"][-1]
+    assert (last_op["op_id"], last_op["state"]) == (last, "pending")  # after the cancel, never reached
+    assert console.css(f'g.op[data-op-id="{last}"] text.state-label').text == "pending"
+    assert "state-pending" in console.css(f'g.op[data-op-id="{last}"]').get_attribute("class")
     font = console.driver.execute_script("return getComputedStyle(document.querySelector('g.op .desc')).fontSize")
     assert float(font.rstrip("px")) >= 10  # drawn legibly; the view scrolls rather than shrinks
     tree = console.css("#tree")

@@ -33,6 +33,7 @@
   const DESC_CHARS = 32;
   const HEAD_CHARS = 16;    // leaves room for the state word on the right
   const SUB_CHARS = 33;
+  const MAX_PULSING = 20;   // more running ops than this: no pulse (each pulse repaints every frame)
   const ZOOMS = [0.3, 0.4, 0.5, 0.65, 0.8, 1, 1.2, 1.5, 2];
 
   const $ = (selector) => document.querySelector(selector);
@@ -122,6 +123,7 @@
     dirty: new Set(),
     detailsDirty: false,
     frameRequested: false,
+    hydrateRequested: false,
     logQueue: [],
     logHold: null,          // events held while /api/events/recent is being read
     lastLogSeq: 0,
@@ -208,16 +210,25 @@
 
   function flush() {
     st.frameRequested = false;
-    for (const opId of st.dirty) {
-      const entry = st.ops.get(opId);
-      if (entry) paintOp(entry);
+    if (st.dirty.size) {
+      for (const opId of st.dirty) {
+        const entry = st.ops.get(opId);
+        if (entry) paintOp(entry);
+      }
+      st.dirty.clear();
+      updateCalm();
     }
-    st.dirty.clear();
     if (st.detailsDirty) {
       st.detailsDirty = false;
       renderDetails();
     }
     flushLog();
+  }
+
+  function updateCalm() {
+    let running = 0;
+    for (const entry of st.ops.values()) if (entry.op.state === 'running') running += 1;
+    $('#tree').classList.toggle('calm', running > MAX_PULSING);
   }
 
   function markDirty(opId) {
@@ -450,6 +461,7 @@
       if (isGraph) nodes.appendChild(makeTransitions(op.op_id, tree.transitions[op.op_id] || {}, where));
       paintOp(entry);
     }
+    updateCalm();
     svg.append(edges, nodes);  // built detached: one insertion, one layout
     if (isGraph) markTakenFromPath(tree);
     st.size = { width: layout.width, height: layout.height };
@@ -457,6 +469,7 @@
     applyZoom();
     $('#tree-empty').hidden = true;
     $('#tree-scroll').scrollTo(0, 0);
+    scheduleHydrate();
   }
 
   // Tidy layout, depth left to right: leaves take consecutive rows, a parent is centred on its children.
@@ -524,25 +537,55 @@
     };
   }
 
+  // A node is its group and box at once; its texts are added when it first comes near the viewport
+  // (hydrate), so a 1,000-op tree lays out 1,000 boxes, not 5,000 texts, before it shows.
   function makeNode(op, x, y, tree) {
-    const isRoot = op.op_id === tree.root;
     const g = s('g', {
       class: 'op', 'data-op-id': op.op_id, transform: `translate(${x},${y})`, tabindex: '0', role: 'button',
     });
-    const title = s('title');
     const box = s('rect', { class: 'box', width: NODE_W, height: NODE_H, rx: 6, ry: 6 });
+    g.append(box);
+    return { op, g, x, y, isRoot: op.op_id === tree.root, parts: null, badge: null, stops: new Set() };
+  }
+
+  function hydrate(entry) {
+    const op = entry.op;
+    const title = s('title');
+    entry.g.insertBefore(title, entry.g.firstChild);
     const symbol = s('text', { class: 'sym', x: 10, y: 19 });
-    const head = s('text', {
-      class: 'head', x: 27, y: 19,
-      text: truncate(`${op.op_id} · ${op.kind}`, HEAD_CHARS),
-    });
+    const head = s('text', { class: 'head', x: 27, y: 19, text: truncate(`${op.op_id} · ${op.kind}`, HEAD_CHARS) });
     const stateLabel = s('text', { class: 'state-label', x: NODE_W - 10, y: 19, 'text-anchor': 'end' });
     const desc = s('text', { class: 'desc', x: 10, y: 36, text: truncate(op.description, DESC_CHARS) });
-    let sub = (isRoot && tree.transitions ? 'entry · ' : '') + (op.cap || '');
+    let sub = (entry.isRoot && st.tree && st.tree.transitions ? 'entry · ' : '') + (op.cap || '');
     if (!sub && op.children && op.children.length) sub = `${op.children.length} child${op.children.length > 1 ? 'ren' : ''}`;
     const subText = s('text', { class: 'sub', x: 10, y: 51, text: truncate(sub, SUB_CHARS) });
-    g.append(title, box, symbol, head, stateLabel, desc, subText);
-    return { op, g, title, symbol, stateLabel, badge: null, stops: new Set() };
+    entry.g.insertBefore(symbol, entry.badge ? entry.badge.group : null);
+    entry.g.insertBefore(head, entry.badge ? entry.badge.group : null);
+    entry.g.insertBefore(stateLabel, entry.badge ? entry.badge.group : null);
+    entry.g.insertBefore(desc, entry.badge ? entry.badge.group : null);
+    entry.g.insertBefore(subText, entry.badge ? entry.badge.group : null);
+    entry.parts = { title, symbol, stateLabel };
+    paintParts(entry);
+  }
+
+  // Texts for the nodes in view and one viewport around it; called on scroll, zoom and (re)build.
+  function hydrateVisible() {
+    st.hydrateRequested = false;
+    const scroller = $('#tree-scroll');
+    const zoom = ZOOMS[st.zoomIndex];
+    const left = (scroller.scrollLeft - scroller.clientWidth) / zoom - NODE_W;
+    const right = (scroller.scrollLeft + 2 * scroller.clientWidth) / zoom;
+    const top = (scroller.scrollTop - scroller.clientHeight) / zoom - NODE_H;
+    const bottom = (scroller.scrollTop + 2 * scroller.clientHeight) / zoom;
+    for (const entry of st.ops.values()) {
+      if (!entry.parts && entry.x >= left && entry.x <= right && entry.y >= top && entry.y <= bottom) hydrate(entry);
+    }
+  }
+
+  function scheduleHydrate() {
+    if (st.hydrateRequested) return;
+    st.hydrateRequested = true;
+    requestAnimationFrame(hydrateVisible);
   }
 
   function makeTransitions(stepId, edges, where) {
@@ -593,16 +636,20 @@
     return cls;
   }
 
-  function paintOp(entry) {
+  function paintParts(entry) {
     const op = entry.op;
-    entry.g.setAttribute('class', opClass(entry));
-    entry.symbol.textContent = SYMBOL[op.state] || '•';
-    entry.stateLabel.textContent = op.state;
     const stops = [...entry.stops].map((when) => `stop point ${when}`).join(', ');
-    entry.title.textContent = `${op.op_id} · ${op.kind} — ${op.state}${stops ? ' — ' + stops : ''}\n` +
+    entry.parts.symbol.textContent = SYMBOL[op.state] || '•';
+    entry.parts.stateLabel.textContent = op.state;
+    entry.parts.title.textContent = `${op.op_id} · ${op.kind} — ${op.state}${stops ? ' — ' + stops : ''}\n` +
       `${op.description || ''}${op.cap ? `\ncap: ${op.cap}` : ''}`;
     entry.g.setAttribute('aria-label', `op ${op.op_id}, ${op.kind}, ${op.state}${stops ? ', ' + stops : ''}: ` +
       `${op.description || ''}`);
+  }
+
+  function paintOp(entry) {
+    entry.g.setAttribute('class', opClass(entry));
+    if (entry.parts) paintParts(entry);
     paintStopBadge(entry);
   }
 
@@ -643,6 +690,7 @@
     svg.setAttribute('width', Math.ceil(st.size.width * zoom));
     svg.setAttribute('height', Math.ceil(st.size.height * zoom));
     $('#zoom-level').textContent = `${Math.round(zoom * 100)}%`;
+    scheduleHydrate();
   }
 
   function zoomBy(step) {
@@ -682,10 +730,8 @@
   function scrollToOp(entry) {
     const scroller = $('#tree-scroll');
     const zoom = ZOOMS[st.zoomIndex];
-    const match = /translate\(([-\d.]+),([-\d.]+)\)/.exec(entry.g.getAttribute('transform'));
-    if (!match) return;
-    const x = (Number(match[1]) + NODE_W / 2) * zoom;
-    const y = (Number(match[2]) + NODE_H / 2) * zoom;
+    const x = (entry.x + NODE_W / 2) * zoom;
+    const y = (entry.y + NODE_H / 2) * zoom;
     scroller.scrollTo(x - scroller.clientWidth / 2, y - scroller.clientHeight / 2);
   }
 
@@ -1297,6 +1343,8 @@
   function init() {
     document.addEventListener('click', onClick);
     $('#tree').addEventListener('keydown', onKey);
+    $('#tree-scroll').addEventListener('scroll', scheduleHydrate, { passive: true });
+    window.addEventListener('resize', scheduleHydrate);
     const token = $('#token');
     token.value = st.token;
     token.addEventListener('input', () => {
@@ -1311,8 +1359,7 @@
     });
     renderDetails();
     loadInfo();
-    refreshLists();
-    connectEvents();
+    connectEvents();  // once open, it reads the lists and the selected tree: one read, no events missed
   }
 
   window.addEventListener('error', (event) => showMessage('error', `console bug: ${event.message}`));
