@@ -643,12 +643,15 @@
     entry.parts.stateLabel.textContent = op.state;
     entry.parts.title.textContent = `${op.op_id} · ${op.kind} — ${op.state}${stops ? ' — ' + stops : ''}\n` +
       `${op.description || ''}${op.cap ? `\ncap: ${op.cap}` : ''}`;
-    entry.g.setAttribute('aria-label', `op ${op.op_id}, ${op.kind}, ${op.state}${stops ? ', ' + stops : ''}: ` +
-      `${op.description || ''}`);
   }
 
   function paintOp(entry) {
+    const op = entry.op;
+    const stops = [...entry.stops].map((when) => `stop point ${when}`).join(', ');
     entry.g.setAttribute('class', opClass(entry));
+    // Every node, drawn in full or not yet, is named for screen readers.
+    entry.g.setAttribute('aria-label', `op ${op.op_id}, ${op.kind}, ${op.state}${stops ? ', ' + stops : ''}: ` +
+      `${op.description || ''}`);
     if (entry.parts) paintParts(entry);
     paintStopBadge(entry);
   }
