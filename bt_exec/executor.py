@@ -42,18 +42,22 @@ class Executor:
                  limits: Limits | None = None, tick_rate_hz: float = 100.0, keep_finished: int = 1000,
                  remember_run_ids: int = 10_000, skill_catalog: SkillCatalog | str | None = None,
                  scene: Scene | dict | str | None = None, max_active_runs: int = 1, max_steps: int = 1000,
-                 op_timeout_s: float | None = None):
+                 op_timeout_s: float | None = None, max_plans: int = 64):
         """``catalog``: RTDL capability catalog. Step graphs (Qwen3) use ``skill_catalog`` (default
         grant) and ``scene`` (a Scene, its dict, or a file path): without a scene they are refused.
         ``max_active_runs`` step graphs may run at once (one robot: 1); each executes at most
         ``max_steps`` steps. With no backend, a SimBackend simulating the scene is used.
         ``op_timeout_s``: the longest one capability call may run; past it the call is cancelled
-        and its op ends ``timeout`` (None: no limit)."""
+        and its op ends ``timeout`` (None: no limit). At most ``max_plans`` plans (any dialect) are in
+        flight at once; beyond that a submit is refused as ``busy`` (``too_many_plans``)."""
         if tick_rate_hz <= 0:
             raise ValueError(f"tick_rate_hz must be positive, got {tick_rate_hz}")
         if op_timeout_s is not None and not (isinstance(op_timeout_s, (int, float)) and 0 < op_timeout_s < float("inf")):
             raise ValueError(f"op_timeout_s must be a positive number of seconds or None, got {op_timeout_s!r}")
         self.op_timeout_s = op_timeout_s
+        if not isinstance(max_plans, int) or isinstance(max_plans, bool) or max_plans < 1:
+            raise ValueError(f"max_plans must be an integer >= 1, got {max_plans!r}")
+        self.max_plans = max_plans
         self.skill_catalog = skill_catalog_of(skill_catalog)
         self.scene = Scene.from_file(scene) if isinstance(scene, str) else scene_of(scene)
         self.max_active_runs = max_active_runs
@@ -75,6 +79,7 @@ class Executor:
         self._answering: dict[str, threading.Event] = {}
         self._remember_run_ids = remember_run_ids
         self._graph_slots_taken = 0  # step graphs admitted and not yet finished (one robot: at most max_active_runs)
+        self._plans_admitted = 0  # plans admitted and not yet finished (at most max_plans)
         self._next_plan_id = 1
         self._next_op_id = 1
         self._subscribers: tuple[Callable[[dict], None], ...] = ()
@@ -150,14 +155,23 @@ class Executor:
         if issues:
             return _refusal("invalid", issues, run_id)
         # Reserve ids under the lock; load and compile outside it so big plans never stall ticking.
+        counted = not is_control_only(loaded)  # control (builtins only) is never refused for room
         with self._lock:
+            if counted and self._plans_admitted >= self.max_plans:
+                return _refusal("busy", [self._too_many_plans()], run_id)
+            self._plans_admitted += counted
             plan_id = str(self._next_plan_id)
             self._next_plan_id += 1
             first_op = self._next_op_id
             if loaded.numbered_by_loader:
                 self._next_op_id += loaded.op_count
         plan = loaded.renumbered(first_op) if loaded.numbered_by_loader else loaded
-        run = self._make_run(plan_id, plan, run_id)
+        try:
+            run = self._make_run(plan_id, plan, run_id)
+        except BaseException:
+            with self._lock:
+                self._plans_admitted -= counted
+            raise
         with self._lock:
             self._active[plan_id] = run
         self._wake.set()
@@ -191,7 +205,10 @@ class Executor:
                 held = ", ".join(f"plan {run.plan_id} (run {run.run_id})" for run in busy) or "another graph"
                 return _refusal("busy", [Issue("busy", "", f"the robot is busy with {held}; wait for it to end or "
                                                            "cancel it", ())], run_id)
+            if self._plans_admitted >= self.max_plans:
+                return _refusal("busy", [self._too_many_plans()], run_id)
             self._graph_slots_taken += 1
+            self._plans_admitted += 1
             plan_id = str(self._next_plan_id)
             self._next_plan_id += 1
         try:
@@ -199,6 +216,7 @@ class Executor:
         except BaseException:
             with self._lock:
                 self._graph_slots_taken -= 1
+                self._plans_admitted -= 1
             raise
         with self._lock:
             self._active[plan_id] = run
@@ -207,6 +225,10 @@ class Executor:
                 "message": f"plan {plan_id} accepted: {plan.op_count}-step graph from {plan.root}, scene revision "
                            f"{scene.revision}",
                 "dialect": "qwen3", "op_count": plan.op_count, "root_op_id": plan.root}
+
+    def _too_many_plans(self) -> Issue:
+        return Issue("too_many_plans", "", f"{self.max_plans} plans are in flight already (max_plans); wait for one "
+                                           "to end or cancel one", ())
 
     def _make_run(self, plan_id: str, plan: Plan, run_id: str | None, world: World | None = None) -> PlanRun:
         compiled = compile_plan(plan, self.skill_catalog)
@@ -463,6 +485,7 @@ class Executor:
         record = run.final_record()
         with self._lock:
             self._active.pop(run.plan_id, None)
+            self._plans_admitted -= not run.control_only
             if run.world is not None:
                 self._graph_slots_taken -= 1
                 self.scene = run.world.scene_after(self.scene)

@@ -269,7 +269,9 @@ class TestBuiltins:
 
 class TestThreadSafety:
     def test_many_threads_submit_stop_cancel_and_inspect_while_the_loop_ticks(self, make_executor, events):
-        ex = make_executor({"default": {"duration_s": 0.005}, "caps": {"sim.slow": {"duration_s": 0.05}}})
+        # Every submit must be accepted (the op ids below are derived from plan ids): room for all 90.
+        ex = make_executor({"default": {"duration_s": 0.005}, "caps": {"sim.slow": {"duration_s": 0.05}}},
+                           max_plans=100)
         ex.start()
         submitted = []
         errors = []

@@ -169,3 +169,24 @@ def test_the_cli_run_takes_an_op_timeout(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "op 2 do timeout" in out and "ops: 1 failed, 1 timeout, 2 pending" in out
     assert main(["run", str(plan), "--op-timeout", "0"]) == 2
+
+
+def test_beyond_max_plans_a_submit_is_refused_busy_and_control_still_gets_through():
+    from bt_exec.compilers.catalog import BUILTIN_PREFIX
+
+    executor = bt_exec.Executor(bt_exec.SimBackend({"default": {"outcome": "success", "duration_s": 30}}), max_plans=2)
+    first, second = (executor.submit(envelope(do(f"plan {n}")))["plan_id"] for n in (1, 2))
+    refused = executor.submit(envelope(do("one too many")))
+    assert not refused["accepted"] and refused["verdict"] == "busy"
+    assert refused["issues"][0]["code"] == "too_many_plans" and "max_plans" in refused["issues"][0]["message"]
+    control = executor.submit(envelope(do("list plans", cap=BUILTIN_PREFIX + "get_all_plans")))
+    assert control["accepted"]
+    assert executor.cancel_plan(first)["finished"]
+    assert executor.submit(envelope(do("room again")))["accepted"]
+    executor.close()
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_max_plans_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="max_plans"):
+        bt_exec.Executor(max_plans=bad)
