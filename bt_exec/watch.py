@@ -360,6 +360,10 @@ class _Follower:
     def _pick(self, plan_id: str) -> int | None:
         self.plan_id = plan_id
         self.view = None
+        return self._refresh()
+
+    def _refresh(self) -> int | None:
+        """Read the followed plan again and show it; the exit code if it has ended."""
         self.view = self._read_view()
         self.finished = self.view is None or not self.view.get("running")
         if self.terminal:
@@ -424,13 +428,7 @@ class _Follower:
         """After lost events: read the followed plan again, which may have ended meanwhile."""
         if self.finished:
             return None if self.pinned else self._pick_next()
-        self.view = self._read_view()
-        self.finished = self.view is None or not self.view.get("running")
-        if self.terminal:
-            self._draw_now()
-        elif self.view is not None:
-            self._print(*view_lines(self.view))
-        return self._ended() if self.finished else None
+        return self._refresh()
 
     # --- output ---
 
