@@ -1,4 +1,5 @@
-"""Configuration files bt_exec reads (catalogs, scenes, sim scripts): JSON, checked against a shipped schema."""
+"""Configuration files bt_exec reads: JSON (catalogs, scenes, sim scripts, checked against a shipped schema)
+and YAML (motion limits, cell poses)."""
 from __future__ import annotations
 
 import json
@@ -19,6 +20,20 @@ def read_json_file(path: str | pathlib.Path, what: str) -> object:
         raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     except (ValueError, RecursionError) as exc:
         raise ConfigError(f"{what} {path} is not valid JSON: {exc}") from None
+
+
+def read_yaml_file(path: str | pathlib.Path, what: str) -> object:
+    """The YAML document in file ``path`` (safe loader: data only); ConfigError naming ``what`` it was meant to be."""
+    import yaml
+
+    try:
+        text = pathlib.Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{what} {path} is not valid YAML: {' '.join(str(exc).split())}") from None
 
 
 def check_schema(data: object, schema_file: str, what: str) -> None:

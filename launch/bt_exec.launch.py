@@ -1,10 +1,12 @@
 """Launch the bt_exec node, optionally a simulated robot and a tree viewer.
 
-    ros2 launch bt_exec bt_exec.launch.py [backend:=sim|ros] [sim_robot:=true|false]
+    ros2 launch bt_exec bt_exec.launch.py [backend:=sim|ros|moveit] [sim_robot:=true|false]
         [viewer:=py_trees|web|none] [web_port:=8080] [web_host:=127.0.0.1] [params_file:=FILE] [sim_script:=FILE]
 
 The node's parameters come from config/bt_exec.yaml (or ``params_file``);
-``backend`` overrides the file's. ``sim_robot:=true`` also starts
+``backend`` overrides the file's. ``backend:=moveit`` runs the Grant skills on the arm
+through MoveItPy: give a ``params_file`` that sets ``scene_file`` and ``cell_poses_file``
+(and ``motion_limits_file``), see docs/moveit.md. ``sim_robot:=true`` also starts
 ``bt_exec_sim_robot``, which serves RunCapability at
 /bt_exec/capabilities/<provider> from ``sim_script`` (use it with
 ``backend:=ros``). ``viewer:=py_trees`` starts ``py-trees-tree-viewer``
@@ -41,8 +43,10 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("params_file", default_value=config,
                               description="parameters of the bt_exec node (YAML)"),
-        DeclareLaunchArgument("backend", default_value="sim", choices=["sim", "ros"],
-                              description="capability backend: sim (embedded) or ros (RunCapability actions)"),
+        DeclareLaunchArgument("backend", default_value="sim", choices=["sim", "ros", "moveit"],
+                              description="capability backend: sim (embedded), ros (RunCapability actions) or "
+                                          "moveit (the arm through MoveItPy; params_file sets scene_file, "
+                                          "cell_poses_file)"),
         DeclareLaunchArgument("sim_robot", default_value="false", choices=["true", "false"],
                               description="also start the simulated robot (RunCapability servers)"),
         DeclareLaunchArgument("sim_script", default_value="",

@@ -29,6 +29,7 @@ from numbers import Real
 from pathlib import Path
 from typing import Sequence
 
+from bt_exec.compilers.config_files import read_yaml_file
 from bt_exec.errors import ConfigError
 
 #: Slack for float noise on every inclusive bound (in the bound's unit: rad, degrees, seconds).
@@ -88,19 +89,11 @@ class MotionLimits:
         Raises :class:`ConfigError` when the file is missing or unreadable, is not YAML, is not a
         mapping, names an unknown key, or gives an unusable value.
         """
-        try:
-            import yaml
-        except ImportError as exc:  # pragma: no cover - pyyaml is a dependency
-            raise ConfigError("motion limits: PyYAML is needed to read a limits file") from exc
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"motion limits: cannot read {p}: {exc}") from exc
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"motion limits: {p} is not valid YAML: {exc}") from exc
+            data = read_yaml_file(p, "motion limits file")
+        except ConfigError as exc:
+            raise ConfigError(f"motion limits: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"motion limits: {p} must hold a mapping of limits, got {type(data).__name__}")
         known = {f.name for f in fields(cls)}

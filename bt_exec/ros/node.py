@@ -64,7 +64,7 @@ SERVICE_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability
                          durability=DurabilityPolicy.VOLATILE)
 TREE_PERIOD_S = 0.1      # ~/tree: at most 10 Hz
 DROP_REPORT_PERIOD_S = 1.0
-STATUS_QUEUE = 10_000    # events waiting for the ~/status publisher before they are dropped
+STATUS_QUEUE = params.STATUS_QUEUE  # default of status_queue: events waiting for the ~/status publisher
 REMEMBER_RUN_IDS = 10_000  # as many as the executor remembers answers for
 SUBMIT_WORKERS = 2
 SHUTDOWN_CANCEL_MS = 2000
@@ -183,7 +183,7 @@ class ExecutorNode(Node):
                                          (ListPlans, "~/list_plans", self._on_list_plans)):
             self.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS, callback_group=self._group)
 
-        self._outbox = Outbox(self._publish_event, idle=self._on_idle, max_queued=STATUS_QUEUE,
+        self._outbox = Outbox(self._publish_event, idle=self._on_idle, max_queued=self.settings["status_queue"],
                               idle_s=TREE_PERIOD_S / 2, name="bt_exec-status")
         self._journal = None
         journal_path = self.settings.get("journal_path")
@@ -241,6 +241,8 @@ class ExecutorNode(Node):
         if s["backend"] == "sim":
             world = World.from_scene(skill_catalog, scene) if scene is not None else None
             backend = SimBackend(s["sim_script"] or None, world=world)
+        elif s["backend"] == "moveit":
+            backend = self._make_moveit_backend(skill_catalog, scene)
         else:
             if s["sim_script"]:
                 self.get_logger().warning("sim_script is ignored with backend ros")
@@ -252,7 +254,25 @@ class ExecutorNode(Node):
         self._backend = backend
         return Executor(backend=backend, catalog=catalog, limits=limits, tick_rate_hz=s["tick_rate_hz"],
                         skill_catalog=skill_catalog, scene=scene, max_active_runs=s["max_active_runs"],
-                        max_steps=s["max_steps"])
+                        max_steps=s["max_steps"], op_timeout_s=s["op_timeout_s"] or None, max_plans=s["max_plans"])
+
+    def _make_moveit_backend(self, skill_catalog: SkillCatalog, scene: Scene | None):
+        """The Grant skills on the arm (bt_exec.motion, docs/moveit.md); ConfigError when it cannot be had."""
+        s = self.settings
+        if scene is None:
+            raise ConfigError("backend moveit needs scene_file: step graphs run in a scene (the cell's objects "
+                              "and targets)")
+        if s["sim_script"]:
+            self.get_logger().warning("sim_script is ignored with backend moveit")
+        from ..motion.cell import read_motion_config  # pure Python: the files are checked before MoveIt loads
+
+        poses, limits = read_motion_config(s)
+        try:
+            from ..motion import ros_wiring
+        except ImportError as exc:
+            raise ConfigError("backend moveit needs MoveItPy and its messages (ros-jazzy-moveit-py, "
+                              f"ros-jazzy-moveit-msgs, sensor_msgs): {exc}; see docs/moveit.md") from None
+        return ros_wiring.make_moveit_backend(self, s, skill_catalog, scene, poses=poses, limits=limits)
 
     def _make_web(self):
         """The web app over this node's executor when ``web_port`` is set (bound, not yet serving), else None.

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from ..compilers import Limits
 from ..web.server import TOKEN_ENV as WEB_TOKEN_ENV  # the web app's token, when the web_token parameter is empty
 
-BACKENDS = ("sim", "ros")
+BACKENDS = ("sim", "ros", "moveit")
+STATUS_QUEUE = 10_000  # the ~/status outbox: events waiting for the publisher before they are dropped
 _LIMITS = Limits()
 
 
@@ -26,9 +27,10 @@ class Param:
 PARAMETERS: tuple[Param, ...] = (
     Param("tick_rate_hz", 100.0, "How often the executor ticks the running plans, per second (its own loop).",
           "a positive number"),
-    Param("backend", "sim", "Capability backend: sim (the embedded simulator) or ros (RunCapability action "
-                            "clients, one server per provider: /bt_exec/capabilities/<provider>).",
-          "sim | ros"),
+    Param("backend", "sim", "Capability backend: sim (the embedded simulator), ros (RunCapability action "
+                            "clients, one server per provider: /bt_exec/capabilities/<provider>) or moveit "
+                            "(Grant skills on the arm through MoveItPy; needs scene_file and cell_poses_file).",
+          "sim | ros | moveit"),
     Param("sim_script", "", "sim backend: a sim script file (outcomes and durations per cap or op); "
                             "empty: everything succeeds at once."),
     Param("catalog", "", "RTDL capability catalog file to check caps and args against; empty: none."),
@@ -37,7 +39,13 @@ PARAMETERS: tuple[Param, ...] = (
                             "step graphs are refused (no_scene)."),
     Param("max_active_runs", 1, "Most Qwen3 step graphs running at once (one robot: 1).", "an integer >= 1"),
     Param("max_steps", 1000, "Most steps one Qwen3 run may execute.", "an integer >= 1"),
+    Param("op_timeout_s", 0.0, "Longest one capability call may run, in seconds; past it the call is cancelled "
+                               "and its op ends timeout. 0.0: no limit.", "0.0 or a positive number"),
+    Param("max_plans", 64, "Most plans (any dialect) in flight at once; more are refused (too_many_plans).",
+          "an integer >= 1"),
     Param("journal_path", "", "Append every event as one JSON line to this file; empty: no journal."),
+    Param("status_queue", STATUS_QUEUE, "Events waiting for the ~/status publisher; beyond, events are dropped "
+                                        "and counted (status_dropped).", "an integer >= 1"),
     Param("max_input_bytes", _LIMITS.max_input_bytes, "Largest plan accepted, in bytes.", "an integer >= 1"),
     Param("max_ops", _LIMITS.max_ops, "Most ops in one RTDL plan.", "an integer >= 1"),
     Param("max_depth", _LIMITS.max_depth, "Deepest nesting of one RTDL plan.", "an integer >= 1"),
@@ -45,6 +53,12 @@ PARAMETERS: tuple[Param, ...] = (
     Param("capability_server_timeout_s", 5.0, "ros backend: how long a call waits for its action server "
                                               "(and for the goal's acceptance) before it fails.",
           "a positive number"),
+    Param("cell_poses_file", "", "moveit backend: YAML file of the cell's named poses (position, optional "
+                                 "orientation and approach_height per target); required with backend moveit."),
+    Param("motion_limits_file", "", "moveit backend: YAML file of the motion policy's limits "
+                                    "(config/motion_limits.yaml); empty: the shipped defaults."),
+    Param("moveit_group", "arm", "moveit backend: the MoveIt planning group of the arm.", "a group name"),
+    Param("tcp_link", "tool0", "moveit backend: the link of the tool tip (TCP) the poses are for.", "a link name"),
     Param("web_port", 0, "Serve the web app (operator console, HTTP API, event stream) on this port; 0: off.",
           "0..65535"),
     Param("web_host", "127.0.0.1", "Address the web app binds to. Beyond loopback (0.0.0.0, a LAN address) "
@@ -67,11 +81,18 @@ def check(values: dict) -> list[str]:
             problems.append(f"{name} must be a positive number, got {value!r}")
     if values["backend"] not in BACKENDS:
         problems.append(f"backend must be one of {', '.join(BACKENDS)}, got {values['backend']!r}")
-    for name in ("max_active_runs", "max_steps", "max_input_bytes", "max_ops", "max_depth", "max_graph_steps"):
+    op_timeout = values["op_timeout_s"]
+    if not (op_timeout == 0 or 0 < op_timeout < float("inf")):
+        problems.append(f"op_timeout_s must be 0.0 (no limit) or a positive number of seconds, got {op_timeout!r}")
+    for name in ("max_active_runs", "max_steps", "max_plans", "status_queue", "max_input_bytes", "max_ops",
+                 "max_depth", "max_graph_steps"):
         if values[name] < 1:
             problems.append(f"{name} must be an integer >= 1, got {values[name]!r}")
     if not 0 <= values["web_port"] <= 65535:
         problems.append(f"web_port must be 0..65535, got {values['web_port']!r}")
+    for name in ("moveit_group", "tcp_link"):
+        if not values[name].strip():
+            problems.append(f"{name} must not be empty")
     if not values["web_host"].strip():
         problems.append("web_host must be an address or host name (127.0.0.1, 0.0.0.0, ...), got ''")
     return problems
