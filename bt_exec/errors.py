@@ -29,15 +29,71 @@ class Issue:
         return f"{where}: {self.message} [{self.code}]"
 
 
+MAX_ISSUES = 100  # issues listed for one input; beyond, one last issue ``too_many_issues`` says how many more
+
+
+class Issues(list):
+    """A list of issues that keeps the first ``MAX_ISSUES`` and counts the rest, so that an input
+    made of thousands of faults costs memory for a hundred. ``listed()`` gives the issues to report.
+
+    Loops over the parts of an input may stop once ``dropped`` is non-zero: the count of the
+    issues not listed is then a lower bound, as the summary says."""
+
+    def __init__(self, issues=()):
+        super().__init__()
+        self.dropped = 0
+        self.extend(issues)
+
+    @property
+    def full(self) -> bool:
+        return len(self) >= MAX_ISSUES
+
+    def append(self, issue: Issue) -> None:
+        if issue.code == "too_many_issues":  # the summary of a part's issues merged into these
+            self.dropped += _summarised(issue)
+        elif len(self) < MAX_ISSUES:
+            super().append(issue)
+        else:
+            self.dropped += 1
+
+    def extend(self, issues) -> None:
+        for issue in issues:
+            self.append(issue)
+        self.dropped += getattr(issues, "dropped", 0)
+
+    def __add__(self, other) -> Issues:
+        out = Issues(self)
+        out.extend(other)
+        return out
+
+    def __iadd__(self, other) -> Issues:
+        self.extend(other)
+        return self
+
+    def listed(self) -> list[Issue]:
+        issues = list(self)
+        if self.dropped:
+            issues.append(Issue("too_many_issues", "", f"{self.dropped} more issues at least were found and not "
+                                                       f"listed (at most {MAX_ISSUES} are)"))
+        return issues
+
+
+def _summarised(issue: Issue) -> int:
+    """How many issues a ``too_many_issues`` issue stands for: its message starts with the number."""
+    head = issue.message.split(" ", 1)[0]
+    return int(head) if head.isdigit() else 1
+
+
 class BtExecError(Exception):
     """Base of every error bt_exec raises on purpose."""
 
 
 class PlanError(BtExecError):
-    """An input was refused. ``issues`` lists every problem found, not just the first."""
+    """An input was refused. ``issues`` lists every problem found, not just the first (up to
+    ``MAX_ISSUES``; then a last ``too_many_issues`` says how many more)."""
 
     def __init__(self, issues: list[Issue]):
-        self.issues = list(issues)
+        self.issues = Issues(issues).listed()
         shown = "; ".join(str(i) for i in self.issues[:5])
         more = f" (+{len(self.issues) - 5} more)" if len(self.issues) > 5 else ""
         super().__init__(f"plan refused: {shown}{more}")

@@ -42,7 +42,8 @@ class SimBackend:
     every result carries ``output["state"]``, the world after the call.
     """
 
-    def __init__(self, script: dict | str | pathlib.Path | None = None, world=None):
+    def __init__(self, script: dict | str | pathlib.Path | None = None, world=None, history: int = 10_000):
+        """``history``: how many recent calls (and cancelled run ids) ``calls`` (``cancelled``) keep."""
         self.script = load_sim_script(script)
         self.world = world
         self._lock = threading.Lock()
@@ -50,8 +51,8 @@ class SimBackend:
         self._run_ids = itertools.count(1)
         self._call_counts: dict[tuple[str, str], int] = {}
         # Recent history for inspection and tests; bounded so a long-lived executor stays flat.
-        self.calls: collections.deque[CapabilityCall] = collections.deque(maxlen=10_000)
-        self.cancelled: collections.deque[str] = collections.deque(maxlen=10_000)
+        self.calls: collections.deque[CapabilityCall] = collections.deque(maxlen=history)
+        self.cancelled: collections.deque[str] = collections.deque(maxlen=history)
 
     def start(self, call: CapabilityCall) -> CallStatus | str:
         skill = self._skill_of(call)
@@ -104,6 +105,11 @@ class SimBackend:
         """Calls started and neither finished (polled to the end) nor cancelled."""
         with self._lock:
             return [run.call for run in self._runs.values()]
+
+    @property
+    def calls_in_flight(self) -> int:
+        """How many calls are started and neither finished nor cancelled (``len(active_calls())``)."""
+        return len(self._runs)
 
     def _skill_of(self, call: CapabilityCall):
         if self.world is None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pathlib
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -16,10 +17,13 @@ from .qwen3_check import check_graph, verdict_of
 from .rtdl import detect_shape, load_rtdl
 from .scene import Scene
 from .skill_catalog import SkillCatalog
-from .source import DEFAULT_LIMITS, Limits, parse_document
+from .source import DEFAULT_LIMITS, Limits, check_document, parse_document
 from .tree import CompiledPlan, compile_plan
 
 DIALECTS = ("auto", "rtdl", "qwen3")
+# Fields holding JSON text: the strings inside are checked once it is decoded, not the text's length.
+_ARENA_ARGS_JSON = re.compile(r"nodes\[\d+\]\.call\.args_json")
+_RESPONSE = "/response"
 DEFAULT_SKILL_CATALOG = "grant"
 
 __all__ = ["CapabilityCatalog", "CompiledPlan", "ControlRequest", "DIALECTS", "Limits", "Op", "Plan",
@@ -36,8 +40,16 @@ def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | 
     if dialect not in DIALECTS:
         raise PlanError([Issue("unknown_dialect", "", f"unknown dialect {dialect!r} (expected one of {', '.join(DIALECTS)})")])
     doc = parse_document(source, limits)
-    if dialect == "auto" and isinstance(doc, dict) and not detect_shape(doc):
-        if looks_like_qwen3(doc):
+    shape = detect_shape(doc) if isinstance(doc, dict) else None
+    qwen3 = dialect == "qwen3" or (dialect == "auto" and isinstance(doc, dict) and not shape and looks_like_qwen3(doc))
+    # Every value first: the loaders below then read only JSON values, strings within max_string_chars.
+    arena = not qwen3 and shape == "arena"
+    embedded = _ARENA_ARGS_JSON.fullmatch if arena else _RESPONSE.__eq__ if qwen3 else None
+    issues = check_document(doc, limits, arena=arena, measured=not isinstance(source, dict), embedded=embedded)
+    if issues:
+        raise PlanError(issues)
+    if dialect == "auto" and isinstance(doc, dict) and not shape:
+        if qwen3:
             return load_qwen3(doc, limits)
         raise PlanError([Issue("unknown_shape", "", "not a plan of any known dialect: expected an RTDL envelope "
                                                    "(key 'rtdl'), tree (key 'op') or wire arena (keys 'nodes', "

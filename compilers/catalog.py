@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import jsonschema
 
-from bt_exec.errors import ConfigError, Issue
+from bt_exec.errors import ConfigError, Issue, Issues
 
 from .config_files import check_schema, read_json_file
 
@@ -89,7 +89,7 @@ class CapabilityCatalog:
 
 def check_plan(plan: Plan, catalog: CapabilityCatalog | None) -> list[Issue]:
     """Issues of the plan's do ops against the builtins and, when given, the catalog."""
-    issues: list[Issue] = []
+    issues = Issues()
     for op in plan.ops.values():
         if op.kind != "do":
             continue
@@ -106,7 +106,9 @@ def check_plan(plan: Plan, catalog: CapabilityCatalog | None) -> list[Issue]:
             problems = catalog.check_args(op.cap, op.args)
         for pointer, message in problems:
             issues.append(Issue("bad_args", _field_path(plan, op, "args", pointer), f"args of {op.cap!r}: {message}"))
-    return issues
+        if issues.dropped:
+            break
+    return issues.listed()
 
 
 def check_args_of_builtin(name: str, args: object) -> list[tuple[str, str]]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bt_exec.errors import Issue, PlanError
+from bt_exec.errors import Issue, Issues, PlanError
 
 from .ir import Op, Plan
 from .skill_catalog import TERMINALS
-from .source import STRICT_JSON, Limits
+from .source import STRICT_JSON, Limits, check_document
 
 PARAMS = ("object", "target", "tool")
 _STEP_KEYS = frozenset(("id", "skill", "args", "description"))
@@ -27,6 +27,7 @@ class Step:
     skill: str                  # as the model wrote it; the catalog resolves aliases
     params: dict                # object / target / tool, and anything else it gave
     path: str
+    param_paths: dict = field(default_factory=dict)  # param -> where it is in the input (on the step or in args)
 
 
 @dataclass
@@ -55,10 +56,10 @@ def load_qwen3(doc: object, limits: Limits) -> Plan:
         raise PlanError([_issue("type", "", "a Qwen3 graph must be a JSON object")])
     prefix = ""
     run_id = revision = None
-    issues: list[Issue] = []
+    issues = Issues()
     if "response" in doc:
         run_id, revision = _envelope_fields(doc, issues)
-        doc, prefix = _response(doc["response"], issues), "/response"
+        doc, prefix = _response(doc["response"], limits, issues), "/response"
     if not isinstance(doc, dict):
         raise PlanError(issues)
     revision_path = "/scene_revision"  # a submit envelope carries it beside the response
@@ -100,7 +101,7 @@ def _envelope_fields(doc: dict, issues: list[Issue]) -> tuple[str | None, int | 
     return run_id, revision
 
 
-def _response(response: object, issues: list[Issue]) -> object:
+def _response(response: object, limits: Limits, issues: list[Issue]) -> object:
     """The graph in a submit envelope: an object, or model output text holding one (one code fence allowed)."""
     if isinstance(response, dict):
         return response
@@ -117,6 +118,9 @@ def _response(response: object, issues: list[Issue]) -> object:
     if not isinstance(graph, dict):
         issues.append(_issue("type", "/response", "response must hold a JSON object"))
         return None
+    problems = check_document(graph, limits, depth=1, at="response")  # its values, as if written in the envelope
+    if problems:
+        raise PlanError(issues + problems)
     return graph
 
 
@@ -151,24 +155,29 @@ def _read_steps(doc: dict, graph: StepGraph, limits: Limits, issues: list[Issue]
         if not isinstance(skill, str) or not skill.strip():
             issues.append(_issue("bad_value", f"{path}/skill", f"step {step_id!r}: skill must be a non-empty string", [step_id]))
             skill = ""
-        graph.steps[step_id] = Step(step_id, skill, _params(raw, path, step_id, issues), path)
+        params, param_paths = _params(raw, path, step_id, issues)
+        graph.steps[step_id] = Step(step_id, skill, params, path, param_paths)
 
 
-def _params(raw: dict, path: str, step_id: str, issues: list[Issue]) -> dict:
+def _params(raw: dict, path: str, step_id: str, issues: list[Issue]) -> tuple[dict, dict]:
     params = {key: value for key, value in raw.items() if key not in _STEP_KEYS}
+    paths = {key: f"{path}/{_esc(key)}" for key in params}
     args = raw.get("args", {})
     if not isinstance(args, dict):
         issues.append(_issue("type", f"{path}/args", f"step {step_id!r}: args must be an object", [step_id]))
         args = {}
     for key, value in args.items():
         if key in params and params[key] != value:
-            issues.append(_issue("param_conflict", f"{path}/args/{key}",
+            issues.append(_issue("param_conflict", f"{path}/args/{_esc(key)}",
                                  f"step {step_id!r}: {key} is {params[key]!r} on the step but {value!r} in args", [step_id]))
-        params.setdefault(key, value)
+        if key not in params:
+            params[key], paths[key] = value, f"{path}/args/{_esc(key)}"
     for key, value in params.items():
         if not isinstance(value, str) or not value.strip():
-            issues.append(_issue("type", f"{path}/{key}", f"step {step_id!r}: {key} must be a name, got {value!r}", [step_id]))
-    return params
+            issues.append(_issue("type", paths[key], f"step {step_id!r}: {key} must be a name, got {value!r}", [step_id]))
+            if issues.dropped:
+                break
+    return params, paths
 
 
 def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
@@ -197,6 +206,8 @@ def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
         issues.append(_issue("type", f"{prefix}/transitions", "transitions must be a map or an edge list"))
         return
     for source, event, target, path in edges:
+        if issues.dropped:
+            return
         if not (isinstance(source, str) and isinstance(event, str) and isinstance(target, str)):
             issues.append(_issue("type", path, "from, event and to must be strings"))
             continue

@@ -10,7 +10,7 @@ from collections import deque
 
 import networkx as nx
 
-from bt_exec.errors import Issue
+from bt_exec.errors import Issue, Issues
 
 from .ir import Plan
 from .qwen3 import StepGraph
@@ -24,7 +24,7 @@ REPLAN_CODES = frozenset(("precondition_fails_in_scene",))
 def verdict_of(plan: Plan, issues: list[Issue]) -> str:
     if plan.steps.status == "blocked":
         return "blocked"
-    if any(issue.code not in REPLAN_CODES for issue in issues):
+    if any(issue.code not in REPLAN_CODES and issue.code != "too_many_issues" for issue in issues):
         return "invalid"
     return "replan_required" if issues else "ok"
 
@@ -34,7 +34,7 @@ def check_graph(plan: Plan, catalog: SkillCatalog, scene: Scene | None) -> list[
     graph: StepGraph = plan.steps
     if graph.status == "blocked":
         return []
-    issues: list[Issue] = []
+    issues = Issues()
     skills = _check_skills(graph, catalog, issues)
     if scene is not None:
         _check_revision(graph, scene, issues)
@@ -48,7 +48,7 @@ def check_graph(plan: Plan, catalog: SkillCatalog, scene: Scene | None) -> list[
     _check_tool_returns(graph, catalog, skills, issues)
     if not issues:  # the meaning of every step is known: follow the symbolic state
         _check_preconditions(graph, catalog, skills, scene, issues)
-    return issues
+    return issues.listed()
 
 
 def _issue(code: str, path: str, message: str, steps) -> Issue:
@@ -90,7 +90,7 @@ def _check_params(graph, catalog: SkillCatalog, skills, scene, issues) -> None:
         where = f"step {step_id!r} ({step.skill})"
         for key, value in step.params.items():
             spec = skill.params.get(key)
-            path = f"{step.path}/{key}"
+            path = step.param_paths.get(key, step.path)
             if spec is None:
                 issues.append(_issue("unknown_param", path, f"{where} takes no {key!r} "
                                                             f"(it takes: {', '.join(skill.params) or 'nothing'})", [step_id]))
@@ -419,7 +419,7 @@ class _ModeSearch:
 
     def __init__(self, graph: StepGraph, skills, model: Abstract, start, obj: str):
         self.graph, self.skills, self.model, self.start, self.obj = graph, skills, model, start, obj
-        self.parent = {(graph.entry, mode): None for mode in start[obj]}
+        self.parent = {(graph.entry, mode): None for mode in sorted(start[obj])}  # sorted: sets follow string hashes
         self.queue = deque(self.parent)
         self.taken: dict = {}  # node -> when it left the queue
         self.unexpanded = None  # the node the last answer stopped at
@@ -457,7 +457,7 @@ class _ModeSearch:
                 modes = self.model.after(skill, params, event, {**self.start, self.obj: frozenset((mode,))})[self.obj]
                 if shared is not None:
                     self.modes_after[key] = modes
-            for following in modes:
+            for following in sorted(modes):
                 if (target, following) not in self.parent:
                     self.parent[(target, following)] = node
                     self.queue.append((target, following))

@@ -10,10 +10,10 @@ import re
 
 import networkx as nx
 
-from bt_exec.errors import Issue, PlanError
+from bt_exec.errors import Issue, Issues, PlanError
 
 from .ir import STOP_WHENS, ControlRequest, Op, Plan
-from .source import STRICT_JSON as _DECODER, Limits
+from .source import STRICT_JSON as _DECODER, Limits, check_document
 
 META_OPS = ("cancel_plan", "cancel_all", "stop_plan_at")
 TREE_OPS = ("sequence", "parallel", "do")
@@ -64,7 +64,7 @@ def load_rtdl(doc: object, limits: Limits) -> Plan | ControlRequest:
 # --- envelope -------------------------------------------------------------
 
 def _load_envelope(doc: dict, limits: Limits) -> Plan | ControlRequest:
-    issues: list[Issue] = []
+    issues = Issues()
     rtdl = doc["rtdl"]
     content = doc.get("content")
     if content is not None and not isinstance(content, str):
@@ -116,7 +116,7 @@ def _check_task_update(task_update: object, issues: list[Issue]) -> None:
 def _load_tree_root(root: dict, path: str, limits: Limits, description: str | None, meta: dict) -> Plan | ControlRequest:
     if root.get("op") in META_OPS:
         return _load_meta(root, path)
-    issues: list[Issue] = []
+    issues = Issues()
     ops: dict[str, Op] = {}
     depth = _walk_tree(root, path, limits, ops, issues)
     if issues:
@@ -142,6 +142,8 @@ def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], i
             return max_depth_seen
         max_depth_seen = max(max_depth_seen, depth)
         op = _check_tree_node(node, path, str(count), issues)
+        if issues.dropped:  # more faults than are listed: enough said
+            return max_depth_seen
         if op is not None:
             ops[op.op_id] = op
             if parent is not None:
@@ -176,9 +178,11 @@ def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue]) -
             issues.append(Issue("bad_op", f"{path}/op", f"unknown op {kind!r} (expected sequence, parallel or do)"))
         return None
     allowed = _DO_FIELDS if kind == "do" else _COMPOSITE_FIELDS
-    for key in node.keys() - allowed:
+    for key in _unknown_keys(node, allowed):
         issues.append(Issue("unknown_field", f"{path}/{_escape(key)}",
                             f"field {key!r} is not allowed in a {kind} node (allowed: {', '.join(sorted(allowed))})"))
+        if issues.dropped:
+            break
     description = _check_description(node, path, issues)
     if kind == "do":
         cap = node.get("cap")
@@ -217,12 +221,14 @@ def _check_description(node: dict, path: str, issues: list[Issue]) -> str:
 
 
 def _load_meta(node: dict, path: str) -> ControlRequest:
-    issues: list[Issue] = []
+    issues = Issues()
     kind = node["op"]
     allowed = _META_FIELDS[kind]
-    for key in node.keys() - allowed:
+    for key in _unknown_keys(node, allowed):
         issues.append(Issue("unknown_field", f"{path}/{_escape(key)}",
                             f"field {key!r} is not allowed in a {kind} meta op (allowed: {', '.join(sorted(allowed))})"))
+        if issues.dropped:
+            break
     plan_id = target = when = None
     if kind in ("cancel_plan", "stop_plan_at"):
         plan_id = _required_id(node, "plan_id", path, issues)
@@ -254,7 +260,7 @@ def _required_id(node: dict, key: str, path: str, issues: list[Issue]) -> str | 
 # --- wire arena -----------------------------------------------------------
 
 def _load_arena(doc: dict, limits: Limits) -> Plan:
-    issues: list[Issue] = []
+    issues = Issues()
     nodes = doc.get("nodes")
     root_index = doc.get("root_index")
     if "nodes" not in doc:
@@ -280,7 +286,11 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
         issues.append(Issue("index_out_of_range", "root_index",
                             f"root_index {root_index} is out of range (nodes has {len(nodes)} entries)"))
 
-    ops: list[Op | None] = [_check_arena_node(node, index, len(nodes), issues) for index, node in enumerate(nodes)]
+    ops: list[Op | None] = []
+    for index, node in enumerate(nodes):
+        ops.append(_check_arena_node(node, index, len(nodes), limits, issues))
+        if issues.dropped:
+            raise PlanError(issues)
     seen_ids: dict[str, int] = {}
     for index, op in enumerate(ops):
         if op is None:
@@ -306,15 +316,17 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
                 depth=depth, numbered_by_loader=False, meta=meta)
 
 
-def _check_arena_node(node: object, index: int, count: int, issues: list[Issue]) -> Op | None:
+def _check_arena_node(node: object, index: int, count: int, limits: Limits, issues: list[Issue]) -> Op | None:
     path = f"nodes[{index}]"
     if not isinstance(node, dict):
         issues.append(Issue("type", path, f"a node must be an object, got {_type_name(node)}"))
         return None
     before = len(issues)
-    for key in node.keys() - _ARENA_NODE_FIELDS:
+    for key in _unknown_keys(node, _ARENA_NODE_FIELDS):
         issues.append(Issue("unknown_field", f"{path}.{key}",
                             f"field {key!r} is not allowed in an arena node (allowed: {', '.join(sorted(_ARENA_NODE_FIELDS))})"))
+        if issues.dropped:
+            break
     kind_code = node.get("node_kind")
     kind = ARENA_KINDS.get(kind_code) if _is_int(kind_code) else None
     if "node_kind" not in node:
@@ -333,6 +345,8 @@ def _check_arena_node(node: object, index: int, count: int, issues: list[Issue])
             elif not 0 <= child < count:
                 issues.append(Issue("index_out_of_range", f"{path}.children[{position}]",
                                     f"index {child} is out of range (nodes has {count} entries)"))
+            if issues.dropped:
+                break
         if kind == "do" and children:
             issues.append(Issue("bad_value", f"{path}.children", "a do node (node_kind 2) has no children"))
     op_id = node.get("op_id")
@@ -352,7 +366,7 @@ def _check_arena_node(node: object, index: int, count: int, issues: list[Issue])
         if "call" not in node:
             issues.append(Issue("required", path, "do node (node_kind 2) has no 'call'"))
         else:
-            cap, provider, call_id, args = _check_call(call, f"{path}.call", issues)
+            cap, provider, call_id, args = _check_call(call, f"{path}.call", limits, issues)
     elif "call" in node and kind is not None:
         issues.append(Issue("unknown_field", f"{path}.call", f"only do nodes (node_kind 2) carry a call, not {kind}"))
     if len(issues) > before:
@@ -360,13 +374,15 @@ def _check_arena_node(node: object, index: int, count: int, issues: list[Issue])
     return Op(op_id, kind, description, cap=cap, args=args, provider=provider, call_id=call_id, path=path)
 
 
-def _check_call(call: object, path: str, issues: list[Issue]) -> tuple:
+def _check_call(call: object, path: str, limits: Limits, issues: list[Issue]) -> tuple:
     if not isinstance(call, dict):
         issues.append(Issue("type", path, f"call must be an object, got {_type_name(call)}"))
         return None, None, None, None
-    for key in call.keys() - _CALL_FIELDS:
+    for key in _unknown_keys(call, _CALL_FIELDS):
         issues.append(Issue("unknown_field", f"{path}.{key}",
                             f"field {key!r} is not allowed in a call (allowed: {', '.join(sorted(_CALL_FIELDS))})"))
+        if issues.dropped:
+            break
     for key in ("call_id", "provider_id"):
         if key in call and not isinstance(call[key], str):
             issues.append(Issue("type", f"{path}.{key}", f"{key} must be a string, got {_type_name(call[key])}"))
@@ -388,6 +404,14 @@ def _check_call(call: object, path: str, issues: list[Issue]) -> tuple:
             if not isinstance(args, dict):
                 issues.append(Issue("type", f"{path}.args_json", f"args_json must hold an object, got {_type_name(args)}"))
                 args = None
+            elif len(args_json) > limits.max_string_chars or \
+                    args_json.count("[") + args_json.count("{") > limits.max_json_nesting - 4:
+                # the args' strings and nesting, as if written in the node (its nesting: nodes, node, call, args);
+                # a short text holds no long string and nests no deeper than its brackets
+                for issue in check_document(args, limits, depth=4):
+                    issues.append(Issue(issue.code, f"{path}.args_json at {issue.path}" if issue.path else
+                                        f"{path}.args_json", issue.message))
+                    args = None
     return contract, call.get("provider_id"), call.get("call_id"), args
 
 
@@ -412,6 +436,8 @@ def _check_arena_graph(nodes: list, root_index: int, limits: Limits, issues: lis
             else:
                 first_listed[child] = where
             graph.add_edge(index, child)
+            if issues.dropped:
+                return [], 0
     if issues:  # already no tree: name the cycles too, the cost no longer matters
         issues.extend(_cycle_issues(graph, set()))
         return [], 0
@@ -448,7 +474,7 @@ def _cycle_issues(graph: nx.DiGraph, on_cycles: set[int]) -> list[Issue]:
 
     Adds the nodes found on cycles to ``on_cycles``.
     """
-    issues = []
+    issues = Issues()
     for component in nx.strongly_connected_components(graph):
         if len(component) > 1:
             on_cycles.update(component)
@@ -456,6 +482,12 @@ def _cycle_issues(graph: nx.DiGraph, on_cycles: set[int]) -> list[Issue]:
             shown = ", ".join(str(m) for m in members[:8]) + (" ..." if len(members) > 8 else "")
             issues.append(Issue("cycle", f"nodes[{members[0]}]", f"nodes {shown} form a cycle"))
     return issues
+
+
+def _unknown_keys(node: dict, allowed: frozenset) -> list:
+    """The keys of ``node`` not in ``allowed``, in input order (a set difference would follow string hashes,
+    which change from one process to the next)."""
+    return [key for key in node if key not in allowed]
 
 
 def _is_int(value: object) -> bool:

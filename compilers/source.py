@@ -4,25 +4,39 @@ from __future__ import annotations
 import json
 import math
 import pathlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from bt_exec.errors import Issue, PlanError
+from bt_exec.errors import Issue, Issues, PlanError
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Input limits. Anything within them loads, compiles and runs; anything beyond is refused."""
+    """Input limits. Anything within them loads, compiles and runs; anything beyond is refused.
+
+    ``max_string_chars`` bounds every string value and every object key of the
+    input, in characters (descriptions, ids, args, ...). JSON text held in a
+    field (a submit envelope's ``response``, an arena's ``args_json``) counts as
+    part of the document: the strings inside it are checked instead.
+    """
 
     max_input_bytes: int = 16 * 1024 * 1024
     max_ops: int = 10_000
     max_depth: int = 128
     max_graph_steps: int = 256
+    max_string_chars: int = 65_536
 
     def __post_init__(self):
-        for name in ("max_input_bytes", "max_ops", "max_depth", "max_graph_steps"):
+        for name in ("max_input_bytes", "max_ops", "max_depth", "max_graph_steps", "max_string_chars"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"limit {name} must be a positive integer, got {value!r}")
+
+    @property
+    def max_json_nesting(self) -> int:
+        """Deepest nesting of objects and arrays anywhere in a document: room for a tree of
+        ``max_depth`` levels (two per level: the node and its children), an envelope and args."""
+        return 2 * self.max_depth + 64
 
 
 DEFAULT_LIMITS = Limits()
@@ -65,11 +79,11 @@ def parse_document(source, limits: Limits) -> object:
         except UnicodeDecodeError as exc:
             raise PlanError([Issue("encoding", "", f"input is not UTF-8 (byte {exc.start})")]) from None
     if isinstance(source, str):
-        # Characters are at most 4 UTF-8 bytes: encode only when the cheap bound is unclear.
+        # Characters are at most 4 UTF-8 bytes: count the bytes only when the cheap bound is unclear.
         if len(source) > limits.max_input_bytes or (
-            len(source) * 4 > limits.max_input_bytes and len(source.encode("utf-8", "surrogatepass")) > limits.max_input_bytes
+            len(source) * 4 > limits.max_input_bytes and _utf8_size(source) > limits.max_input_bytes
         ):
-            raise PlanError([_too_large(len(source.encode("utf-8", "surrogatepass")), limits)])
+            raise PlanError([_too_large(_utf8_size(source), limits)])
         return _parse_json(source)
     if isinstance(source, dict):
         return source
@@ -88,5 +102,203 @@ def _parse_json(text: str) -> object:
         raise PlanError([Issue("too_deep", "", "JSON nesting is too deep to be a plan within the depth limit")]) from None
 
 
+def _utf8_size(text: str, chunk: int = 1 << 16) -> int:
+    """UTF-8 bytes of ``text``, encoded a slice at a time: never a second copy of a huge input."""
+    if text.isascii():
+        return len(text)
+    return sum(len(text[start:start + chunk].encode("utf-8", "surrogatepass")) for start in range(0, len(text), chunk))
+
+
 def _too_large(size: int, limits: Limits) -> Issue:
     return Issue("too_large", "", f"input is {size} bytes, over the limit of {limits.max_input_bytes} bytes")
+
+
+# --- every value of a document --------------------------------------------------------------------------
+
+_CLOSE = object()  # stack marker: the container below is finished (it left the current path)
+_SCALAR_SIZES = {type(None): 4, bool: 4, int: 1, float: 1}  # lower bounds of a scalar's JSON text
+
+
+def check_document(doc: object, limits: Limits, *, arena: bool = False, depth: int = 0, measured: bool = True,
+                   embedded: Callable[[str], bool] | None = None, at: str | None = None) -> list[Issue]:
+    """Issues with the values of a JSON document, checked before anything reads its fields.
+
+    One walk with an explicit stack (no recursion), in document order: a string or an
+    object key over ``max_string_chars`` (``string_too_long``); nesting over
+    ``limits.max_json_nesting`` (``too_deep``). A ``dict`` handed in by a Python caller
+    may hold what JSON text cannot, and is also refused for it: a key that is not a
+    string, a value of no JSON type, NaN or infinity, a value that contains itself, an
+    integer too long to print (``type``, ``bad_value``); and, unless ``measured`` (text
+    was measured when read), a size over ``max_input_bytes`` written as compact JSON
+    (``too_large``), which also bounds the walk over a dict that shares its parts.
+
+    ``arena``: paths in arena notation (``nodes[1].call``), else JSON pointers.
+    ``depth``: the nesting the document sits at, and ``at`` the key it sits under (a
+    document decoded from a text field).
+    ``embedded(path)``: whether the string at ``path`` is JSON text checked on its own
+    once decoded, so that its length is not held against it.
+    """
+    if _clean(doc, limits, depth, measured):
+        return []
+    issues = Issues()
+    max_chars, max_nesting = limits.max_string_chars, limits.max_json_nesting
+    size, budget = 0, limits.max_input_bytes
+    nested_too_deep = False
+    open_ids: set[int] = set()
+    # (value, where, level): ``where`` is (parent's where, key) or None, turned into a path only for an issue
+    stack: list = [(doc, None if at is None else (None, at), depth)]
+    while stack:
+        value, where, level = stack.pop()
+        if value is _CLOSE:
+            open_ids.discard(where)
+            continue
+        kind = type(value)
+        if kind is str or isinstance(value, str):
+            size += len(value) + 2
+            if len(value) > max_chars:
+                path = _path(where, arena)
+                if embedded is None or not embedded(path):
+                    issues.append(Issue("string_too_long", path, f"a string of {len(value)} characters, over the "
+                                                                 f"limit of {max_chars}"))
+        elif kind is dict or kind is list or isinstance(value, (dict, list)):
+            if level + 1 > max_nesting:
+                if not nested_too_deep:
+                    nested_too_deep = True
+                    issues.append(Issue("too_deep", _path(where, arena), f"objects and arrays nested deeper than the "
+                                                                         f"limit of {max_nesting} levels"))
+                continue
+            if id(value) in open_ids:
+                issues.append(Issue("type", _path(where, arena), "this value contains itself: not a JSON document"))
+                continue
+            open_ids.add(id(value))
+            stack.append((_CLOSE, id(value), 0))
+            size += 1 + max(1, len(value))
+            if isinstance(value, dict):
+                items = list(value.items())
+                for key, _ in items:
+                    if isinstance(key, str):
+                        size += len(key) + 3
+                        if len(key) > max_chars:
+                            issues.append(Issue("string_too_long", _path((where, key), arena),
+                                                f"an object key of {len(key)} characters, over the limit of {max_chars}"))
+                    else:
+                        issues.append(Issue("type", _path(where, arena),
+                                            f"an object key must be a string, got a key of type {type(key).__name__}"))
+                stack.extend((child, (where, key), level + 1) for key, child in reversed(items))
+            else:
+                stack.extend((value[index], (where, index), level + 1) for index in range(len(value) - 1, -1, -1))
+        elif kind in _SCALAR_SIZES or isinstance(value, (int, float)):
+            size += _SCALAR_SIZES.get(kind, 1)
+            if isinstance(value, float) and not math.isfinite(value):
+                issues.append(Issue("type", _path(where, arena), f"{value} is not a JSON number"))
+            elif kind is int and value.bit_length() > _INT_BITS_ALWAYS_PRINTED and _too_long_to_print(value):
+                issues.append(Issue("bad_value", _path(where, arena), f"an integer of {value.bit_length()} bits is "
+                                                                      "too long to be a plan's number"))
+        else:
+            issues.append(Issue("type", _path(where, arena), f"a {type(value).__name__} is not a JSON value"))
+        if not measured and size > budget:
+            issues.append(Issue("too_large", "", f"the document is over the limit of {budget} bytes (counted as "
+                                                 "compact JSON text)"))
+            return issues
+        if issues.dropped:
+            return issues
+    return issues
+
+
+def _clean(doc: object, limits: Limits, depth: int, measured: bool) -> bool:
+    """Whether ``check_document`` would find nothing: the fast pass it makes first (no paths, no
+    order; breadth first, one level of nesting at a time).
+
+    A ``measured`` document was decoded from text, so only its strings and nesting can be
+    wrong. In a dict from a caller, anything this pass is unsure of (a container met twice:
+    shared, or containing itself) sends the document to the thorough pass.
+    """
+    max_chars, max_nesting = limits.max_string_chars, limits.max_json_nesting
+    size, budget = -2, limits.max_input_bytes  # -2: the list around the top value below is not in the document
+    seen: set[int] = set()
+    keys_ok: set = set()  # keys already checked: most keys repeat
+    level, containers = depth, [[doc]]  # the top value, as if in a list one level up
+    while containers:
+        if level > max_nesting:
+            return False
+        level += 1
+        below = []
+        for container in containers:
+            if not measured:
+                if id(container) in seen:
+                    return False
+                seen.add(id(container))
+                size += len(container) + 1
+            if type(container) is dict:
+                if not keys_ok.issuperset(container):
+                    for key in container:
+                        if type(key) is not str or len(key) > max_chars:
+                            return False
+                        keys_ok.add(key)
+                if not measured:
+                    size += sum(map(len, container))
+                values = container.values()
+            else:
+                values = container
+            if measured:
+                for item in values:
+                    kind = type(item)
+                    if kind is str:
+                        if len(item) > max_chars:
+                            return False
+                    elif kind is dict or kind is list:
+                        below.append(item)
+                continue
+            for item in values:
+                kind = type(item)
+                if kind is str:
+                    if len(item) > max_chars:
+                        return False
+                    size += len(item)
+                elif kind is dict or kind is list:
+                    below.append(item)
+                elif kind is int:
+                    if item.bit_length() > _INT_BITS_ALWAYS_PRINTED:
+                        return False
+                elif kind is float:
+                    if not math.isfinite(item):
+                        return False
+                elif item is not None and kind is not bool:
+                    return False  # another type, or a subclass: the thorough pass says what it is
+        if size > budget:
+            return False
+        containers = below
+    return True
+
+
+_INT_BITS_ALWAYS_PRINTED = 2000  # under 640 digits, the least sys.set_int_max_str_digits allows
+
+
+def _too_long_to_print(value: int) -> bool:
+    """Whether str(value) fails (Python refuses to print integers of more than a set number of digits)."""
+    try:
+        str(value)
+    except ValueError:
+        return True
+    return False
+
+
+def _path(where, arena: bool) -> str:
+    keys = []
+    while where is not None:
+        where, key = where
+        keys.append(key)
+    keys.reverse()
+    if not arena:
+        return "".join("/" + (str(key) if isinstance(key, int) else _escape(str(key))) for key in keys)
+    out = ""
+    for key in keys:
+        if isinstance(key, int):
+            out += f"[{key}]"
+        else:
+            out += f".{key}" if out else str(key)
+    return out
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
