@@ -232,7 +232,7 @@ class ExecutorNode(Node):
         s = self.settings
         try:
             limits = Limits(max_input_bytes=s["max_input_bytes"], max_ops=s["max_ops"], max_depth=s["max_depth"],
-                            max_graph_steps=s["max_graph_steps"])
+                            max_graph_steps=s["max_graph_steps"], max_string_chars=s["max_string_chars"])
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         skill_catalog = SkillCatalog.named(s["skill_catalog"])

@@ -50,6 +50,8 @@ PARAMETERS: tuple[Param, ...] = (
     Param("max_ops", _LIMITS.max_ops, "Most ops in one RTDL plan.", "an integer >= 1"),
     Param("max_depth", _LIMITS.max_depth, "Deepest nesting of one RTDL plan.", "an integer >= 1"),
     Param("max_graph_steps", _LIMITS.max_graph_steps, "Most steps in one Qwen3 graph.", "an integer >= 1"),
+    Param("max_string_chars", _LIMITS.max_string_chars, "Longest string or object key in a plan, in characters.",
+          "an integer >= 1"),
     Param("capability_server_timeout_s", 5.0, "ros backend: how long a call waits for its action server "
                                               "(and for the goal's acceptance) before it fails.",
           "a positive number"),
@@ -85,7 +87,7 @@ def check(values: dict) -> list[str]:
     if not (op_timeout == 0 or 0 < op_timeout < float("inf")):
         problems.append(f"op_timeout_s must be 0.0 (no limit) or a positive number of seconds, got {op_timeout!r}")
     for name in ("max_active_runs", "max_steps", "max_plans", "status_queue", "max_input_bytes", "max_ops",
-                 "max_depth", "max_graph_steps"):
+                 "max_depth", "max_graph_steps", "max_string_chars"):
         if values[name] < 1:
             problems.append(f"{name} must be an integer >= 1, got {values[name]!r}")
     if not 0 <= values["web_port"] <= 65535:

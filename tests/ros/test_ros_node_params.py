@@ -1,4 +1,5 @@
-"""Node parameters of issues 6 and 7: the executor's limits (op_timeout_s, max_plans, status_queue) and the
+"""Node parameters of issues 6 and 7: the executor's limits (op_timeout_s, max_plans, status_queue,
+max_string_chars) and the
 moveit backend's start-up checks, on a node process driven over real ROS 2."""
 import importlib.util
 import json
@@ -54,11 +55,20 @@ def test_max_plans_refuses_one_more(ros, start_node, sim_script):
     assert "max_plans" in second.message or "too_many_plans" in second.issues_json, second
 
 
+def test_max_string_chars_refuses_a_long_string_naming_where_it_is(ros, start_node, sim_script):
+    node = start_node(sim_script=str(sim_script), max_string_chars=40)
+    answer = ros.call(node.name, "submit", graph_json=plan(seq(do("sim.act", description="x" * 41))))
+    assert not answer.accepted
+    issues = json.loads(answer.issues_json)
+    assert issues[0]["code"] == "string_too_long" and issues[0]["path"].endswith("/description"), issues
+
+
 @pytest.mark.parametrize("params, message", [
     ({"op_timeout_s": "-1.0"}, "op_timeout_s must be 0.0 (no limit) or a positive number"),
     ({"op_timeout_s": "-1"}, "parameter op_timeout_s must be a floating point number"),
     ({"max_plans": "0"}, "max_plans must be an integer >= 1"),
     ({"status_queue": "0"}, "status_queue must be an integer >= 1"),
+    ({"max_string_chars": "0"}, "max_string_chars must be an integer >= 1"),
     ({"backend": "moveit", "moveit_group": "''"}, "moveit_group must not be empty"),
 ])
 def test_bad_limits_exit_2_naming_the_parameter(start_node, params, message):
