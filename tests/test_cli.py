@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from terminal import run_on_terminal
 
 import bt_exec
 from bt_exec import cli
@@ -404,27 +405,7 @@ def test_ctrl_c_cancels_the_plan(tmp_path, write):
 
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 def test_run_on_a_terminal_draws_a_live_tree():
-    primary, secondary = os.openpty()
-    terminal_size = {**os.environ, "COLUMNS": "160", "LINES": "40"}  # a fresh pseudo-terminal has no size
-    proc = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "run", str(SNAPSHOT), "--sim-script",
-                             str(BATTERY_LOW)], stdout=secondary, stderr=subprocess.PIPE, cwd=REPO, env=terminal_size)
-    os.close(secondary)
-    chunks = []
-    try:
-        while True:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # EIO: the process closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        proc.wait(timeout=TIMEOUT_S)
-    finally:
-        os.close(primary)
-        if proc.poll() is None:
-            proc.kill()
-    screen = b"".join(chunks).decode("utf-8")
+    proc, screen = run_on_terminal(["run", str(SNAPSHOT), "--sim-script", str(BATTERY_LOW)], REPO, TIMEOUT_S)
     assert proc.returncode == 1
     assert "\x1b[H" in screen and "\x1b[2J" in screen
     final_frame = screen.rsplit("\x1b[H", 1)[1]

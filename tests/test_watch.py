@@ -12,6 +12,7 @@ import time
 
 import pytest
 from rtdl_plans import do, envelope, seq
+from terminal import run_on_terminal
 
 import bt_exec
 from bt_exec.live_view import op_states, tree_lines
@@ -229,31 +230,14 @@ def test_on_a_terminal_the_tree_is_redrawn(app):
     executor, _server, url = app
     plan_id = executor.submit(snapshot_plan(second_cap="sim.slow"))["plan_id"]
     wait_for_state(executor, plan_id, "3", "running")
-    primary, secondary = os.openpty()
-    terminal_size = {**os.environ, "COLUMNS": "160", "LINES": "40"}
-    proc = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "watch", "--url", url, "--plan", plan_id],
-                            stdout=secondary, stderr=subprocess.PIPE, cwd=REPO, env=terminal_size)
-    os.close(secondary)
-    chunks = []
-    cancelled = False
-    try:
-        while True:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # EIO: the process closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if not cancelled and "▶ 3 do running" in b"".join(chunks).decode("utf-8", "replace"):
-                executor.cancel_plan(plan_id)
-                cancelled = True
-        proc.wait(timeout=TIMEOUT_S)
-    finally:
-        os.close(primary)
-        if proc.poll() is None:
-            proc.kill()
-    screen = b"".join(chunks).decode("utf-8")
+    cancelled = []
+
+    def cancel_once_running(screen):
+        if not cancelled and "▶ 3 do running" in screen:
+            executor.cancel_plan(plan_id)
+            cancelled.append(True)
+
+    proc, screen = run_on_terminal(["watch", "--url", url, "--plan", plan_id], REPO, TIMEOUT_S, cancel_once_running)
     assert proc.returncode == 1, proc.stderr.read()
     assert "\x1b[2J" in screen and "\x1b[H" in screen
     final_frame = screen.rsplit("\x1b[H", 1)[1]
