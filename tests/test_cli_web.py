@@ -77,3 +77,12 @@ def test_a_web_app_beyond_loopback_needs_a_token(tmp_path):
                          env={**os.environ, "BT_EXEC_WEB_TOKEN": ""})
     assert run.returncode == 2 and "needs a token" in run.stderr and "Traceback" not in run.stderr
     assert "started" not in run.stdout  # refused before anything ran
+
+
+def test_mcp_without_the_mcp_package_says_how_to_get_it(monkeypatch, capsys):
+    from bt_exec.cli import main
+
+    monkeypatch.setitem(sys.modules, "mcp", None)  # importing mcp now fails, as where it is not installed
+    monkeypatch.setitem(sys.modules, "mcp.types", None)
+    assert main(["mcp"]) == 2
+    assert "pip install 'bt_exec[mcp]'" in capsys.readouterr().err

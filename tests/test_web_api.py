@@ -287,3 +287,10 @@ def test_the_http_client_says_when_nothing_answers():
 def test_the_route_table_never_changes_state_on_a_get():
     reads = {"get_all_plans", "get_plan_status", "get_plan_result", "get_plan_tree", "get_finished_plans"}
     assert {route.name for route in ROUTES if route.method == "GET"} == reads
+
+
+def test_the_http_client_ignores_proxies_from_the_environment(app, monkeypatch):
+    _, server = app()
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("no_proxy", "")
+    assert HttpApi(server.url).call("get_all_plans")["count"] == 0

@@ -23,6 +23,8 @@ class HttpApi:
         self.base = f"{parts.scheme}://{parts.netloc}"
         self.token = token or None
         self.timeout_s = timeout_s
+        # Straight to the app, as the event stream goes: never through an http_proxy from the environment.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     def call(self, name: str, args: dict | None = None) -> dict:
         route = ROUTES_BY_NAME.get(name)
@@ -46,7 +48,7 @@ class HttpApi:
                 headers["Authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(self.base + path, data=data, method=route.method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            with self._opener.open(request, timeout=self.timeout_s) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
             raise _api_error(exc) from None

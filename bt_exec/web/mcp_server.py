@@ -63,10 +63,9 @@ def build_server(api):
 
 def serve_stdio(api) -> None:
     """Serve MCP on standard input and output until the client closes them."""
+    server = build_server(api)  # first: McpUnavailable when the mcp package is missing
     import anyio
     from mcp.server.stdio import stdio_server
-
-    server = build_server(api)
 
     async def run() -> None:
         async with stdio_server() as (read, write):
