@@ -28,10 +28,12 @@ import bt_exec
 
 from .compilers import DIALECTS, ControlRequest, Plan
 from .compilers.ir import STOP_WHENS
-from .compilers.symbolic import World
 from .errors import BtExecError, Issue, PlanError
 from . import watch
 from .live_view import EventLines, LiveView, one_line, printable
+from .web import ControlApi, WebServer
+from .web.client import HttpApi
+from .web.mcp_server import McpUnavailable, serve_stdio
 from .web.server import TOKEN_ENV
 
 EXIT_OK = 0
@@ -322,7 +324,7 @@ def run_command(args: argparse.Namespace) -> int:
         if not args.scene:
             raise CommandError("a Qwen3 graph runs in a scene: give --scene SCENE.json")
         scene = bt_exec.Scene.from_file(args.scene)
-        backend = bt_exec.SimBackend(args.sim_script, world=World.from_scene(catalog, scene))
+        backend = bt_exec.SimBackend.in_scene(args.sim_script, catalog, scene)
         executor = bt_exec.Executor(backend=backend, skill_catalog=catalog, scene=scene, max_steps=args.max_steps,
                                     tick_rate_hz=args.tick_rate, op_timeout_s=args.op_timeout)
     else:
@@ -331,7 +333,7 @@ def run_command(args: argparse.Namespace) -> int:
                                     op_timeout_s=args.op_timeout)
     if args.keep_serving and args.web is None:
         raise CommandError("--keep-serving goes with --web PORT")
-    web = _start_web(executor, args)
+    web = _start_web(ControlApi(executor), args)
     try:
         answer = executor.submit(source, dialect=args.dialect)
         if not answer["accepted"]:
@@ -355,18 +357,11 @@ def run_command(args: argparse.Namespace) -> int:
         executor.close()
 
 
-def _start_web(executor: bt_exec.Executor, args: argparse.Namespace):
-    """The web app over ``executor`` when ``--web`` is given (started, its URL on stderr), else None."""
+def _start_web(api: ControlApi, args: argparse.Namespace) -> WebServer | None:
+    """The web app serving ``api`` when ``--web`` is given (started, its URL on stderr), else None."""
     if args.web is None:
         return None
-    from .web import ControlApi, WebServer
-
-    api = ControlApi(executor)
-    try:
-        server = WebServer(api, host=args.web_host, port=args.web, token=os.environ.get(TOKEN_ENV) or None)
-    except BtExecError:
-        api.close()
-        raise
+    server = WebServer(api, host=args.web_host, port=args.web, token=os.environ.get(TOKEN_ENV) or None)
     server.start()
     print(f"bt-exec: web console: {server.url}", file=sys.stderr, flush=True)
     return server
@@ -381,30 +376,25 @@ def _wait_for_ctrl_c() -> None:
 
 
 def mcp_command(args: argparse.Namespace) -> int:
-    from .web.mcp_server import McpUnavailable, serve_stdio
-
     if args.url:
         if args.web is not None or args.sim_script or args.catalog or args.scene or args.op_timeout:
             raise CommandError("--url drives a running app: --web, --sim-script, --catalog, --scene and --op-timeout "
                                "are for an executor of its own")
-        from .web.client import HttpApi
-
         api = HttpApi(args.url, token=os.environ.get(TOKEN_ENV))
         executor = web = None
     else:
-        from .web import ControlApi
-
         skill_catalog = bt_exec.SkillCatalog.named(args.skill_catalog)
         scene = bt_exec.Scene.from_file(args.scene) if args.scene else None
-        world = World.from_scene(skill_catalog, scene) if scene else None
         catalog = bt_exec.CapabilityCatalog.from_file(args.catalog) if args.catalog else None
-        executor = bt_exec.Executor(backend=bt_exec.SimBackend(args.sim_script, world=world), catalog=catalog,
-                                    skill_catalog=skill_catalog, scene=scene, tick_rate_hz=args.tick_rate,
-                                    op_timeout_s=args.op_timeout)
-        executor.start()
-        web = _start_web(executor, args)
-        api = ControlApi(executor)
+        executor = bt_exec.Executor(backend=bt_exec.SimBackend.in_scene(args.sim_script, skill_catalog, scene),
+                                    catalog=catalog, skill_catalog=skill_catalog, scene=scene,
+                                    tick_rate_hz=args.tick_rate, op_timeout_s=args.op_timeout)
+        api = ControlApi(executor)  # the MCP tools and, with --web, the browser share it
+        web = None
     try:
+        if executor is not None:
+            executor.start()
+            web = _start_web(api, args)
         serve_stdio(api)
     except McpUnavailable as exc:
         raise CommandError(str(exc)) from None

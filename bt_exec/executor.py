@@ -63,8 +63,7 @@ class Executor:
         self.max_active_runs = max_active_runs
         self.max_steps = max_steps
         if backend is None:
-            world = World.from_scene(self.skill_catalog, self.scene) if self.scene else None
-            backend = SimBackend(world=world)
+            backend = SimBackend.in_scene(skill_catalog=self.skill_catalog, scene=self.scene)
         self.backend = backend
         self.catalog = CapabilityCatalog(catalog) if isinstance(catalog, dict) else catalog
         self.limits = limits or Limits()

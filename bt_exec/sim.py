@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from .backends import CallStatus, CapabilityCall
 from .compilers.config_files import check_schema, read_json_file
+from .compilers.symbolic import World
 
 _STATE_OF_OUTCOME = {"success": "SUCCEEDED", "failure": "FAILED", "timeout": "TIMEOUT"}
 BUILTIN_DEFAULT = {"outcome": "success", "duration_s": 0.0}
@@ -53,6 +54,12 @@ class SimBackend:
         # Recent history for inspection and tests; bounded so a long-lived executor stays flat.
         self.calls: collections.deque[CapabilityCall] = collections.deque(maxlen=history)
         self.cancelled: collections.deque[str] = collections.deque(maxlen=history)
+
+    @classmethod
+    def in_scene(cls, script=None, skill_catalog=None, scene=None) -> "SimBackend":
+        """A SimBackend whose world is ``scene`` (a Scene) with ``skill_catalog``'s skills; without a scene,
+        scripted outcomes only."""
+        return cls(script, world=World.from_scene(skill_catalog, scene) if scene is not None else None)
 
     def start(self, call: CapabilityCall) -> CallStatus | str:
         skill = self._skill_of(call)

@@ -25,7 +25,6 @@ import argparse
 import http.client
 import json
 import math
-import os
 import queue
 import sys
 import threading
@@ -35,8 +34,8 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from .live_view import draw_frame, event_line, one_line, printable, start_screen, tree_lines
-
-# bt_exec.web is imported when a watch begins: the command line (bt-exec) builds its parser without it.
+from .web.api import ApiError
+from .web.client import HttpApi
 
 DEFAULT_URL = "http://127.0.0.1:8080/"
 EVENTS_PATH = "/api/events"
@@ -49,8 +48,6 @@ POLL_S = 0.1                          # how long Ctrl-C may wait to be noticed
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-EXIT_INTERNAL = 3
-EXIT_INTERRUPTED = 130
 
 DESCRIPTION = ("Follow a running executor's plan live over its web app (the ROS node's web_port, bt-exec run "
                "--web): its tree on a terminal, one line per event elsewhere.")
@@ -80,20 +77,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def watch_command(args: argparse.Namespace) -> int:
-    """Run ``bt-exec watch`` with parsed ``args``; the exit code. Never a traceback."""
+    """Run ``bt-exec watch`` with parsed ``args``; the exit code. Ctrl-C, a closed pipe and bugs are
+    handled as for every command, by ``cli.main``."""
     try:
         return watch(args.url, plan_id=args.plan, once=args.once, rate_hz=args.rate, stream=sys.stdout)
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
     except WatchError as exc:
         print(f"bt-exec: {printable(exc)}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED
-    except Exception as exc:  # a bug, or an answer of a shape no bt_exec app gives
-        print(f"bt-exec: internal error: {type(exc).__name__}: {printable(exc)}", file=sys.stderr)
-        return EXIT_INTERNAL
 
 
 def watch(url: str, plan_id: str | None = None, once: bool = False, rate_hz: float = 10.0,
@@ -104,8 +94,6 @@ def watch(url: str, plan_id: str | None = None, once: bool = False, rate_hz: flo
     """
     stream = sys.stdout if stream is None else stream
     _check_url(url)
-    from .web.client import HttpApi
-
     api = HttpApi(url, timeout_s=TIMEOUT_S)
     if once:
         return _print_once(api, url, plan_id, stream)
@@ -132,8 +120,6 @@ def _check_url(url: str) -> None:
 
 def _call(api, url: str, name: str, args: dict | None = None, following: bool = False) -> dict:
     """``api.call``; WatchError (exit 2) if it fails, or, while ``following``, _Gone (exit 1) if no answer came."""
-    from .web.api import ApiError
-
     try:
         answer = api.call(name, args)
     except ApiError as exc:

@@ -45,7 +45,6 @@ from rclpy.utilities import remove_ros_args
 from std_msgs.msg import String
 
 from .. import CapabilityCatalog, Executor, JsonlJournal, Limits, Scene, SimBackend, SkillCatalog
-from ..compilers.symbolic import World
 from ..errors import ConfigError, ControlError
 from . import convert, params, tree_watcher
 from .outbox import Outbox
@@ -239,8 +238,7 @@ class ExecutorNode(Node):
         scene = Scene.from_file(s["scene_file"]) if s["scene_file"] else None
         catalog = CapabilityCatalog.from_file(s["catalog"]) if s["catalog"] else None
         if s["backend"] == "sim":
-            world = World.from_scene(skill_catalog, scene) if scene is not None else None
-            backend = SimBackend(s["sim_script"] or None, world=world)
+            backend = SimBackend.in_scene(s["sim_script"] or None, skill_catalog, scene)
         elif s["backend"] == "moveit":
             backend = self._make_moveit_backend(skill_catalog, scene)
         else:
