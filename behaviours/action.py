@@ -1,4 +1,4 @@
-"""The action behaviour: one capability call over a backend."""
+"""The action behaviours: one capability call over a backend, and one step of a step graph."""
 from __future__ import annotations
 
 import logging
@@ -9,21 +9,31 @@ from py_trees.common import Status
 
 from bt_exec.backends import OP_STATE_OF, CallStatus, CapabilityCall
 
-from .plan_hooks import PlanHooks
+from .op_behaviour import RUNNING, OpReports
 
 log = logging.getLogger(__name__)
 
+_TIMED_OUT = CallStatus("TIMEOUT")  # the news a poll delivers when the op timeout passed
 
-class CapabilityAction(py_trees.behaviour.Behaviour):
-    """Runs one capability call: started in ``initialise``, polled in ``update``, cancelled in ``terminate``.
+
+class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
+    """Runs one capability call: started in ``initialise``, taken in ``update``, cancelled in ``terminate``.
 
     Statuses:
-        RUNNING: the call is in progress (the capability may report it paused).
+        RUNNING: the call is in progress (the capability may report it paused), or the op was
+            held back because the plan is being cancelled.
         SUCCESS: the capability reported SUCCEEDED.
         FAILURE: it reported FAILED, TIMEOUT or CANCELED, or the backend raised
             or answered something that is not a call status, or it ran past the op
             timeout (the call is then cancelled and the op ends ``timeout``);
             ``result["error"]`` says which.
+        INVALID (from RUNNING): the plan was torn down; the call is cancelled and the op
+            reports ``canceled``.
+
+    Waking: while its call runs the action is a watched source of its plan. The
+    runtime calls ``poll()`` once per period; ``poll`` asks the backend (or sees
+    the deadline pass) and keeps what changed; the tick that follows takes it in
+    ``update``. A tick with no news costs no backend call.
 
     After it finishes, ``final_state`` is the op state (succeeded, failed,
     timeout, canceled) and ``result`` is ``{success, output, error, cap, call_id, event}``.
@@ -37,28 +47,47 @@ class CapabilityAction(py_trees.behaviour.Behaviour):
         self.args = args
         self.provider = provider
         self.call_id = call_id
+        self.hooks = self.report_to = None
+        self.held_back = False
         self.backend = None
-        self.hooks: PlanHooks | None = None
+        self.timeout_s: float | None = None
         self.result: dict | None = None
         self.final_state: str | None = None
         self._run_id: str | None = None
-        self._polled: CallStatus | None = None
+        self._news: CallStatus | None = None
         self._reported_state = "RUNNING"
-        self.timeout_s: float | None = None
         self._deadline: float | None = None
 
     def setup(self, **kwargs) -> None:
-        """Takes ``backend`` (the capability backend), ``plan`` (the run's PlanHooks) and, optionally,
-        ``op_timeout_s``: the longest a call may run before it is cancelled and the op ends ``timeout``."""
-        self.backend = kwargs["backend"]
-        self.hooks = kwargs["plan"]
+        """Takes ``plan`` (the run's PlanHooks), ``capabilities`` (whose ``backend_for(cap, provider)``
+        gives the backend that serves this op) and, optionally, ``op_timeout_s``: the longest a call
+        may run before it is cancelled and the op ends ``timeout``."""
+        self._take_hooks(kwargs)
+        self.backend = kwargs["capabilities"].backend_for(self.cap, self.provider)
         self.timeout_s = kwargs.get("op_timeout_s")
         if self.call_id is None:
             self.call_id = f"{self.hooks.plan_id}:{self.op_id}"
 
+    def tick(self):
+        # Behaviour.tick's lifecycle (initialise on entry, update, stop when finished) without its
+        # per-tick debug line; plus the hold-back of an op entered while its plan is being cancelled.
+        if self.status != RUNNING:
+            self.held_back = self.hooks.cancel_requested
+            if self.held_back:
+                self.status = RUNNING
+                yield self
+                return
+            self.initialise()
+        new_status = self.update()
+        if new_status != RUNNING:
+            self.stop(new_status)
+        self.status = new_status
+        yield self
+
     def initialise(self) -> None:
-        self.result = self.final_state = self._run_id = self._polled = self._deadline = None
+        self.result = self.final_state = self._run_id = self._news = self._deadline = None
         self._reported_state = "RUNNING"
+        self.report("running")
         call = CapabilityCall(self.hooks.plan_id, self.op_id, self.cap, self.args, self.provider, self.call_id)
         try:
             started = self.backend.start(call)
@@ -69,7 +98,7 @@ class CapabilityAction(py_trees.behaviour.Behaviour):
             self._run_id = started
             if self.timeout_s is not None:
                 self._deadline = time.monotonic() + self.timeout_s
-            self.hooks.call_started(self)
+            self.hooks.watch(self)
         elif isinstance(started, CallStatus) and started.terminal:
             self._finish(started)
         else:
@@ -77,39 +106,42 @@ class CapabilityAction(py_trees.behaviour.Behaviour):
                                                     "expected a run id or a terminal CallStatus"))
 
     def poll(self) -> bool:
-        """Ask the backend for news; True when a tick is needed (state changed, finished, or timed out)."""
-        if self._timed_out():
+        """Ask the backend for news (or see the op timeout pass); True when a tick must take it."""
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            self._news = _TIMED_OUT
             return True
-        self._polled = self._status()
-        return self._polled.terminal or self._polled.state != self._reported_state
+        status = self._status()
+        if status.terminal or status.state != self._reported_state:
+            self._news = status
+            return True
+        return False
 
     def update(self) -> Status:
-        if self.final_state is None and self._timed_out():
-            self.hooks.call_ended(self)
-            self._cancel_call()
-            self._finish(CallStatus("TIMEOUT", error=f"no result within the op timeout of {self.timeout_s:g} s; "
-                                                     "the call was cancelled"))
+        news, self._news = self._news, None
+        if news is not None and self.final_state is None:
+            if news is _TIMED_OUT:
+                self.hooks.unwatch(self)
+                self._cancel_call()
+                self._finish(CallStatus("TIMEOUT", error=f"no result within the op timeout of {self.timeout_s:g} s; "
+                                                         "the call was cancelled"))
+            elif news.terminal:
+                self.hooks.unwatch(self)
+                self._finish(news)
+            else:
+                self._reported_state = news.state
+                self.report("paused" if news.state == "PAUSED" else "running", detail=news.detail or None)
         if self.final_state is None:
-            status, self._polled = self._polled or self._status(), None
-            if status.terminal:
-                self.hooks.call_ended(self)
-                self._finish(status)
-            elif status.state != self._reported_state:
-                self._reported_state = status.state
-                self.hooks.op_state(self.op_id, "paused" if status.state == "PAUSED" else "running",
-                                    detail=status.detail or None)
-        if self.final_state is None:
-            return Status.RUNNING
+            return RUNNING
         return Status.SUCCESS if self.final_state == "succeeded" else Status.FAILURE
 
     def terminate(self, new_status: Status) -> None:
-        if new_status == Status.INVALID and self.status == Status.RUNNING and self._run_id is not None \
-                and self.final_state is None:
-            self.hooks.call_ended(self)
-            self._cancel_call()
-
-    def _timed_out(self) -> bool:
-        return self._deadline is not None and self.final_state is None and time.monotonic() >= self._deadline
+        if new_status != Status.INVALID:
+            self.report(self.final_state, result=self.result)
+        elif self.status == RUNNING and not self.held_back:
+            if self._run_id is not None and self.final_state is None:
+                self.hooks.unwatch(self)
+                self._cancel_call()
+            self.report("canceled", detail="plan cancelled while the op ran")
 
     def _cancel_call(self) -> None:
         try:
@@ -152,10 +184,11 @@ class SkillAction(CapabilityAction):
     """One step of a step graph: a capability call whose outcome is one event of its skill.
 
     Statuses:
-        RUNNING: the skill runs.
+        RUNNING: the skill runs (or the step was held back: the plan is being cancelled).
         SUCCESS: it ended with an event its catalog does not count as a failure.
         FAILURE: it ended with a failure event (or the call broke, reported as ``failed``),
             or with an event the skill does not have.
+        INVALID (from RUNNING): torn down; the call is cancelled, the step reports ``canceled``.
 
     ``result["event"]`` is the outcome the graph's router follows.
     """

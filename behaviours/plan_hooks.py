@@ -1,11 +1,26 @@
 """What the behaviours of a compiled plan report to, and ask of, the runtime that runs them.
 
 Behaviours receive an object with this interface as ``setup(plan=...)``; the
-executor's per-plan run record implements it.
+runtime's per-plan run record implements it.
+
+Event-driven ticking, the contract every behaviour under bt_exec keeps: the
+runtime ticks a plan's tree only when something in it can have changed. A
+behaviour that stays RUNNING because it waits for something outside the tree
+(a capability call, a deadline) registers that source with ``watch``; the
+runtime polls every watched source once per period and ticks the tree when a
+poll reports news, when ``wake`` is called, or when a control request (a stop
+point armed, a cancel) arrives. A plan left RUNNING with nothing watched and
+nothing pending can never be woken: the runtime's watchdog ends it with a
+reason that names the behaviour at the tip of the tree.
 """
 from __future__ import annotations
 
 from typing import Any, Protocol
+
+
+class WatchedSource(Protocol):
+    def poll(self) -> bool:
+        """Look for news without blocking; True when the behaviour must be ticked to take it."""
 
 
 class PlanHooks(Protocol):
@@ -21,14 +36,17 @@ class PlanHooks(Protocol):
     def op_state(self, op_id: str, state: str, result: dict | None = None, detail: str | None = None) -> None:
         """``op_id`` changed state (running, paused, succeeded, failed, canceled, timeout)."""
 
-    def call_started(self, action: Any) -> None:
-        """An asynchronous call began: the runtime polls ``action.poll()`` to decide when to tick."""
+    def watch(self, source: WatchedSource) -> None:
+        """A behaviour now waits on ``source``: poll it every period and tick the plan when it has news."""
 
-    def call_ended(self, action: Any) -> None:
-        """That call reached a terminal state or was cancelled."""
+    def unwatch(self, source: Any) -> None:
+        """That wait is over (the call ended or was cancelled)."""
+
+    def wake(self) -> None:
+        """Something this plan waits for changed: tick it as soon as possible."""
 
     def step_taken(self, step_id: str, skill: str, event: str, following: str, state: dict) -> None:
         """Step graphs: ``step_id`` ended with ``event``; the run goes on to ``following`` (a step or terminal)."""
 
     def graph_ended(self, terminal: str, reason: str | None) -> None:
-        """Step graphs: the run reached ``terminal`` (completed, replan_required, operator_required, stop)."""
+        """Step graphs: the run reached ``terminal`` (one of the router's terminals)."""

@@ -1,122 +1,121 @@
-"""The stop-guard decorator that wraps every op and reports its state."""
+"""The stop-guard decorator, placed above an op when a stop point is armed on it."""
 from __future__ import annotations
 
 import py_trees
 from py_trees.common import Status
 
-from .action import CapabilityAction
-from .plan_hooks import PlanHooks
+from .op_behaviour import FINAL_STATUSES, RUNNING
 
 
 class StopGuard(py_trees.decorators.Decorator):
-    """Wraps one op: checks its stop points and reports its state changes.
+    """Stops the plan at one op: checks ``on_enter`` when the op is entered and ``on_complete``
+    when it completes. A fired stop point asks the runtime to cancel the whole plan.
 
-    On tick enter (the op is about to start, its child not yet initialised) it
-    checks ``on_enter``; when the child returns SUCCESS or FAILURE it checks
-    ``on_complete``. A fired stop point asks the runtime to cancel the plan.
+    It sits only above ops with a stop point armed (``place_stop_guard``). The op
+    reports its own state; while guarded, its reports pass through the guard,
+    which holds the final one until the on_complete check: where that check
+    fires, the op is reported ``canceled`` with what it finished as and its result.
 
     Statuses:
-        RUNNING: the op runs, or a stop point fired (or the plan is being cancelled and the
-            op was held back unstarted) and the plan's teardown is due.
+        RUNNING: the op runs, or a stop point fired (the plan's teardown is due).
         SUCCESS / FAILURE: the op finished so and no stop point fired.
-        INVALID (from RUNNING): the plan was torn down; the op is reported canceled.
+        INVALID (from RUNNING): the plan was torn down; where a stop point fired, the op is
+            reported ``canceled`` saying which one.
     """
 
-    def __init__(self, name: str, child: py_trees.behaviour.Behaviour, op_id: str):
-        super().__init__(name=name, child=child)
-        self.op_id = op_id
-        self.hooks: PlanHooks | None = None
+    def __init__(self, op: py_trees.behaviour.Behaviour):
+        super().__init__(name=f"stop point at [{op.op_id}]", child=op)
+        self.op_id = op.op_id
+        self.hooks = op.hooks
         self.fired: str | None = None
-        self._finished_as: str | None = None
-        self._held_back = False
-        self._held_result: dict | None = None
+        self._held_final: tuple | None = None  # the op's final report, until the on_complete check
+        self._checking = False
 
     def setup(self, **kwargs) -> None:
         """Takes ``plan``: the run's PlanHooks."""
         self.hooks = kwargs["plan"]
 
     def tick(self):
-        # Decorator.tick would always tick the child; an on_enter stop must not.
-        if self.status != Status.RUNNING:
-            self.fired = self._held_result = None
-            self._held_back = self.hooks.cancel_requested
-            if self._held_back:  # e.g. a sibling branch's stop point fired earlier in this tick
-                self.status = Status.RUNNING
+        # Decorator.tick always ticks the child; an on_enter stop must not start it.
+        if self.status != RUNNING:
+            self.initialise()
+            if not self.hooks.cancel_requested and self.hooks.stop_point_armed(self.op_id, "on_enter"):
+                self._fire("on_enter")
+                self.status = RUNNING
                 yield self
                 return
-            if self.hooks.stop_point_armed(self.op_id, "on_enter"):
-                yield from self._fire("on_enter")
-                return
-            self.hooks.op_state(self.op_id, "running")
-        elif self.fired is not None or self._held_back:
+        elif self.fired is not None:
             yield self
             return
-        child = self.decorated
-        yield from child.tick()
-        if child.status == Status.RUNNING:
-            self.status = Status.RUNNING
-            yield self
-            return
-        result, detail = self._outcome()
-        if self.hooks.stop_point_armed(self.op_id, "on_complete"):
-            self._held_result = result
-            yield from self._fire("on_complete", finished_as=_op_state(child))
-            return
-        self.hooks.op_state(self.op_id, _op_state(child), result=result, detail=detail)
-        self.status = child.status
+        self._checking = True
+        try:
+            yield from self.decorated.tick()
+        finally:
+            self._checking = False
+        new_status = self.update()
+        if new_status != RUNNING:
+            self.stop(new_status)
+        self.status = new_status
         yield self
+
+    def initialise(self) -> None:
+        self.fired = self._held_final = None
 
     def update(self) -> Status:
-        # Unused by tick() above; kept meaningful for code that calls it directly.
-        return self.decorated.status
-
-    def stop(self, new_status: Status) -> None:
-        # Children first, so a teardown reports ops bottom-up.
-        if new_status == Status.INVALID and self.decorated.status != Status.INVALID:
-            self.decorated.stop(Status.INVALID)
-        self.terminate(new_status)
-        self.status = new_status
+        child_status = self.decorated.status
+        if child_status not in FINAL_STATUSES:
+            return RUNNING
+        if self.hooks.stop_point_armed(self.op_id, "on_complete"):
+            self._fire("on_complete")
+            return RUNNING
+        self._pass_on_held()
+        return child_status
 
     def terminate(self, new_status: Status) -> None:
-        if new_status == Status.INVALID and self.status == Status.RUNNING and not self._held_back:
-            if self.fired == "on_enter":
-                detail = "stop point on_enter fired: the op never started"
-            elif self.fired == "on_complete":
-                detail = f"stop point on_complete fired after the op {self._finished_as}"
-            else:
-                detail = "plan cancelled while the op ran"
-            self.hooks.op_state(self.op_id, "canceled", result=self._held_result, detail=detail)
+        if new_status != Status.INVALID or self.status != RUNNING or self.fired is None:
+            return
+        if self.fired == "on_enter":
+            self.hooks.op_state(self.op_id, "canceled", None, "stop point on_enter fired: the op never started")
+        else:
+            state, result, _detail = self._held_final or ("finished", None, None)
+            self.hooks.op_state(self.op_id, "canceled", result, f"stop point on_complete fired after the op {state}")
 
-    def _fire(self, when: str, finished_as: str | None = None):
+    def op_state(self, op_id: str, state: str, result: dict | None = None, detail: str | None = None) -> None:
+        """The guarded op's reports: passed on, but a final one made while it is checked is held."""
+        if self._checking and state not in ("running", "paused"):
+            self._held_final = (state, result, detail)
+        else:
+            self.hooks.op_state(op_id, state, result, detail)
+
+    def _pass_on_held(self) -> None:
+        if self._held_final is not None:
+            state, result, detail = self._held_final
+            self._held_final = None
+            self.hooks.op_state(self.op_id, state, result, detail)
+
+    def _fire(self, when: str) -> None:
         self.fired = when
-        self._finished_as = finished_as
+        self.feedback_message = f"stop point {when} fired"
         self.hooks.stop_point_fired(self.op_id, when)
-        self.status = Status.RUNNING
-        yield self
-
-    def _outcome(self) -> tuple[dict | None, str | None]:
-        child = self.decorated
-        if isinstance(child, CapabilityAction):
-            return child.result, None
-        return None, operator_summary(child)
 
 
-def _op_state(child: py_trees.behaviour.Behaviour) -> str:
-    if isinstance(child, CapabilityAction):
-        return child.final_state
-    return "succeeded" if child.status == Status.SUCCESS else "failed"
+def place_stop_guard(op: py_trees.behaviour.Behaviour) -> tuple[StopGuard, bool]:
+    """The StopGuard above ``op``, placed there if there was none; and whether it is new.
 
-
-def operator_summary(composite: py_trees.behaviour.Behaviour) -> str:
-    """One English line on how a finished sequence or parallel's children ended."""
-    children = composite.children
-    total = len(children)
-    succeeded = sum(1 for c in children if c.status == Status.SUCCESS)
-    failed = [c.op_id for c in children if c.status == Status.FAILURE]
-    noun = "branches" if getattr(composite, "waits_for_all", False) else "children"
-    if not failed:
-        return f"all {total} {noun} succeeded" if total else "no children: nothing to do"
-    if noun == "branches":
-        return f"{succeeded} of {total} branches succeeded; failed: {', '.join(failed)}"
-    skipped = total - succeeded - len(failed)
-    return f"child {failed[0]} failed after {succeeded} of {total} succeeded; {skipped} skipped"
+    The guard takes the op's place in its parent (or is the new root when the op has
+    none: the caller swaps the tree's root) and adopts the op's status, so a running op
+    goes on untouched: it is not restarted, cancelled or re-initialised.
+    """
+    if isinstance(op.parent, StopGuard):
+        return op.parent, False
+    parent = op.parent
+    guard = StopGuard(op)  # sets op.parent to the guard
+    op.report_to = guard
+    guard.status = op.status
+    guard.parent = parent
+    if parent is not None:
+        children = parent.children
+        children[children.index(op)] = guard
+        if parent.current_child is op:
+            parent.current_child = guard
+    return guard, True

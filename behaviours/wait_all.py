@@ -1,41 +1,74 @@
-"""A parallel that waits for every child and never cancels siblings."""
+"""The parallel op: every child at once, waiting for all of them."""
 from __future__ import annotations
 
 import py_trees
-from py_trees.common import Status
+from py_trees.common import ParallelPolicy, Status
 
-from .restart import restart
+from .op_behaviour import FINAL_STATUSES, RUNNING, OpReports
+from .summary import children_summary
 
-_FINISHED = (Status.SUCCESS, Status.FAILURE)
 
-
-class WaitAllParallel(py_trees.composites.Composite):
+class WaitAllParallel(OpReports, py_trees.composites.Parallel):
     """Starts every child and waits for all of them; a failed child does not cancel its siblings.
 
-    (py_trees' own Parallel stops the remaining children once its policy is
-    decided; RTDL's parallel must not.)
+    py_trees' own Parallel stops the remaining children once its policy is decided;
+    RTDL's parallel must not, so the tick is this class's own. It is a Parallel (with
+    the SuccessOnAll policy, which its result matches) so tree displays draw it as one.
 
     Statuses:
-        RUNNING: at least one child is still running.
+        RUNNING: at least one child is still running (``current_child`` is the first of them),
+            or the op was held back because the plan is being cancelled.
         SUCCESS: every child succeeded (or there are no children).
         FAILURE: every child finished and at least one failed.
+        INVALID (from RUNNING): the plan was torn down; running children first, then the
+            parallel, report ``canceled``.
     """
 
     waits_for_all = True
 
+    def __init__(self, name: str, op_id: str):
+        super().__init__(name, policy=ParallelPolicy.SuccessOnAll(synchronise=False))
+        self.op_id = op_id
+        self.hooks = self.report_to = None
+        self.held_back = False
+
+    def setup(self, **kwargs) -> None:
+        """Takes ``plan``: the run's PlanHooks."""
+        self._take_hooks(kwargs)
+
     def tick(self):
-        if self.status != Status.RUNNING:
-            restart(self)
-        running = failed = False
+        if self.status != RUNNING:
+            self.held_back = self.hooks.cancel_requested
+            if self.held_back:
+                self.status = RUNNING
+                yield self
+                return
+            for child in self.children:
+                if child.status != Status.INVALID:
+                    child.stop(Status.INVALID)
+            self.initialise()
+        first_running = None
+        failed = False
         for child in self.children:
-            if child.status not in _FINISHED:
+            if child.status not in FINAL_STATUSES:
                 yield from child.tick()
-            if child.status == Status.RUNNING:
-                running = True
+            if child.status == RUNNING:
+                if first_running is None:
+                    first_running = child
             elif child.status == Status.FAILURE:
                 failed = True
-        if running:
-            self.status = Status.RUNNING
+        if first_running is not None:
+            self.current_child = first_running
+            self.status = RUNNING
         else:
             self.stop(Status.FAILURE if failed else Status.SUCCESS)
         yield self
+
+    def initialise(self) -> None:
+        self.report("running")
+
+    def terminate(self, new_status: Status) -> None:
+        if new_status != Status.INVALID:
+            self.report("succeeded" if new_status == Status.SUCCESS else "failed", detail=children_summary(self))
+        elif self.status == RUNNING and not self.held_back:
+            self.report("canceled", detail="plan cancelled while the op ran")

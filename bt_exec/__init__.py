@@ -15,7 +15,7 @@ from .compilers import (CapabilityCatalog, CompiledPlan, ControlRequest, Limits,
                         compile_plan, load, validate)
 from .errors import BtExecError, ConfigError, ControlError, Issue, PlanError
 from .executor import Executor
-from .journal import JsonlJournal
+from .events import JsonlJournal
 from .sim import SimBackend
 
 try:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 TERMINAL_STATES = frozenset(("SUCCEEDED", "FAILED", "CANCELED", "TIMEOUT"))
-ACTIVE_STATES = frozenset(("PENDING", "RUNNING", "PAUSED"))
 
 # Op state reported in events for each terminal call state.
 OP_STATE_OF = {"SUCCEEDED": "succeeded", "FAILED": "failed", "CANCELED": "canceled", "TIMEOUT": "timeout"}

@@ -26,7 +26,7 @@ import py_trees
 
 import bt_exec
 
-from .compilers import DIALECTS, ControlRequest, Plan
+from .compilers import DIALECT_NAMES as DIALECTS, ControlRequest, Plan
 from .compilers.ir import STOP_WHENS
 from .errors import BtExecError, Issue, PlanError
 from . import watch

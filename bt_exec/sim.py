@@ -7,6 +7,7 @@ import pathlib
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from .backends import CallStatus, CapabilityCall
 from .compilers.config_files import check_schema, read_json_file
@@ -43,9 +44,12 @@ class SimBackend:
     every result carries ``output["state"]``, the world after the call.
     """
 
-    def __init__(self, script: dict | str | pathlib.Path | None = None, world=None, history: int = 10_000):
-        """``history``: how many recent calls (and cancelled run ids) ``calls`` (``cancelled``) keep."""
+    def __init__(self, script: dict | str | pathlib.Path | None = None, world=None, history: int = 10_000,
+                 clock: Callable[[], float] = time.monotonic):
+        """``history``: how many recent calls (and cancelled run ids) ``calls`` (``cancelled``) keep.
+        ``clock``: the seconds durations are measured in (a test may step its own)."""
         self.script = load_sim_script(script)
+        self.clock = clock
         self.world = world
         self._lock = threading.Lock()
         self._runs: dict[str, _SimRun] = {}
@@ -90,7 +94,7 @@ class SimBackend:
             return self._end(skill, call, outcome, error, output)
         run_id = f"sim-{next(self._run_ids)}"
         with self._lock:
-            self._runs[run_id] = _SimRun(call, outcome, time.monotonic() + duration, error, output, skill)
+            self._runs[run_id] = _SimRun(call, outcome, self.clock() + duration, error, output, skill)
         return run_id
 
     def status(self, run_id: str) -> CallStatus:
@@ -98,7 +102,7 @@ class SimBackend:
             run = self._runs.get(run_id)
             if run is None:
                 return CallStatus("FAILED", error=f"sim: unknown run {run_id!r}")
-            if time.monotonic() < run.ends_at:
+            if self.clock() < run.ends_at:
                 return CallStatus("RUNNING")
             del self._runs[run_id]
         return self._end(run.skill, run.call, run.outcome, run.error, run.output)

@@ -246,3 +246,16 @@ class World:
         if kind == "part":
             return frozenset(("held" if where == HAND else "free",))
         return frozenset(("gone" if where == HANDED_OVER else "present",))
+
+
+def unconfirmed_effects(changed: dict, output: object) -> list[str]:
+    """Effects a step's result does not show: a successful step reports the world it left in
+    ``output["state"]["locations"]``, and every object it moved must be where the rules put it."""
+    if not changed:
+        return []
+    state = output.get("state") if isinstance(output, dict) else None
+    reported = state.get("locations") if isinstance(state, dict) else None
+    if not isinstance(reported, dict):
+        return [f"expected {obj} at {where}; the result reported no state" for obj, where in changed.items()]
+    return [f"expected {obj} at {where}, reported {reported.get(obj)!r}"
+            for obj, where in changed.items() if reported.get(obj) != where]

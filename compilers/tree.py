@@ -1,11 +1,12 @@
-"""IR -> py_trees: every op becomes its behaviour wrapped in a StopGuard."""
+"""IR -> py_trees: one behaviour per op; stop guards are placed later, where stop points are armed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import py_trees
 
-from bt_exec.behaviours import CapabilityAction, SkillAction, StepRouter, StopGuard, WaitAllParallel
+from bt_exec.behaviours import CapabilityAction, OpSequence, SkillAction, StepRouter, WaitAllParallel
 
 from .ir import Plan
 from .skill_catalog import SkillCatalog
@@ -13,54 +14,55 @@ from .skill_catalog import SkillCatalog
 NAME_DESCRIPTION_CHARS = 60
 
 
-@dataclass
+@dataclass(slots=True)
 class CompiledPlan:
-    """The py_trees tree of a plan: ``root`` is the root op's guard (a step graph: its router);
-    ``guards`` maps op id -> guard."""
+    """The py_trees tree of a plan: ``root`` is the root op's behaviour (a step graph: its router);
+    ``ops`` maps op id -> the op's behaviour."""
 
     plan: Plan
-    root: StopGuard | StepRouter
-    guards: dict[str, StopGuard]
-
-    @property
-    def op_ids(self) -> list[str]:
-        return list(self.plan.ops)
+    root: py_trees.behaviour.Behaviour
+    ops: dict[str, py_trees.behaviour.Behaviour]
 
 
-def compile_plan(plan: Plan, catalog: SkillCatalog | None = None) -> CompiledPlan:
-    """Build the behaviour tree of ``plan``; step graphs resolve their skills in ``catalog`` (default grant)."""
-    if plan.dialect == "qwen3":
-        return _compile_graph(plan, catalog or SkillCatalog.named("grant"))
+def compile_tree(plan: Plan) -> CompiledPlan:
+    """A tree-shaped plan (sequence, parallel, do) as OpSequence, WaitAllParallel and CapabilityAction."""
+    ops: dict[str, py_trees.behaviour.Behaviour] = {}
     # Without recursion: reversed pre-order puts every child before its parent.
-    guards: dict[str, StopGuard] = {}
     for op in reversed(plan.ops.values()):
+        name = f"[{op.op_id}] {short_name(op.description)}"
         if op.kind == "do":
-            body = CapabilityAction(f"{op.op_id} do {op.cap}", op.op_id, op.cap, op.args, op.provider, op.call_id)
-        else:
-            if op.kind == "sequence":
-                body = py_trees.composites.Sequence(f"{op.op_id} sequence", memory=True)
-            else:
-                body = WaitAllParallel(f"{op.op_id} parallel (wait all)")
-            body.add_children([guards[child] for child in op.children])
-        guards[op.op_id] = StopGuard(f"[{op.op_id}] {_short(op.description)}", body, op.op_id)
-    return CompiledPlan(plan, guards[plan.root], guards)
+            ops[op.op_id] = CapabilityAction(name, op.op_id, op.cap, op.args, op.provider, op.call_id)
+            continue
+        body = OpSequence(name, op.op_id) if op.kind == "sequence" else WaitAllParallel(name, op.op_id)
+        children = [ops[child] for child in op.children]
+        for child in children:
+            child.parent = body
+        body.children = children  # add_children checks each child's parent: a cost per op for no news
+        ops[op.op_id] = body
+    return CompiledPlan(plan, ops[plan.root], ops)
 
 
-def _compile_graph(plan: Plan, catalog: SkillCatalog) -> CompiledPlan:
+def compile_graph(plan: Plan, catalog: SkillCatalog, *, terminals: frozenset, success_terminal: str,
+                  stop_terminal: str, unconfirmed_effects: Callable[[dict, object], list[str]]) -> CompiledPlan:
+    """A step graph as a StepRouter over one SkillAction per step."""
     graph = plan.steps
-    guards, skills = {}, {}
+    steps, skills = {}, {}
     for step_id, op in plan.ops.items():
         skill = catalog.skills[catalog.resolve(op.cap)]
         skills[step_id] = skill
-        body = SkillAction(f"{step_id} {op.description}", step_id, skill.name, op.args, skill.outcomes,
-                           catalog.failure_outcomes)
-        guards[step_id] = StopGuard(f"[{step_id}] {_short(op.description)}", body, step_id)
-    router = StepRouter(f"step graph from {graph.entry} ({len(guards)} steps)", guards, graph.entry,
-                        graph.transitions, skills, {step_id: op.args for step_id, op in plan.ops.items()})
-    return CompiledPlan(plan, router, guards)
+        steps[step_id] = SkillAction(f"[{step_id}] {short_name(op.description)}", step_id, skill.name, op.args,
+                                     skill.outcomes, catalog.failure_outcomes)
+    router = StepRouter(f"step graph from {graph.entry} ({len(steps)} steps)", steps, graph.entry,
+                        graph.transitions, skills, {step_id: op.args for step_id, op in plan.ops.items()},
+                        terminals=terminals, success_terminal=success_terminal, stop_terminal=stop_terminal,
+                        unconfirmed_effects=unconfirmed_effects)
+    return CompiledPlan(plan, router, steps)
 
 
-def _short(text: str) -> str:
-    # Names reach terminals: no control characters, whitespace folded.
-    text = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+def short_name(text: str) -> str:
+    """A description fit for a node name: printable (names reach terminals), whitespace folded, cut short."""
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else " " for ch in text)
+    if "  " in text or text[:1] == " " or text[-1:] == " ":
+        text = " ".join(text.split())
     return text if len(text) <= NAME_DESCRIPTION_CHARS else text[:NAME_DESCRIPTION_CHARS - 1] + "…"

@@ -202,12 +202,12 @@ def test_compile_text_tree(render):
     result = bt_exec_cli("compile", SNAPSHOT, "--render", render)
     assert result.returncode == 0, result.stderr
     lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-    assert lines == [
-        "-^- [1] capture the scene and check the battery, then report", "{-} 1 sequence",
-        "-^- [2] snapshot and battery check together", "--> 2 parallel (wait all)",
-        "-^- [3] take a snapshot", "--> 3 do tiago_camera.camera_snapshot",
-        "-^- [4] read the battery status", "--> 4 do battery.battery_status",
-        "-^- [5] tell the user the result", "--> 5 do audio.speak_text",
+    assert lines == [  # one node per op: a sequence, a parallel, do ops
+        "{-} [1] capture the scene and check the battery, then report",
+        "/_/ [2] snapshot and battery check together",
+        "--> [3] take a snapshot",
+        "--> [4] read the battery status",
+        "--> [5] tell the user the result",
     ]
 
 
@@ -215,8 +215,8 @@ def test_compile_dot():
     result = bt_exec_cli("compile", ARENA, "--render", "dot")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("digraph ")
-    assert '"4 sequence" -> "[5] echo one";' in result.stdout
-    assert result.stdout.count("->") == 7  # 4 guards -> their bodies, 3 sequence -> child guards
+    assert '"[4] run the three commands" -> "[5] echo one";' in result.stdout
+    assert result.stdout.count("->") == 3  # one node per op: the sequence -> its three do ops
 
 
 def test_compile_invalid_plan(write):

@@ -251,7 +251,7 @@ class TestTickLoop:
         plan_id = ex.submit(seq(do(), par(do(), do())))["plan_id"]
         assert ex.run_until_complete(plan_id, timeout=5)["outcome"] == "succeeded"
         ex.stop()
-        assert ex._thread is None
+        assert not any(thread.name == "bt_exec-tick" for thread in threading.enumerate())
 
     def test_run_until_complete_times_out_with_an_error(self, make_executor):
         ex = make_executor({"default": {"duration_s": 5}})
@@ -260,18 +260,18 @@ class TestTickLoop:
             ex.run_until_complete(plan_id, timeout=0.05)
 
     def test_compiling_a_submit_never_stalls_running_plans(self, make_executor, monkeypatch):
-        import bt_exec.executor as executor_module
+        from bt_exec.compilers.dialects import Rtdl
         ex = make_executor({"default": {"duration_s": 0.01}})
         ex.start()
         running = ex.submit(seq(do(), do(), do()))["plan_id"]
         release = threading.Event()
-        real_compile = executor_module.compile_plan
+        real_compile = Rtdl.compile
 
-        def slow_compile(plan, *args):
+        def slow_compile(self, plan, *args):
             release.wait(5)
-            return real_compile(plan, *args)
+            return real_compile(self, plan, *args)
 
-        monkeypatch.setattr(executor_module, "compile_plan", slow_compile)
+        monkeypatch.setattr(Rtdl, "compile", slow_compile)
         submitter = threading.Thread(target=ex.submit, args=(seq(do()),))
         submitter.start()
         assert ex.run_until_complete(running, timeout=3)["outcome"] == "succeeded"

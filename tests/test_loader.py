@@ -286,4 +286,4 @@ def test_overflowing_numbers_are_refused():
 
 def test_behaviour_names_carry_no_control_characters():
     compiled = bt_exec.compile_plan(bt_exec.load(seq(do("bad \x1b[2J\nname"))))
-    assert compiled.guards["2"].name == "[2] bad [2J name"
+    assert compiled.ops["2"].name == "[2] bad [2J name"

@@ -10,9 +10,9 @@ import itertools
 import threading
 import time
 
-from .backends import CallStatus, CapabilityCall
-from .compilers.catalog import builtin_name, check_args_of_builtin
-from .errors import ControlError
+from ..backends import CallStatus, CapabilityCall
+from ..compilers.catalog import builtin_name, check_args_of_builtin
+from ..errors import ControlError
 
 
 class BuiltinBackend:

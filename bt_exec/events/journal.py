@@ -15,23 +15,34 @@ _CLOSE = object()
 class JsonlJournal:
     """Subscriber that appends events to a file. Cheap to call: it only queues.
 
-    The queue is bounded (``max_queued``); events beyond it are dropped and
-    counted in ``dropped``, never allowed to grow memory without bound.
+    Subscribe it per event (``executor.subscribe(journal)``) or, cheaper, per tick
+    (``executor.subscribe_batches(journal.write_batch)``). At most ``max_queued``
+    events wait for the writer; events beyond that are dropped and counted in
+    ``dropped``, never allowed to grow memory without bound.
     """
 
     def __init__(self, path: str | pathlib.Path, max_queued: int = 100_000):
         self.path = pathlib.Path(path)
-        self._file = self.path.open("a", encoding="utf-8")
-        self._queue: queue.Queue = queue.Queue(maxsize=max_queued)
+        self.max_queued = max_queued
         self.dropped = 0
+        self._file = self.path.open("a", encoding="utf-8")
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queued = 0  # events in the queue, counted by the callers and the writer
+        self._count_lock = threading.Lock()
         self._writer = threading.Thread(target=self._write_loop, name="bt_exec-journal", daemon=True)
         self._writer.start()
 
     def __call__(self, event: dict) -> None:
-        try:
-            self._queue.put_nowait(dict(event))
-        except queue.Full:
-            self.dropped += 1
+        self.write_batch((event,))
+
+    def write_batch(self, events) -> None:
+        """Queue a batch of events (copied: subscribers after this one may change theirs)."""
+        with self._count_lock:
+            if self._queued + len(events) > self.max_queued:
+                self.dropped += len(events)
+                return
+            self._queued += len(events)
+        self._queue.put([dict(event) for event in events])
 
     def close(self) -> None:
         """Write what is queued, then close the file."""
@@ -43,14 +54,16 @@ class JsonlJournal:
 
     def _write_loop(self) -> None:
         while True:
-            event = self._queue.get()
-            if event is _CLOSE:
+            batch = self._queue.get()
+            if batch is _CLOSE:
                 break
             try:
                 # ASCII escapes keep lone surrogates from plan text writable.
-                self._file.write(json.dumps(event, default=str) + "\n")
+                self._file.write("".join(json.dumps(event, default=str) + "\n" for event in batch))
                 if self._queue.empty():
                     self._file.flush()
             except (OSError, ValueError) as exc:
                 log.warning("journal %s: cannot write an event: %s", self.path, exc)
+            with self._count_lock:
+                self._queued -= len(batch)
         self._file.flush()

@@ -1,0 +1,74 @@
+"""The sequence op: its children one after another, each once."""
+from __future__ import annotations
+
+import py_trees
+from py_trees.common import Status
+
+from .op_behaviour import RUNNING, OpReports
+from .summary import children_summary
+
+
+class OpSequence(OpReports, py_trees.composites.Sequence):
+    """Ticks its children in order, each until it finishes (a py_trees Sequence with memory).
+
+    Statuses:
+        RUNNING: the current child runs (``current_child``), or the op was held back because
+            the plan is being cancelled.
+        SUCCESS: every child succeeded (or there are none).
+        FAILURE: a child failed; the children after it never start.
+        INVALID (from RUNNING): the plan was torn down; running children first, then the
+            sequence, report ``canceled``.
+    """
+
+    def __init__(self, name: str, op_id: str):
+        super().__init__(name, memory=True)
+        self.op_id = op_id
+        self.hooks = self.report_to = None
+        self.held_back = False
+        self._index = 0
+
+    def setup(self, **kwargs) -> None:
+        """Takes ``plan``: the run's PlanHooks."""
+        self._take_hooks(kwargs)
+
+    def tick(self):
+        # Sequence.tick's lifecycle, keeping the current child's index instead of finding it in
+        # the children list on every tick (a cost that grows with the sequence's length).
+        if self.status != RUNNING:
+            self.held_back = self.hooks.cancel_requested
+            if self.held_back:
+                self.status = RUNNING
+                yield self
+                return
+            for child in self.children:
+                if child.status != Status.INVALID:
+                    child.stop(Status.INVALID)
+            self._index = 0
+            self.initialise()
+        children = self.children
+        index = self._index
+        while index < len(children):
+            child = children[index]
+            self.current_child = child
+            yield from child.tick()
+            if child.status == RUNNING:
+                self._index = index
+                self.status = RUNNING
+                yield self
+                return
+            if child.status != Status.SUCCESS:
+                self.stop(child.status)
+                yield self
+                return
+            index += 1
+        self.stop(Status.SUCCESS)
+        yield self
+
+    def initialise(self) -> None:
+        self.report("running")
+
+    def terminate(self, new_status: Status) -> None:
+        if new_status != Status.INVALID:
+            self.report("succeeded" if new_status == Status.SUCCESS else "failed", detail=children_summary(self))
+        elif self.status == RUNNING and not self.held_back:
+            self.report("canceled", detail="plan cancelled while the op ran")

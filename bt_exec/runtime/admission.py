@@ -1,0 +1,197 @@
+"""Admission: what may enter the runtime. Load, check, idempotency by run_id, room, and plan ids."""
+from __future__ import annotations
+
+import collections
+import copy
+import logging
+import re
+import threading
+from typing import Callable
+
+from bt_exec.compilers import CheckContext, ControlRequest, Limits, Plan, Report, dialect_of, load
+from bt_exec.errors import Issue, PlanError
+
+from .plan_run import PlanRun
+
+log = logging.getLogger(__name__)
+
+PLAN_ID = re.compile(r"[1-9][0-9]*")
+
+
+class Admission:
+    """Turns a submission into an accepted PlanRun or a refusal, never raising for bad input.
+
+    It owns what admission decides on: the check context (catalogs and the current
+    scene, which finished runs move on), the answers remembered per run_id, the plans
+    admitted (at most ``max_plans``, control-only ones not counted), the runs holding
+    the robot (at most ``max_active_runs``), and the plan and op id counters.
+    ``carry_out(request, run_id)`` answers meta ops; ``make_run(plan_id, plan, run_id,
+    control_only, world)`` builds a run; ``accept(run)`` hands it to the runner.
+    """
+
+    def __init__(self, context: CheckContext, limits: Limits, *, max_plans: int, max_active_runs: int,
+                 remember_run_ids: int, carry_out: Callable[[ControlRequest, str | None], dict],
+                 make_run: Callable[..., PlanRun], accept: Callable[[PlanRun], None],
+                 robot_holders: Callable[[], list[PlanRun]]):
+        self.context = context
+        self.limits = limits
+        self.max_plans = max_plans
+        self.max_active_runs = max_active_runs
+        self._carry_out = carry_out
+        self._make_run = make_run
+        self._accept = accept
+        self._robot_holders = robot_holders
+        self._lock = threading.Lock()
+        self._answers: collections.OrderedDict[str, dict] = collections.OrderedDict()
+        self._answering: dict[str, threading.Event] = {}
+        self._remember_run_ids = remember_run_ids
+        self._robot_slots_taken = 0
+        self._plans_admitted = 0
+        self._next_plan_id = 1
+        self._next_op_id = 1
+
+    @property
+    def scene(self):
+        return self.context.scene
+
+    def ever_submitted(self, plan_id: str) -> bool:
+        """Whether ``plan_id`` is one this executor gave out."""
+        with self._lock:
+            return PLAN_ID.fullmatch(plan_id) is not None and int(plan_id) < self._next_plan_id
+
+    # --- submit -------------------------------------------------------------------
+
+    def submit(self, source, run_id: str | None, dialect: str) -> dict:
+        if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
+            return refusal("invalid", [Issue("bad_run_id", "", f"run_id must be a non-empty string, got {run_id!r}")],
+                           run_id=None)
+        if run_id is not None:
+            return self._once(run_id, lambda: self._answer(source, run_id, dialect))
+        try:
+            loaded = load(source, dialect=dialect, limits=self.limits)
+        except PlanError as exc:
+            return refusal("invalid", exc.issues, None)
+        envelope_run_id = loaded.meta.get("run_id") if isinstance(loaded, Plan) else None
+        if envelope_run_id:  # a submit envelope that names its run
+            return self._once(envelope_run_id, lambda: self._answer(loaded, envelope_run_id, dialect))
+        return self._answer(loaded, None, dialect)
+
+    def _once(self, run_id: str, answer_once: Callable[[], dict]) -> dict:
+        """The answer for ``run_id``: computed once, then repeated (also to concurrent callers)."""
+        with self._lock:
+            answer = self._answers.get(run_id)
+            waiter = self._answering.get(run_id)
+            if answer is None and waiter is None:
+                self._answering[run_id] = threading.Event()
+        if answer is not None:
+            return copy.deepcopy(answer)
+        if waiter is not None:  # the same run_id is being answered by another thread right now
+            waiter.wait()
+            with self._lock:
+                return copy.deepcopy(self._answers[run_id])
+        answer = answer_once()
+        with self._lock:
+            self._answers[run_id] = answer
+            while len(self._answers) > self._remember_run_ids:
+                self._answers.popitem(last=False)
+            self._answering.pop(run_id).set()
+        return copy.deepcopy(answer)
+
+    def _answer(self, source, run_id: str | None, dialect: str) -> dict:
+        try:
+            return self._admit(source, run_id, dialect)
+        except Exception as exc:  # a bug must not escape to a service or leave a run_id waiting
+            log.exception("submit failed unexpectedly")
+            return refusal("invalid", [Issue("internal", "", f"internal error: {type(exc).__name__}: {exc}")], run_id)
+
+    def _admit(self, source, run_id: str | None, dialect: str) -> dict:
+        if isinstance(source, (Plan, ControlRequest)):
+            loaded = source
+        else:
+            try:
+                loaded = load(source, dialect=dialect, limits=self.limits)
+            except PlanError as exc:
+                return refusal("invalid", exc.issues, run_id)
+        if isinstance(loaded, ControlRequest):
+            return self._carry_out(loaded, run_id)
+        plan = loaded
+        kind = dialect_of(plan)
+        context = self.context
+        report = kind.check(plan, context)
+        if not report.ok:
+            return {**refusal(report.verdict, report.issues, run_id), **kind.refusal_details(plan, report, context)}
+        counted = not kind.is_control_only(plan)  # control is never refused for room
+        with self._lock:
+            if kind.holds_robot and self.context is not context:
+                return refusal("invalid", [Issue("stale_revision", "", "the scene changed to revision "
+                                                 f"{self.context.scene.revision} while this graph was checked", ())],
+                               run_id)
+            if kind.holds_robot and self._robot_slots_taken >= self.max_active_runs:
+                held = ", ".join(f"plan {run.plan_id} (run {run.run_id})" for run in self._robot_holders())
+                return refusal("busy", [Issue("busy", "", f"the robot is busy with {held or 'another graph'}; wait "
+                                                          "for it to end or cancel it", ())], run_id)
+            if counted and self._plans_admitted >= self.max_plans:
+                return refusal("busy", [Issue("too_many_plans", "", f"{self.max_plans} plans are in flight already "
+                                                                    "(max_plans); wait for one to end or cancel one",
+                                              ())], run_id)
+            self._plans_admitted += counted
+            self._robot_slots_taken += kind.holds_robot
+            plan_id = str(self._next_plan_id)
+            self._next_plan_id += 1
+            first_op = self._next_op_id
+            if plan.numbered_by_loader:
+                self._next_op_id += plan.op_count
+        try:
+            plan = plan.renumbered(first_op) if plan.numbered_by_loader else plan
+            run = self._make_run(plan_id, plan, run_id, not counted, kind.world_of(plan, context))
+        except BaseException:
+            self._release(counted, kind.holds_robot)
+            raise
+        self._accept(run)
+        return {"accepted": True, "run_id": run_id, "plan_id": plan_id, "verdict": "ok", "issues": [],
+                "message": kind.accepted_message(plan_id, plan, context), "dialect": plan.dialect,
+                "op_count": plan.op_count, "root_op_id": plan.root}
+
+    # --- release --------------------------------------------------------------------
+
+    def released(self, run: PlanRun, record: dict) -> None:
+        """A run ended: give its room back; a run that moved a world moves the scene on."""
+        with self._lock:
+            self._release_locked(not run.control_only, run.world is not None)
+            if run.world is not None:
+                scene = run.world.scene_after(self.context.scene)
+                if scene is not self.context.scene:
+                    self.context = _with_scene(self.context, scene)
+                if record["terminal"] == "replan_required":
+                    record["scene"] = scene.as_dict()  # a fresh snapshot for the planner; the model is not called
+
+    def _release(self, counted: bool, holds_robot: bool) -> None:
+        with self._lock:
+            self._release_locked(counted, holds_robot)
+
+    def _release_locked(self, counted: bool, holds_robot: bool) -> None:
+        self._plans_admitted -= counted
+        self._robot_slots_taken -= holds_robot
+
+    def check(self, source, dialect: str) -> dict:
+        """What submitting would answer about the plan itself, running nothing:
+        ``{valid, verdict, dialect, issues, stats}``."""
+        try:
+            loaded = load(source, dialect=dialect, limits=self.limits)
+        except PlanError as exc:
+            return Report("invalid", None if dialect == "auto" else dialect, exc.issues).as_dict()
+        if isinstance(loaded, ControlRequest):
+            return Report("control", loaded.dialect, [], {"control": loaded.as_dict()}).as_dict()
+        return dialect_of(loaded).check(loaded, self.context).as_dict()
+
+
+def _with_scene(context: CheckContext, scene) -> CheckContext:
+    return CheckContext(context.capability_catalog, context.skill_catalog, scene, context.require_scene)
+
+
+def refusal(verdict: str, issues: list[Issue], run_id: str | None) -> dict:
+    first = issues[0] if issues else None
+    message = f"refused ({verdict}): {first}" + (f" (+{len(issues) - 1} more issues)" if len(issues) > 1 else "") \
+        if first else f"refused ({verdict})"
+    return {"accepted": False, "run_id": run_id, "plan_id": None, "verdict": verdict,
+            "issues": [issue.as_dict() for issue in issues], "message": message}

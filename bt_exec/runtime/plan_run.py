@@ -1,0 +1,294 @@
+"""One submitted plan while it runs: its tree, op states, stop points, what it waits on, its events."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from py_trees.common import Status
+
+from bt_exec.behaviours import place_stop_guard
+from bt_exec.compilers import CompiledPlan, Plan
+
+from .plan_tree import PlanTree
+
+FINAL_STATES = frozenset(("succeeded", "failed", "canceled", "timeout"))
+STOP_WHENS = ("on_enter", "on_complete")
+
+
+class OpRecord:
+    """The live and final state of one op."""
+
+    __slots__ = ("op", "state", "result", "detail", "started_at", "ended_at")
+
+    def __init__(self, op):
+        self.op = op
+        self.state = "pending"
+        self.result: dict | None = None
+        self.detail: str | None = None
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
+
+    def as_dict(self) -> dict:
+        out = {"op_id": self.op.op_id, "kind": self.op.kind, "description": self.op.description, "state": self.state,
+               "children": list(self.op.children)}
+        if self.op.cap is not None:
+            out["cap"] = self.op.cap
+        out.update(result=self.result, detail=self.detail, started_at=self.started_at, ended_at=self.ended_at)
+        return out
+
+
+class PlanRun:
+    """Implements the behaviours' PlanHooks for one plan and keeps what the API reports about it.
+
+    ``tick_lock`` is held by whoever ticks the tree, tears it down or places a stop
+    guard in it, so events of one plan come in order and the tree never changes under
+    a tick. Readers (status, listing) never take it: op records have a fixed key set
+    and stop points are a set mutated under ``_control_lock``.
+
+    Events are built only while ``events_wanted()`` says someone listens, collected
+    during a tick and handed to ``publish`` in one batch by the tree's post-tick
+    handler (and after a teardown).
+    """
+
+    def __init__(self, plan_id: str, plan: Plan, compiled: CompiledPlan, run_id: str | None, control_only: bool,
+                 world, publish: Callable[[list[dict]], None], events_wanted: Callable[[], bool],
+                 wake_runner: Callable[[], None]):
+        self.plan_id = plan_id
+        self.plan = plan
+        self.ops = compiled.ops
+        self.tree = PlanTree(compiled.root)
+        self.run_id = run_id
+        self.control_only = control_only
+        self.world = world          # a dialect's symbolic world the run moves on, or None
+        self.state: dict | None = world.snapshot() if world is not None else None  # safe to read anywhere
+        self.records = {op_id: OpRecord(op) for op_id, op in plan.ops.items()}
+        self.stop_points: set[tuple[str, str]] = set()
+        self.watched: set = set()
+        self.cancel_reason: str | None = None
+        self.started = False
+        self.finished = False
+        self.needs_tick = True
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
+        self.error: str | None = None
+        self.trace: list[dict] = []
+        self.terminal: str | None = None
+        self.terminal_reason: str | None = None
+        self.tick_lock = threading.RLock()  # re-entrant: a builtin in this plan's tick may arm a stop point on it
+        self.done = threading.Event()
+        self._control_lock = threading.Lock()
+        self._guards_to_place: list[str] = []
+        self._done_callbacks: list[Callable[[], None]] = []
+        self._events: list[dict] = []
+        self._publish = publish
+        self._events_wanted = events_wanted
+        self._wake_runner = wake_runner
+        self.tree.add_post_tick_handler(lambda _tree: self.flush_events())
+
+    # --- PlanHooks -----------------------------------------------------------
+
+    def stop_point_armed(self, op_id: str, when: str) -> bool:
+        return (op_id, when) in self.stop_points
+
+    def stop_point_fired(self, op_id: str, when: str) -> None:
+        self.request_cancel(f"stop point {when} at op {op_id}")
+
+    def op_state(self, op_id: str, state: str, result: dict | None = None, detail: str | None = None) -> None:
+        record = self.records[op_id]
+        now = time.time()
+        record.state = state
+        if state == "running" and record.started_at is None:
+            record.started_at = now
+        record.detail = detail
+        if state in FINAL_STATES:
+            record.ended_at = now
+            record.result = result
+        if self._events_wanted():
+            op = record.op
+            event = {"event": "node_state", "plan_id": self.plan_id, "op_id": op_id, "kind": op.kind,
+                     "description": op.description, "state": state, "time": now}
+            if result is not None:
+                event["result"] = result
+            if detail is not None:
+                event["detail"] = detail
+            self._events.append(event)
+
+    def watch(self, source) -> None:
+        self.watched.add(source)
+
+    def unwatch(self, source) -> None:
+        self.watched.discard(source)
+
+    def wake(self) -> None:
+        self.needs_tick = True
+        self._wake_runner()
+
+    def step_taken(self, step_id: str, skill: str, event: str, following: str, state: dict) -> None:
+        self.state = state
+        now = time.time()
+        self.trace.append({"step": step_id, "skill": skill, "outcome": event, "next": following, "state": state,
+                           "time": now})
+        self.emit({"event": "step_transition", "plan_id": self.plan_id, "run_id": self.run_id, "step": step_id,
+                   "skill": skill, "outcome": event, "next": following, "state": state, "time": now})
+
+    def graph_ended(self, terminal: str, reason: str | None) -> None:
+        self.terminal, self.terminal_reason = terminal, reason
+
+    # --- events ------------------------------------------------------------------
+
+    def emit(self, event: dict) -> None:
+        """Queue an event for the next batch (dropped at once when nobody listens)."""
+        if self._events_wanted():
+            self._events.append(event)
+
+    def flush_events(self) -> None:
+        if self._events:
+            events, self._events = self._events, []
+            self._publish(events)
+
+    # --- control ---------------------------------------------------------------
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_reason is not None
+
+    def request_cancel(self, reason: str) -> None:
+        with self._control_lock:
+            if self.cancel_reason is None:
+                self.cancel_reason = reason
+        self.wake()
+
+    def arm(self, op_id: str, when: str, in_tick: bool) -> None:
+        """Arm a stop point and place its guard above the op, under the tick lock.
+
+        Before the plan's first tick (its tree is not set up yet), or from inside a tick (a
+        builtin or an event subscriber) while another thread holds that lock, the guard is
+        placed before this plan's next tick instead.
+        """
+        with self._control_lock:
+            self.stop_points.add((op_id, when))
+            self._guards_to_place.append(op_id)
+        if self.started and self.tick_lock.acquire(blocking=not in_tick):
+            try:
+                self.place_guards()
+            finally:
+                self.tick_lock.release()
+        self.wake()
+
+    def place_guards(self) -> None:
+        """Place the StopGuards armed since the last call (caller holds ``tick_lock``)."""
+        if not self._guards_to_place:
+            return
+        with self._control_lock:
+            op_ids, self._guards_to_place = self._guards_to_place, []
+        for op_id in op_ids:
+            op = self.ops.get(op_id)
+            if op is None or self.finished:
+                continue
+            guard, _new = place_stop_guard(op)
+            if op is self.tree.root:
+                self.tree.root = guard
+
+    def stop_point_of(self, op_id: str) -> str | None:
+        points = self.stop_points
+        for when in STOP_WHENS:
+            if (op_id, when) in points:
+                return when
+        return None
+
+    def when_done(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once the run finished (now, if it has)."""
+        with self._control_lock:
+            if not self.done.is_set():
+                self._done_callbacks.append(callback)
+                return
+        callback()
+
+    def mark_done(self) -> None:
+        with self._control_lock:
+            self.done.set()
+            callbacks, self._done_callbacks = self._done_callbacks, []
+        for callback in callbacks:
+            callback()
+
+    # --- lifecycle (caller holds tick_lock) ---------------------------------
+
+    def begin(self, setup_kwargs: dict) -> None:
+        """Set the tree up with one set of keyword arguments, then report the plan started."""
+        self.tree.setup(plan=self, world=self.world, **setup_kwargs)
+        self.started = True
+        self.started_at = time.time()
+        self.emit({"event": "plan_started", "plan_id": self.plan_id, "run_id": self.run_id,
+                   "description": self.plan.description, "op_count": self.plan.op_count,
+                   "dialect": self.plan.dialect, "time": self.started_at})
+
+    def poll_watched(self) -> bool:
+        """Poll every watched source once; True when any has news for the tree."""
+        news = False
+        for source in list(self.watched):
+            if source.poll():
+                news = True
+        return news
+
+    def tear_down(self) -> None:
+        """Stop every running op (they end canceled); ops never reached stay pending."""
+        self.tree.root.stop(Status.INVALID)
+        self.flush_events()
+
+    @property
+    def root_status(self) -> Status:
+        return self.tree.root.status
+
+    @property
+    def complete(self) -> bool:
+        return self.tree.root.status in (Status.SUCCESS, Status.FAILURE)
+
+    def stalled_behaviour(self) -> str | None:
+        """The behaviour a RUNNING tree waits in when nothing can wake it, else None."""
+        if self.watched or self.needs_tick or self.cancel_requested or self.tree.root.status != Status.RUNNING:
+            return None
+        tip = self.tree.tip()
+        return tip.name if tip is not None else self.tree.root.name
+
+    def final_record(self) -> dict:
+        cancelled = self.cancel_requested
+        failed = self.error is not None or cancelled or self.tree.root.status == Status.FAILURE
+        outcome = "cancelled" if cancelled else ("failed" if failed else "succeeded")
+        record = {"plan_id": self.plan_id, "run_id": self.run_id, "description": self.plan.description,
+                  "dialect": self.plan.dialect, "shape": self.plan.shape, "outcome": outcome,
+                  "any_failed": failed, "cancelled": cancelled, "cancel_reason": self.cancel_reason,
+                  "error": self.error, "control_only": self.control_only,
+                  "started_at": self.started_at, "ended_at": self.ended_at,
+                  "duration_s": (self.ended_at - self.started_at) if self.started_at and self.ended_at else 0.0,
+                  "input": dict(self.plan.meta), "root": self.plan.root,
+                  "ops": [record.as_dict() for record in self.records.values()]}
+        if self.world is not None:
+            record["transitions"] = self.transitions()
+            terminal = self.terminal or ("stop" if cancelled or self.error else None)
+            reason = self.terminal_reason or self.cancel_reason or self.error
+            record.update(terminal=terminal, terminal_reason=reason, trace=list(self.trace), state=self.state,
+                          path=[entry["step"] for entry in self.trace] + ([terminal] if terminal else []))
+        return record
+
+    def tree_view(self) -> dict:
+        """The plan's structure with every op's live state and armed stop point, for tree viewers."""
+        view = {"plan_id": self.plan_id, "run_id": self.run_id, "description": self.plan.description,
+                "dialect": self.plan.dialect, "root": self.plan.root, "running": not self.finished,
+                "cancelled": self.cancel_requested, "cancel_reason": self.cancel_reason, "outcome": None,
+                "ops": [{**record.as_dict(), "stop_point": self.stop_point_of(op_id)}
+                        for op_id, record in self.records.items()]}
+        if self.world is not None:
+            view.update(transitions=self.transitions(), path=[entry["step"] for entry in self.trace], state=self.state)
+        return view
+
+    def transitions(self) -> dict:
+        """Step graphs: step id -> {outcome: next step or terminal}."""
+        return {step: dict(edges) for step, edges in self.plan.steps.transitions.items()}
+
+    def release_tree(self) -> None:
+        """Shut the behaviour tree down and drop it once finished; the records keep everything reported."""
+        self.tree.shutdown()
+        self.tree = None
+        self.ops = {}
+        self.watched.clear()

@@ -1,0 +1,221 @@
+"""The runner: the table of plans in flight, the tick loop, wake-ups, the watchdog, and finishing."""
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from typing import Callable
+
+from .plan_run import PlanRun
+
+log = logging.getLogger(__name__)
+
+
+class Runner:
+    """Ticks plans in flight: from its own thread (``start``) or when asked (``tick_once``).
+
+    A plan's tree is ticked only when something in it can have changed (the waking
+    contract of ``bt_exec.behaviours.plan_hooks``): a watched source polled news, a
+    control request woke it, or it has just begun. ``tick_on_news_only=False`` ticks
+    every plan every period instead (same events, for behaviours that do not keep the
+    contract); the watchdog then has nothing to watch. With the gate on, a plan whose
+    tree stays RUNNING with nothing watched and nothing pending is ended by the watchdog,
+    with an error naming the behaviour it waits in.
+
+    ``on_finished(run, record)`` runs when a plan ended, before ``plan_complete`` is
+    published; ``setup_kwargs(run)`` gives the keyword arguments its tree is set up with.
+    """
+
+    def __init__(self, *, publish: Callable[[list[dict]], None], tick_period: float, keep_finished: int,
+                 setup_kwargs: Callable[[PlanRun], dict], on_finished: Callable[[PlanRun, dict], None],
+                 tick_on_news_only: bool = True):
+        self.tick_period = tick_period
+        self.tick_on_news_only = tick_on_news_only
+        self._publish = publish
+        self._setup_kwargs = setup_kwargs
+        self._on_finished = on_finished
+        self._keep_finished = keep_finished
+        self._lock = threading.Lock()  # guards the tables below; never held while ticking
+        self._active: dict[str, PlanRun] = {}
+        self._finishing: dict[str, PlanRun] = {}  # left the table, plan_complete not yet delivered
+        self._finished: collections.OrderedDict[str, dict] = collections.OrderedDict()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ticking = threading.local()
+
+    # --- the tables ------------------------------------------------------------------
+
+    def add(self, run: PlanRun) -> None:
+        with self._lock:
+            self._active[run.plan_id] = run
+        self._wake.set()
+
+    def active(self, plan_id: str) -> PlanRun | None:
+        with self._lock:
+            return self._active.get(plan_id)
+
+    def active_runs(self) -> list[PlanRun]:
+        with self._lock:
+            return list(self._active.values())
+
+    def live(self, plan_id: str) -> PlanRun | None:
+        """The run in flight or finishing (plan_complete not yet delivered)."""
+        with self._lock:
+            return self._active.get(plan_id) or self._finishing.get(plan_id)
+
+    def finished_record(self, plan_id: str) -> dict | None:
+        with self._lock:
+            return self._finished.get(plan_id)
+
+    def finished_records(self, limit: int) -> list[dict]:
+        """The newest ``limit`` records kept, oldest first."""
+        with self._lock:
+            return list(self._finished.values())[-limit:] if limit else []
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # --- ticking ----------------------------------------------------------------------
+
+    def in_tick(self) -> bool:
+        """Whether this thread is inside a tick (a subscriber or a builtin is running in it)."""
+        return getattr(self._ticking, "active", False)
+
+    def tick_once(self) -> None:
+        """Tick every plan in flight once (from inside a tick: nothing, the tick in progress goes on)."""
+        for run in self.active_runs():
+            self.tick_run(run)
+
+    def tick_run(self, run: PlanRun) -> None:
+        if self.in_tick():
+            return
+        self._ticking.active = True
+        try:
+            self._tick_run(run)
+        finally:
+            self._ticking.active = False
+
+    def _tick_run(self, run: PlanRun) -> None:
+        with run.tick_lock:
+            if run.finished:
+                return
+            try:
+                if not run.started:
+                    run.begin(self._setup_kwargs(run))
+                run.place_guards()
+                if not run.cancel_requested:
+                    news = run.poll_watched()
+                    if news or run.needs_tick or not self.tick_on_news_only:
+                        run.needs_tick = False
+                        run.tree.tick()
+                        if self.tick_on_news_only and not run.complete:
+                            stalled = run.stalled_behaviour()
+                            if stalled is not None:
+                                run.error = (f"stalled: {stalled!r} is RUNNING but nothing can wake the plan (no "
+                                             "call, deadline or control request is pending for it)")
+                if run.cancel_requested or run.error is not None:
+                    run.tear_down()
+                elif not run.complete:
+                    run.flush_events()
+                    return
+            except Exception as exc:  # a fault in one plan's tree never stops the executor
+                log.exception("plan %s: tick failed", run.plan_id)
+                run.error = f"internal error while ticking: {type(exc).__name__}: {exc}"
+                try:
+                    run.tear_down()
+                except Exception:
+                    log.exception("plan %s: teardown after a failed tick failed too", run.plan_id)
+            self._finish(run)
+
+    def _finish(self, run: PlanRun) -> None:
+        run.finished = True
+        run.ended_at = time.time()
+        record = run.final_record()
+        with self._lock:
+            self._active.pop(run.plan_id, None)
+            self._finishing[run.plan_id] = run
+        self._on_finished(run, record)
+        with self._lock:
+            self._finished[run.plan_id] = record
+            while len(self._finished) > self._keep_finished:
+                self._finished.popitem(last=False)
+        run.release_tree()
+        complete = {"event": "plan_complete", "plan_id": run.plan_id, "run_id": run.run_id,
+                    "any_failed": record["any_failed"], "cancelled": record["cancelled"],
+                    "outcome": record["outcome"], "description": run.plan.description, "time": run.ended_at}
+        if run.world is not None:
+            complete.update(terminal=record["terminal"], terminal_reason=record["terminal_reason"], state=record["state"])
+            if "scene" in record:
+                complete["scene"] = record["scene"]
+        run.emit(complete)
+        run.flush_events()
+        run.mark_done()
+        with self._lock:
+            del self._finishing[run.plan_id]
+
+    # --- waiting ----------------------------------------------------------------------
+
+    def await_runs(self, runs: list[PlanRun], wait_ms: int) -> bool:
+        """Wait up to ``wait_ms`` for the runs to finish (ticking them here when no loop runs)."""
+        if self.in_tick():
+            return all(run.done.is_set() for run in runs)  # the teardown follows the tick in progress
+        if self._thread is None:
+            for run in runs:
+                self.tick_run(run)
+        else:
+            deadline = time.monotonic() + wait_ms / 1000.0
+            for run in runs:
+                if not run.done.wait(max(0.0, deadline - time.monotonic())):
+                    break
+        return all(run.done.is_set() for run in runs)
+
+    def run_until_done(self, run: PlanRun, timeout: float | None) -> bool:
+        """Tick (or wait for the tick loop) until ``run`` finished; False if ``timeout`` passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not run.done.is_set():
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            if self._thread is not None:
+                run.done.wait(remaining)
+                continue
+            self.tick_once()
+            if not run.done.is_set():
+                self._wake.wait(self.tick_period if remaining is None else min(self.tick_period, remaining))
+                self._wake.clear()
+        return True
+
+    # --- the loop ---------------------------------------------------------------------
+
+    @property
+    def looping(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._loop, name="bt_exec-tick", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        self._stopping.set()
+        self._wake.set()
+        thread.join()
+        self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            began = time.monotonic()
+            try:
+                self.tick_once()
+            except Exception:
+                log.exception("tick loop: unexpected error")
+            self._wake.wait(max(0.0, self.tick_period - (time.monotonic() - began)))
+            self._wake.clear()

@@ -1,0 +1,238 @@
+"""The plan dialects behind one interface: each loads, checks, compiles and says what its runs need.
+
+The executor, the loader and the tree builder reach a dialect through ``DIALECTS``
+and the ``Dialect`` protocol only: no dialect is named anywhere else.
+"""
+from __future__ import annotations
+
+import pathlib
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from bt_exec.errors import ConfigError, Issue
+
+from .catalog import CapabilityCatalog, check_plan, is_control_only
+from .ir import ControlRequest, Plan
+from .qwen3 import load_qwen3, looks_like_qwen3
+from .qwen3_check import check_graph, verdict_of
+from .report import Report
+from .rtdl import detect_shape, load_rtdl
+from .scene import Scene
+from .skill_catalog import TERMINALS, SkillCatalog
+from .source import Limits
+from .symbolic import World, unconfirmed_effects
+from .tree import CompiledPlan, compile_graph, compile_tree
+
+DEFAULT_SKILL_CATALOG = "grant"
+_ARENA_ARGS_JSON = re.compile(r"nodes\[\d+\]\.call\.args_json")
+
+NO_SCENE = Issue("no_scene", "", "this executor has no scene: step graphs are checked against one "
+                                 "(Executor(scene=...), --scene FILE)", ())
+
+
+@dataclass(frozen=True, slots=True)
+class CheckContext:
+    """What plans are checked and compiled against.
+
+    ``capability_catalog``: RTDL's allow-list with args schemas (None: builtins only are
+    checked). ``skill_catalog``: step graphs' skills. ``scene``: the world step graphs are
+    checked against; ``require_scene``: an executor runs step graphs only against one, so
+    without it they are refused (``no_scene``) with every other issue listed beside it.
+    """
+
+    capability_catalog: CapabilityCatalog | None = None
+    skill_catalog: SkillCatalog | None = None
+    scene: Scene | None = None
+    require_scene: bool = False
+
+    @property
+    def skills(self) -> SkillCatalog:
+        return self.skill_catalog or SkillCatalog.named(DEFAULT_SKILL_CATALOG)
+
+
+class Dialect(Protocol):
+    """One plan dialect."""
+
+    name: str
+    holds_robot: bool     # a run takes the robot: at most max_active_runs such plans at once
+    routes_builtins: bool  # its do ops may call the executor's builtin capabilities
+
+    def recognises(self, doc: dict) -> bool:
+        """Whether a decoded document, of no dialect named by the caller, is this dialect's."""
+
+    def embedded_json(self, doc: dict) -> Callable[[str], bool] | None:
+        """Where strings hold JSON text of their own, checked once decoded: path -> bool."""
+
+    def uses_arena_paths(self, doc: dict) -> bool:
+        """Whether issues about ``doc`` are located in arena notation (``nodes[1].call``)."""
+
+    def load(self, doc: object, limits: Limits) -> Plan | ControlRequest:
+        """The loaded plan; PlanError with every issue found."""
+
+    def check(self, plan: Plan, context: CheckContext) -> Report:
+        """Every issue of a loaded plan and its verdict."""
+
+    def refusal_details(self, plan: Plan, report: Report, context: CheckContext) -> dict:
+        """Fields a refusal of this plan carries beyond verdict and issues."""
+
+    def compile(self, plan: Plan, context: CheckContext) -> CompiledPlan:
+        """The plan's py_trees tree."""
+
+    def world_of(self, plan: Plan, context: CheckContext) -> World | None:
+        """The symbolic world a run of this plan moves on (set up into its tree), or None."""
+
+    def accepted_message(self, plan_id: str, plan: Plan, context: CheckContext) -> str:
+        """What an accepted submit says."""
+
+    def is_control_only(self, plan: Plan) -> bool:
+        """Whether the plan only controls other plans (never refused for room, never listed)."""
+
+    def context_for(self, catalog: object, scene: object) -> CheckContext:
+        """A CheckContext from the catalog a caller gave for this dialect (an object, its dict, a
+        name or a path) and, for dialects that use one, a scene."""
+
+
+class Rtdl:
+    """Robonix's RTDL: envelope, tree and wire-arena shapes; meta ops are control, not plans."""
+
+    name = "rtdl"
+    holds_robot = False
+    routes_builtins = True
+
+    def recognises(self, doc: dict) -> bool:
+        return detect_shape(doc) is not None
+
+    def embedded_json(self, doc: dict) -> Callable[[str], bool] | None:
+        return _ARENA_ARGS_JSON.fullmatch if self.uses_arena_paths(doc) else None
+
+    def uses_arena_paths(self, doc: dict) -> bool:
+        return isinstance(doc, dict) and detect_shape(doc) == "arena"
+
+    def load(self, doc: object, limits: Limits) -> Plan | ControlRequest:
+        return load_rtdl(doc, limits)
+
+    def check(self, plan: Plan, context: CheckContext) -> Report:
+        issues = check_plan(plan, context.capability_catalog)
+        kinds = Counter(op.kind for op in plan.ops.values())
+        stats = {"shape": plan.shape, "ops": plan.op_count, "depth": plan.depth,
+                 "sequence": kinds["sequence"], "parallel": kinds["parallel"], "do": kinds["do"]}
+        return Report("invalid" if issues else "ok", plan.dialect, issues, stats)
+
+    def refusal_details(self, plan: Plan, report: Report, context: CheckContext) -> dict:
+        return {}
+
+    def compile(self, plan: Plan, context: CheckContext) -> CompiledPlan:
+        return compile_tree(plan)
+
+    def world_of(self, plan: Plan, context: CheckContext) -> None:
+        return None
+
+    def accepted_message(self, plan_id: str, plan: Plan, context: CheckContext) -> str:
+        return f"plan {plan_id} accepted: {plan.op_count} ops, {plan.description!r}"
+
+    def is_control_only(self, plan: Plan) -> bool:
+        return is_control_only(plan)
+
+    def context_for(self, catalog: object, scene: object) -> CheckContext:
+        return CheckContext(capability_catalog=capability_catalog_of(catalog))
+
+
+class Qwen3:
+    """The fine-tuned Qwen3's step graphs: steps of catalog skills, transitions by outcome event."""
+
+    name = "qwen3"
+    holds_robot = True
+    routes_builtins = False
+
+    def recognises(self, doc: dict) -> bool:
+        return looks_like_qwen3(doc)
+
+    def embedded_json(self, doc: dict) -> Callable[[str], bool]:
+        return "/response".__eq__
+
+    def uses_arena_paths(self, doc: dict) -> bool:
+        return False
+
+    def load(self, doc: object, limits: Limits) -> Plan:
+        return load_qwen3(doc, limits)
+
+    def check(self, plan: Plan, context: CheckContext) -> Report:
+        graph = plan.steps
+        issues = check_graph(plan, context.skills, context.scene)
+        verdict = verdict_of(plan, issues)
+        if context.require_scene and context.scene is None and verdict != "blocked":
+            issues, verdict = [NO_SCENE, *issues], "invalid"
+        stats = {"shape": plan.shape, "status": graph.status, "steps": len(graph.steps),
+                 "transitions": sum(len(m) for m in graph.transitions.values()), "entry": graph.entry,
+                 "scene_revision": graph.scene_revision}
+        if graph.reason:
+            stats["reason"] = graph.reason
+        return Report(verdict, "qwen3", issues, stats)
+
+    def refusal_details(self, plan: Plan, report: Report, context: CheckContext) -> dict:
+        details = {}
+        if report.verdict == "blocked":  # the planner refused: report its reason, run nothing
+            reason = plan.steps.reason
+            details.update(message="blocked by the planner" + (f": {reason}" if reason else ""), reason=reason)
+        stale = any(issue.code in ("stale_revision", "revision_missing") for issue in report.issues)
+        if context.scene is not None and (report.verdict == "replan_required" or stale):
+            details["scene"] = context.scene.as_dict()  # a fresh snapshot for the planner; the model is not called
+        return details
+
+    def compile(self, plan: Plan, context: CheckContext) -> CompiledPlan:
+        return compile_graph(plan, context.skills, terminals=frozenset(TERMINALS), success_terminal="completed",
+                             stop_terminal="stop", unconfirmed_effects=unconfirmed_effects)
+
+    def world_of(self, plan: Plan, context: CheckContext) -> World:
+        return World.from_scene(context.skills, context.scene)
+
+    def accepted_message(self, plan_id: str, plan: Plan, context: CheckContext) -> str:
+        return (f"plan {plan_id} accepted: {plan.op_count}-step graph from {plan.root}, scene revision "
+                f"{context.scene.revision}")
+
+    def is_control_only(self, plan: Plan) -> bool:
+        return False
+
+    def context_for(self, catalog: object, scene: object) -> CheckContext:
+        return CheckContext(skill_catalog=skill_catalog_of(catalog), scene=scene_of(scene))
+
+
+# In the order ``load`` tries them on a document whose dialect is not given.
+DIALECTS: dict[str, Dialect] = {"rtdl": Rtdl(), "qwen3": Qwen3()}
+# A document that is not a JSON object is reported against this dialect's shapes.
+FALLBACK_DIALECT = DIALECTS["rtdl"]
+
+
+def dialect_of(plan: Plan) -> Dialect:
+    return DIALECTS[plan.dialect]
+
+
+def capability_catalog_of(catalog) -> CapabilityCatalog | None:
+    if catalog is None or isinstance(catalog, CapabilityCatalog):
+        return catalog
+    if isinstance(catalog, dict):
+        return CapabilityCatalog(catalog)
+    raise ConfigError(f"an RTDL plan is checked against a capability catalog, not {type(catalog).__name__}")
+
+
+def skill_catalog_of(catalog) -> SkillCatalog:
+    if catalog is None:
+        return SkillCatalog.named(DEFAULT_SKILL_CATALOG)
+    if isinstance(catalog, SkillCatalog):
+        return catalog
+    if isinstance(catalog, (str, pathlib.Path)):
+        return SkillCatalog.named(catalog)
+    if isinstance(catalog, dict):
+        return SkillCatalog(catalog)
+    raise ConfigError(f"a step graph is checked against a skill catalog, not {type(catalog).__name__}")
+
+
+def scene_of(scene) -> Scene | None:
+    """A Scene from a Scene, its dict, or a file path (str or pathlib.Path)."""
+    if isinstance(scene, dict):
+        return Scene.from_dict(scene)
+    if isinstance(scene, (str, pathlib.Path)):
+        return Scene.from_file(scene)
+    return scene

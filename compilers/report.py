@@ -1,0 +1,28 @@
+"""The outcome of checking a plan: its verdict and every issue found."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bt_exec.errors import Issue
+
+
+@dataclass
+class Report:
+    """The outcome of ``validate``.
+
+    ``verdict``: "ok"; "invalid"; "control" (an RTDL meta op); for step graphs
+    also "replan_required" and "blocked". Only "ok" and "control" may run.
+    """
+
+    verdict: str
+    dialect: str | None
+    issues: list[Issue] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict in ("ok", "control")
+
+    def as_dict(self) -> dict:
+        return {"valid": self.ok, "verdict": self.verdict, "dialect": self.dialect,
+                "issues": [i.as_dict() for i in self.issues], "stats": self.stats}
