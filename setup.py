@@ -60,7 +60,7 @@ setup(
     extras_require={
         "mcp": ["mcp>=1.10,<2"],
         # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them)
-        "test": ["pytest>=7", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20"],
+        "test": ["pytest>=7", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20", "import-linter>=2.12,<3"],
     },
     zip_safe=True,
     entry_points={"console_scripts": [
