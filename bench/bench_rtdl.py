@@ -43,9 +43,9 @@ Figures:
    and still retained by its result, the Plan excluded (loaded before tracing), vs bytes
    retained by the raw tree of the same shape. 5b (info): the same with the Plan included (load
    + validate + compile traced; Plan and compiled tree kept).
-6. Growth: per-op time of load + validate + compile (envelope input, nested shape) at 50,000 ops
-   divided by the same at 1,000 ops; the raw column has raw py_trees' own build growth. The
-   cyclic GC stays enabled, as users get it.
+6. Growth: per-op time of load + validate + compile (envelope input, nested shape; loaded with
+   ``Limits(max_ops=50_000)``) at 50,000 ops divided by the same at 1,000 ops; the raw column has
+   raw py_trees' own build growth. The bench leaves the cyclic GC as users get it.
 
 Method: each figure is measured ``--repeats`` times (the ticks twice as often); within a repeat
 ours and raw run one after the other, the order rotating from repeat to repeat, each sample
