@@ -33,8 +33,10 @@ setup(
     packages=[
         PACKAGE,
         f"{PACKAGE}.catalogs",
+        f"{PACKAGE}.cli",
         f"{PACKAGE}.motion",
         f"{PACKAGE}.ros",
+        f"{PACKAGE}.terminal",
         f"{PACKAGE}.web",
         f"{PACKAGE}.compilers",
         f"{PACKAGE}.behaviours",
@@ -66,7 +68,7 @@ setup(
     entry_points={"console_scripts": [
         "bt-exec = bt_exec.cli:main",
         # ROS executables (setup.cfg installs scripts under lib/bt_exec, where `ros2 run bt_exec ...` finds them)
-        "bt_exec_node = bt_exec.cli:node_main",
-        "bt_exec_sim_robot = bt_exec.cli:sim_robot_main",
+        "bt_exec_node = bt_exec.cli.ros_commands:node_main",
+        "bt_exec_sim_robot = bt_exec.cli.ros_commands:sim_robot_main",
     ]},
 )
