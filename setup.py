@@ -33,8 +33,12 @@ setup(
     packages=[
         PACKAGE,
         f"{PACKAGE}.catalogs",
+        f"{PACKAGE}.cli",
+        f"{PACKAGE}.events",
         f"{PACKAGE}.motion",
         f"{PACKAGE}.ros",
+        f"{PACKAGE}.runtime",
+        f"{PACKAGE}.terminal",
         f"{PACKAGE}.web",
         f"{PACKAGE}.compilers",
         f"{PACKAGE}.behaviours",
@@ -60,13 +64,13 @@ setup(
     extras_require={
         "mcp": ["mcp>=1.10,<2"],
         # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them)
-        "test": ["pytest>=7", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20"],
+        "test": ["pytest>=7", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20", "import-linter>=2.12,<3"],
     },
     zip_safe=True,
     entry_points={"console_scripts": [
         "bt-exec = bt_exec.cli:main",
         # ROS executables (setup.cfg installs scripts under lib/bt_exec, where `ros2 run bt_exec ...` finds them)
-        "bt_exec_node = bt_exec.cli:node_main",
-        "bt_exec_sim_robot = bt_exec.cli:sim_robot_main",
+        "bt_exec_node = bt_exec.cli.ros_commands:node_main",
+        "bt_exec_sim_robot = bt_exec.cli.ros_commands:sim_robot_main",
     ]},
 )

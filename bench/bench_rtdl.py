@@ -1,51 +1,93 @@
-"""bt_exec vs raw py_trees: three cost figures for RTDL plans, each a ratio against raw py_trees.
+"""bt_exec vs raw py_trees on RTDL plans: tick, run, compile, memory and growth, each against raw py_trees.
 
 Run from the repository root::
 
-    python bench/bench_rtdl.py            # full run (about 40 s on 2 cores)
-    python bench/bench_rtdl.py --quick    # smoke run for CI (about 15 s)
+    python bench/bench_rtdl.py            # full run (about 1 minute on 2 cores)
+    python bench/bench_rtdl.py --quick    # smoke run for CI (about 25 s)
 
-Figures (ratio = ours / raw py_trees; lower is better; "ops" counts every node, the root included):
+Ratio = ours / raw py_trees measured in the same run; lower is better. "ops" counts every node of
+the plan, the root included. The raw tree of a plan is the same shape in plain py_trees
+behaviours, one per op: ``Sequence(memory=True)``, ``Parallel(SuccessOnAll)``,
+``behaviours.Success`` for a do op and ``behaviours.Running`` for the long-running one. Raw trees
+are always ticked with ``root.tick_once()``: py_trees' ``BehaviourTree.tick()`` also walks the
+whole tree after every tick, which is not the cost of ticking it.
 
-1. Tick cost. A plan whose root sequence holds do ops, one op in the middle made long-running
-   by a SimBackend script (``{"ops": {"<op id>": {"duration_s": 3600}}}``), ticked until steady
-   (that op running). One ``Executor.tick_once()`` vs one ``py_trees.trees.BehaviourTree.tick()``
-   on the equivalent raw tree (``Sequence(memory=True)`` of ``behaviours.Success`` with one
-   ``behaviours.Running`` at the same place, also ticked to steady state). Gated on the flat
-   1000-op plan; also shown for a nested shape (sequence of parallels of sequences, 1000 ops;
-   raw: ``Parallel(SuccessOnAll)``) and for flat plans of 100 and 10,000 ops: our cost follows
-   the running ops, not the tree size.
-2. Load to plan_complete, 2000 instant ops (root sequence + 2000 do ops). ``ex.submit(text)``
-   + ``ex.run_until_complete(plan_id)`` on a fresh ``Executor()`` (the sim answers every call
-   at once) vs building the raw tree (``Sequence`` of 2000 ``Success``) + ``BehaviourTree.tick()``
-   until SUCCESS.
-3. Load + validate + compile a 10,000-op nested plan: ``bt_exec.load(text)`` +
-   ``bt_exec.validate(plan)`` + ``bt_exec.compile_plan(plan)`` vs building the raw py_trees tree
-   of the same shape (10,000 behaviours). Measured for the nested-tree (envelope) input and
-   for the wire-arena input of the same plan.
+Figures:
 
-Method: each figure is measured ``--repeats`` times; within a repeat ours and raw run back to
-back in alternating order, each after ``gc.collect()`` (GC stays enabled). The table (the one
-of ``benchlib``, as every bench script prints) shows the median time of each side and the median
-of the per-repeat ratios (``--json`` also has the minima). A gated row FAILs when that ratio
-exceeds its bar; the script then exits 1.
+1. Real tick. A 1000-op plan (flat: a root sequence of do ops; nested: a sequence of 10
+   parallels of 10 sequences of do ops) with one do op made long-running by a SimBackend script
+   (``{"ops": {"<op id>": {"duration_s": 3600}}}``) and a stop point armed (``stop_plan_at``,
+   on_enter) on the last do op, which is never reached; submitted to an ``Executor`` and ticked
+   until steady (that op running). One ``tick_once()`` of our compiled tree's root, taken from
+   ``ex.behaviour_trees()[plan_id]`` and ticked directly (every behaviour the plan has, guards
+   included, and a poll of the running call), vs one ``root.tick_once()`` of the raw tree, ticked
+   to the same steady state.
+2. Idle tick. On the same executor: one ``Executor.tick_once()`` when nothing changed (the
+   executor skips the py_trees tick), vs the same raw ``root.tick_once()``. Gated on the flat
+   1000-op plan; also shown (info) for flat plans of 100 and 10,000 ops: the idle tick follows
+   the running calls, not the tree size. Figures 1 and 2 share their raw samples: in each
+   repeat the idle tick, the real tick and the raw tick are timed in turn.
+3. 2000 instant ops, submit -> plan_complete: ``ex.submit(text)`` + ``ex.run_until_complete``
+   on a fresh ``Executor(backend=SimBackend())`` (made untimed; the sim answers every call at
+   once) vs building the raw tree (a sequence of 2000 ``Success``) + ``root.tick_once()`` until
+   SUCCESS. 3b: the same with a ``JsonlJournal`` to a temporary file subscribed
+   (``ex.subscribe``); the journal writes on its own thread while the plan runs, and its close
+   (writing what is still queued) is not timed: the detail line gives its median.
+4. Load + validate + compile a 10,000-op nested plan: ``bt_exec.load(text)`` +
+   ``bt_exec.validate(plan)`` + ``bt_exec.compile_plan(plan)`` vs building the raw tree of the
+   same shape, for the nested-tree (envelope) input (4) and the wire-arena input of the same plan
+   (4b). 4c: the envelope input validated against a ``CapabilityCatalog`` holding the sim cap
+   with an args schema (every op's args checked), total vs the same raw build. The four sides
+   are timed in turn in each repeat.
+5. Memory per op (tracemalloc, 10,000-op nested plan): bytes allocated by ``compile_plan(plan)``
+   and still retained by its result, the Plan excluded (loaded before tracing), vs bytes
+   retained by the raw tree of the same shape. 5b (info): the same with the Plan included (load
+   + validate + compile traced; Plan and compiled tree kept).
+6. Growth: per-op time of load + validate + compile (envelope input, nested shape; loaded with
+   ``Limits(max_ops=50_000)``) at 50,000 ops divided by the same at 1,000 ops; the raw column has
+   raw py_trees' own build growth. The bench leaves the cyclic GC as users get it.
+
+Method: each figure is measured ``--repeats`` times (the ticks twice as often); within a repeat
+ours and raw run one after the other, the order rotating from repeat to repeat, each sample
+after ``gc.collect()`` (GC stays enabled). Short calls are looped so that each sample lasts
+about 20 ms (the 1,000-op side of the growth figure about 200 ms). The table (the one of
+``benchlib``, as every bench script prints) shows the median time of each side and the median
+of the per-repeat ratios (``--json`` also has the minima). A gated row FAILs when its ratio
+(growth: its value) exceeds its bar; the script then exits 1.
 """
 from __future__ import annotations
 
 import gc
 import json
+import pathlib
 import statistics
 import sys
+import tempfile
 import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import py_trees
 from py_trees.common import ParallelPolicy, Status
 
-from benchlib import Figure, fmt_time, parse_args, report
+from benchlib import Figure, fmt_time, fmt_value, parse_args, report
 import bt_exec
 
-# figure -> (bar, target) on the ratio ours / raw
-BARS = {"tick": (1.0, 0.25), "instant": (5.0, 2.0), "compile": (10.0, 3.0)}
+# figure -> bar on the ratio ours / raw (growth: on the value, the per-op ratio 50k / 1k)
+BARS = {"real tick": 1.0, "idle tick": 0.3, "instant": 2.0, "instant, journal": 2.5, "compile": 2.5,
+        "compile, catalog": 3.5, "memory": 1.5, "growth": 1.2}
+
+SIM_CAP = "sim_robot.move_step"
+# The sim cap's args as the catalog figure checks them (every op of the bench plans matches).
+SIM_CAP_CATALOG = {SIM_CAP: {"async": True, "description": "move one step",
+                             "args_schema": {"type": "object", "required": ["step"],
+                                             "properties": {"step": {"type": "integer", "minimum": 1}},
+                                             "additionalProperties": False}}}
+SAMPLE_S = 0.02
+GROWTH_SIZES = (1000, 50_000)
+# The small size is looped for longer than SAMPLE_S: one 1k-op compile is too short to be a stable per-op baseline.
+GROWTH_SMALL_SAMPLE_S = 0.2
 
 # --- plan shapes --------------------------------------------------------------------
 # A spec is "do", "long" (the one long-running do op), or ("sequence" | "parallel", [children]).
@@ -84,9 +126,9 @@ def count_ops(spec) -> int:
     return sum(1 for _ in preorder(spec))
 
 
-def long_op_id(spec) -> str:
-    """The op id a fresh executor gives the long op (tree plans are numbered 1, 2, ... in pre-order)."""
-    return str(next(i for i, node in enumerate(preorder(spec), 1) if node == "long"))
+def op_ids(spec, leaf: str) -> list[str]:
+    """The op ids a fresh executor gives the leaves ``leaf`` (tree plans are numbered 1, 2, ... in pre-order)."""
+    return [str(i) for i, node in enumerate(preorder(spec), 1) if node == leaf]
 
 
 def to_envelope(spec) -> str:
@@ -96,7 +138,7 @@ def to_envelope(spec) -> str:
         i = next(counter)
         if isinstance(s, tuple):
             return {"op": s[0], "op_id": 0, "description": f"{s[0]} {i}", "children": [node(c) for c in s[1]]}
-        return {"op": "do", "op_id": 0, "description": f"step {i}", "cap": "sim_robot.move_step", "args": {"step": i}}
+        return {"op": "do", "op_id": 0, "description": f"step {i}", "cap": SIM_CAP, "args": {"step": i}}
 
     return json.dumps({"content": "benchmark plan", "rtdl_description": "benchmark", "rtdl": node(spec),
                        "task_update": None})
@@ -146,110 +188,287 @@ def to_raw(spec) -> py_trees.behaviour.Behaviour:
 
 # --- measuring ----------------------------------------------------------------------
 
-def timed(fn, loops: int = 1, setup=None) -> float:
-    """Seconds per call of fn() (or fn(setup()), setup untimed), over ``loops`` calls, after gc.collect()."""
-    arg = setup() if setup else None
-    gc.collect()
-    start = time.perf_counter()
-    for _ in range(loops):
-        fn(arg) if setup else fn()
-    return (time.perf_counter() - start) / loops
+@dataclass
+class Side:
+    """One side of a comparison. A sample times ``loops`` calls of ``run`` after ``gc.collect()``;
+    with ``prepare``, ``run`` gets what it made (made untimed), and ``finish`` gets it back afterwards
+    (untimed)."""
+    run: Callable
+    loops: int = 1
+    prepare: Callable | None = None
+    finish: Callable | None = None
 
-
-def compare(repeats: int, ours, raw, ours_loops: int = 1, raw_loops: int = 1, ours_setup=None) -> dict:
-    """Alternate ours/raw ``repeats`` times; medians, minima and the median per-repeat ratio."""
-    ours_t, raw_t = [], []
-    for r in range(repeats):
-        if r % 2:
-            raw_t.append(timed(raw, raw_loops))
-            ours_t.append(timed(ours, ours_loops, ours_setup))
+    def sample(self) -> float:
+        """Seconds per call."""
+        made = self.prepare() if self.prepare else None
+        gc.collect()
+        start = time.perf_counter()
+        if self.prepare:
+            for _ in range(self.loops):
+                self.run(made)
         else:
-            ours_t.append(timed(ours, ours_loops, ours_setup))
-            raw_t.append(timed(raw, raw_loops))
-    return {"ours": statistics.median(ours_t), "ours_min": min(ours_t), "raw": statistics.median(raw_t),
-            "raw_min": min(raw_t), "ratio": statistics.median(o / r for o, r in zip(ours_t, raw_t))}
+            for _ in range(self.loops):
+                self.run()
+        seconds = (time.perf_counter() - start) / self.loops
+        if self.finish:
+            self.finish(made)
+        return seconds
+
+
+def loops_for(fn: Callable, sample_s: float = SAMPLE_S) -> int:
+    """How many calls of ``fn`` make a sample of about ``sample_s`` seconds."""
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < sample_s / 10:
+        fn()
+        calls += 1
+    return max(1, round(sample_s * calls / (time.perf_counter() - start)))
+
+
+def interleave(repeats: int, sides: dict[str, Side]) -> dict[str, list[float]]:
+    """Each side sampled once per repeat, in turn; the order rotates each repeat so that no side always goes first."""
+    names = list(sides)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(sides[name].sample())
+    return times
+
+
+def paired(times: dict[str, list[float]], ours: str, raw: str = "raw") -> dict:
+    """Medians and minima of two sides, and the median of their per-repeat ratios."""
+    return {"ours": statistics.median(times[ours]), "ours_min": min(times[ours]),
+            "raw": statistics.median(times[raw]), "raw_min": min(times[raw]),
+            "ratio": statistics.median(o / r for o, r in zip(times[ours], times[raw]))}
+
+
+def retained_bytes(build: Callable) -> int:
+    """Bytes allocated by ``build()`` and still held (by what it returns) once garbage is collected."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        kept = build()
+        gc.collect()
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del kept
+    return size
 
 
 # --- the figures --------------------------------------------------------------------
 
-def tick_cost(spec, repeats: int) -> dict:
-    n = count_ops(spec)
-    ex = bt_exec.Executor(backend=bt_exec.SimBackend({"ops": {long_op_id(spec): {"duration_s": 3600}}}))
+def ticks(spec, repeats: int) -> dict:
+    """Figures 1 and 2 on one plan: {"real": paired, "idle": paired}."""
+    long_id, = op_ids(spec, "long")
+    stop_id = op_ids(spec, "do")[-1]
+    ex = bt_exec.Executor(backend=bt_exec.SimBackend({"ops": {long_id: {"duration_s": 3600}}}))
     answer = ex.submit(to_envelope(spec))
     assert answer["accepted"], answer["message"]
+    plan_id = answer["plan_id"]
+    assert ex.stop_plan_at(plan_id, stop_id, "on_enter")["armed"]
     for _ in range(3):
         ex.tick_once()
-    ops = ex.get_plan_status(answer["plan_id"])["ops"]
-    running = [op["op_id"] for op in ops if op["kind"] == "do" and op["state"] == "running"]
-    assert running == [long_op_id(spec)], f"not steady: running do ops {running}"
+    assert_steady(ex, plan_id, long_id)
+    ours = ex.behaviour_trees()[plan_id]
 
-    root = to_raw(spec)
-    tree = py_trees.trees.BehaviourTree(root)
+    raw = to_raw(spec)
     for _ in range(3):
-        tree.tick()
-    assert root.status == Status.RUNNING
-    assert [b.name for b in root.iterate() if b.status == Status.RUNNING and not b.children] == \
-        [f"op{long_op_id(spec)}"], "raw tree not steady"
-    result = compare(repeats, ex.tick_once, tree.tick, ours_loops=2000, raw_loops=max(20, 200_000 // n))
+        raw.tick_once()
+    assert raw.status == Status.RUNNING
+    assert [b.name for b in raw.iterate() if b.status == Status.RUNNING and not b.children] == [f"op{long_id}"], \
+        "raw tree not steady"
+
+    sides = {"idle": Side(ex.tick_once, loops_for(ex.tick_once)),
+             "real": Side(ours.tick_once, loops_for(ours.tick_once)),
+             "raw": Side(raw.tick_once, loops_for(raw.tick_once))}
+    times = interleave(repeats, sides)
+    assert_steady(ex, plan_id, long_id)  # the stop point never fired, the long op still runs
     ex.close(wait_ms=0)
-    return result
+    return {"real": paired(times, "real"), "idle": paired(times, "idle")}
 
 
-def load_to_complete(n_do: int, repeats: int) -> dict:
+def assert_steady(ex: bt_exec.Executor, plan_id: str, long_id: str) -> None:
+    ops = ex.get_plan_status(plan_id)["ops"]
+    running = [op["op_id"] for op in ops if op["kind"] == "do" and op["state"] == "running"]
+    assert running == [long_id], f"not steady: running do ops {running}"
+
+
+def instant_ops(n_do: int, repeats: int, journal_close_s: list[float]) -> dict[str, list[float]]:
+    """Figure 3 and 3b: submit -> plan_complete without and with a journal, and the raw build + tick.
+    ``journal_close_s`` gets how long each journal's close took."""
     spec = flat(n_do + 1, long_op=False)
     text = to_envelope(spec)
+    journals = iter(range(1 << 30))
 
-    def ours(ex):
+    def run_plan(made):
+        ex, _ = made
         answer = ex.submit(text)
         assert ex.run_until_complete(answer["plan_id"])["outcome"] == "succeeded"
 
     def raw():
         root = to_raw(spec)
-        tree = py_trees.trees.BehaviourTree(root)
         while root.status != Status.SUCCESS:
-            tree.tick()
+            root.tick_once()
 
-    return compare(repeats, ours, raw, ours_setup=bt_exec.Executor)  # a fresh Executor each time, made untimed
+    with tempfile.TemporaryDirectory(prefix="bench_rtdl_journal_") as folder:
+        def fresh_executor():
+            return bt_exec.Executor(backend=bt_exec.SimBackend()), None
+
+        def executor_with_journal():
+            ex = bt_exec.Executor(backend=bt_exec.SimBackend())
+            journal = bt_exec.JsonlJournal(pathlib.Path(folder) / f"journal{next(journals)}.jsonl")
+            ex.subscribe(journal)
+            return ex, journal
+
+        def close_journal(made):
+            _, journal = made
+            start = time.perf_counter()
+            journal.close()
+            journal_close_s.append(time.perf_counter() - start)
+            lines = journal.path.read_text(encoding="utf-8").count("\n")
+            assert lines > n_do and journal.dropped == 0, f"journal wrote {lines} lines, dropped {journal.dropped}"
+            journal.path.unlink()
+
+        return interleave(repeats, {"plain": Side(run_plan, prepare=fresh_executor),
+                                    "journal": Side(run_plan, prepare=executor_with_journal, finish=close_journal),
+                                    "raw": Side(raw)})
 
 
-def load_validate_compile(text: str, spec, repeats: int) -> dict:
-    def ours():
-        plan = bt_exec.load(text)
-        assert bt_exec.validate(plan).ok
-        bt_exec.compile_plan(plan)
+def load_validate_compile(spec, repeats: int) -> dict[str, list[float]]:
+    """Figure 4, 4b and 4c: the three inputs and the raw build, in turn."""
+    envelope, arena = to_envelope(spec), to_arena(spec)
+    catalog = bt_exec.CapabilityCatalog(SIM_CAP_CATALOG)
+    assert_catalog_checks(catalog)
 
-    return compare(repeats, ours, lambda: to_raw(spec))
+    def ours(text, with_catalog=None):
+        def run():
+            plan = bt_exec.load(text)
+            assert bt_exec.validate(plan, catalog=with_catalog).ok
+            bt_exec.compile_plan(plan)
+        return run
+
+    return interleave(repeats, {"tree": Side(ours(envelope)), "arena": Side(ours(arena)),
+                                "catalog": Side(ours(envelope, catalog)), "raw": Side(lambda: to_raw(spec))})
+
+
+def assert_catalog_checks(catalog: bt_exec.CapabilityCatalog) -> None:
+    """The catalog figure measures a real args check: the same catalog refuses a bad arg."""
+    doc = json.loads(to_envelope(flat(3, long_op=False)))
+    doc["rtdl"]["children"][1]["args"] = {"step": "two"}
+    report = bt_exec.validate(bt_exec.load(json.dumps(doc)), catalog=catalog)
+    assert [issue.code for issue in report.issues] == ["bad_args"], report.issues
+
+
+def memory_per_op(spec) -> dict:
+    """Figure 5 and 5b: bytes per op, ours (Plan excluded, Plan included) and raw."""
+    text = to_envelope(spec)
+    plan = bt_exec.load(text)
+    assert bt_exec.validate(plan).ok
+    bt_exec.compile_plan(plan)  # first compile outside tracing: module-level caches are not per-plan memory
+
+    def everything():
+        loaded = bt_exec.load(text)
+        assert bt_exec.validate(loaded).ok
+        return loaded, bt_exec.compile_plan(loaded)
+
+    n = count_ops(spec)
+    return {"tree": retained_bytes(lambda: bt_exec.compile_plan(plan)) / n,
+            "with plan": retained_bytes(everything) / n,
+            "raw": retained_bytes(lambda: to_raw(spec)) / n}
+
+
+def growth(repeats: int) -> dict:
+    """Figure 6: per-op time at the large size over per-op time at the small one, ours and raw
+    (medians of the per-repeat ratios)."""
+    small, large = GROWTH_SIZES
+    limits = bt_exec.Limits(max_ops=large)
+    sides = {}
+    for n in GROWTH_SIZES:
+        spec = nested(n, long_op=False)
+        text = to_envelope(spec)
+
+        def ours(text=text):
+            plan = bt_exec.load(text, limits=limits)
+            assert bt_exec.validate(plan).ok
+            bt_exec.compile_plan(plan)
+
+        def raw(spec=spec):
+            to_raw(spec)
+
+        sides[f"ours {n}"] = Side(ours, loops_for(ours, GROWTH_SMALL_SAMPLE_S) if n == small else 1)
+        sides[f"raw {n}"] = Side(raw, loops_for(raw, GROWTH_SMALL_SAMPLE_S) if n == small else 1)
+    times = interleave(repeats, sides)
+
+    def per_op_growth(side: str) -> float:
+        return statistics.median((big / large) / (little / small)
+                                 for little, big in zip(times[f"{side} {small}"], times[f"{side} {large}"]))
+
+    return {"ours": per_op_growth("ours"), "raw": per_op_growth("raw"),
+            "ours per op": {n: statistics.median(times[f"ours {n}"]) / n for n in GROWTH_SIZES}}
 
 
 # --- report -------------------------------------------------------------------------
 
-def _figure(name: str, figure: str | None, r: dict) -> Figure:
-    bar, target = BARS[figure] if figure else (None, None)
-    return Figure("rtdl", name, ours_s=r["ours"], raw_s=r["raw"], ratio=r["ratio"], bar=bar, target=target,
-                  ours_min_s=r["ours_min"], raw_min_s=r["raw_min"])
+def _figure(name: str, bar: str | None, r: dict) -> Figure:
+    return Figure("rtdl", name, ours_s=r["ours"], raw_s=r["raw"], ratio=r["ratio"],
+                  bar=BARS[bar] if bar else None, ours_min_s=r["ours_min"], raw_min_s=r["raw_min"])
 
 
 def figures(args, detail: list[str] | None = None) -> list[Figure]:
-    """The seven figures (see the module doc); ``detail`` gets the tick-cost scaling line."""
+    """The figures of the module doc, in its order; ``detail`` gets one line per group."""
     repeats = args.repeats
-    flat_ticks = {n: tick_cost(flat(n), repeats * 2) for n in (100, 1000, 10_000)}
-    spec = nested(10_000, long_op=False)
+    flat_ticks = {n: ticks(flat(n), repeats * 2) for n in (100, 1000, 10_000)}
+    nested_ticks = ticks(nested(1000), repeats * 2)
+    journal_close_s: list[float] = []
+    instant = instant_ops(2000, repeats, journal_close_s)
+    compile_spec = nested(10_000, long_op=False)
+    compiled = load_validate_compile(compile_spec, repeats)
+    memory = memory_per_op(compile_spec)
+    grown = growth(repeats)
+
+    memory_note = ("tracemalloc: bytes allocated and still retained per op; the Plan excluded (loaded before "
+                   "tracing) unless the row says included; raw: the raw tree of the same shape")
+    growth_note = (f"per-op time of load+validate+compile at {GROWTH_SIZES[1]:,} ops / at {GROWTH_SIZES[0]:,} ops "
+                   "(nested, GC enabled); raw column: raw py_trees build, same ratio")
     result = [
-        _figure("1  tick, flat 1000 ops", "tick", flat_ticks[1000]),
-        _figure("1b tick, nested 1000 ops", "tick", tick_cost(nested(1000), repeats * 2)),
-        _figure("1c tick, flat 100 ops", None, flat_ticks[100]),
-        _figure("1c tick, flat 10000 ops", None, flat_ticks[10_000]),
-        _figure("2  2000 instant ops, load->complete", "instant", load_to_complete(2000, repeats)),
-        _figure("3  10k ops load+validate+compile, tree", "compile",
-                load_validate_compile(to_envelope(spec), spec, repeats)),
-        _figure("3b 10k ops load+validate+compile, arena", "compile",
-                load_validate_compile(to_arena(spec), spec, repeats)),
+        _figure("1  real tick, flat 1000 ops", "real tick", flat_ticks[1000]["real"]),
+        _figure("1b real tick, nested 1000 ops", "real tick", nested_ticks["real"]),
+        _figure("2  idle tick, flat 1000 ops", "idle tick", flat_ticks[1000]["idle"]),
+        _figure("2b idle tick, nested 1000 ops", None, nested_ticks["idle"]),
+        _figure("2c idle tick, flat 100 ops", None, flat_ticks[100]["idle"]),
+        _figure("2c idle tick, flat 10000 ops", None, flat_ticks[10_000]["idle"]),
+        _figure("3  2000 instant ops, submit->complete", "instant", paired(instant, "plain")),
+        _figure("3b same, JSONL journal subscribed", "instant, journal", paired(instant, "journal")),
+        _figure("4  10k ops load+validate+compile, tree", "compile", paired(compiled, "tree")),
+        _figure("4b 10k ops load+validate+compile, arena", "compile", paired(compiled, "arena")),
+        _figure("4c same, tree, capability catalog", "compile, catalog", paired(compiled, "catalog")),
+        Figure("rtdl", "5  memory per op, compiled tree", value=memory["tree"], raw_value=memory["raw"], unit="B",
+               ratio=memory["tree"] / memory["raw"], bar=BARS["memory"], note=memory_note),
+        Figure("rtdl", "5b memory per op, Plan included", value=memory["with plan"], raw_value=memory["raw"],
+               unit="B", ratio=memory["with plan"] / memory["raw"], note=memory_note),
+        Figure("rtdl", "6  growth 1k->50k ops, per op", value=grown["ours"], raw_value=grown["raw"], unit="x",
+               on="value", bar=BARS["growth"], note=growth_note),
     ]
     if detail is not None:
-        costs = [flat_ticks[n]["ours"] for n in (100, 1000, 10_000)]
-        detail.append(f"rtdl: {repeats} repeats ({repeats * 2} for ticks); our tick cost at 100 / 1000 / 10000 ops: "
-                      f"{' / '.join(fmt_time(c) for c in costs)} (10000 vs 100: {costs[2] / costs[0]:.2f}x; "
-                      f"raw py_trees: {flat_ticks[10_000]['raw'] / flat_ticks[100]['raw']:.0f}x)")
+        idle = [flat_ticks[n]["idle"]["ours"] for n in (100, 1000, 10_000)]
+        real = [flat_ticks[n]["real"]["ours"] for n in (100, 1000, 10_000)]
+        raw = [flat_ticks[n]["real"]["raw"] for n in (100, 1000, 10_000)]
+        per_op = grown["ours per op"]
+        detail += [
+            f"rtdl: {repeats} repeats ({repeats * 2} for ticks)",
+            "rtdl: flat 100 / 1000 / 10000 ops, one op running: idle tick "
+            f"{' / '.join(fmt_time(t) for t in idle)}, real tick {' / '.join(fmt_time(t) for t in real)}, "
+            f"raw tick {' / '.join(fmt_time(t) for t in raw)}",
+            f"rtdl: JSONL journal close after plan_complete (untimed in 3b): median "
+            f"{fmt_time(statistics.median(journal_close_s))}",
+            f"rtdl: the catalog check adds {paired(compiled, 'catalog')['ratio'] - paired(compiled, 'tree')['ratio']:+.2f}x "
+            "of the raw build to the tree input",
+            f"rtdl: memory per op: compiled tree {fmt_value(memory['tree'], 'B')}, Plan included "
+            f"{fmt_value(memory['with plan'], 'B')}, raw py_trees {fmt_value(memory['raw'], 'B')}",
+            f"rtdl: load+validate+compile per op: {' / '.join(fmt_time(per_op[n]) for n in GROWTH_SIZES)} at "
+            f"{' / '.join(f'{n:,}' for n in GROWTH_SIZES)} ops",
+        ]
     return result
 
 

@@ -35,7 +35,8 @@ class Figure:
     bt_exec and of raw py_trees measured in the same run; ``ratio`` = ours / raw (for paired
     measurements the median of the per-repeat ratios). ``raw_s`` and ``ratio`` are None where
     raw py_trees has no counterpart, and ``note`` then says why. A figure that is not a time (a
-    count, a rate, a growth factor) has ``ours_s`` None and ``value`` with its ``unit``.
+    count, a rate, a growth factor, bytes) has ``ours_s`` None and ``value`` with its ``unit``;
+    ``raw_value`` is raw py_trees' own quantity in the same unit, where it has one.
 
     ``bar`` and ``target`` are upper bounds on the quantity named by ``on``: "ratio", "ours"
     (the time ``ours_s``) or "value". The bar gates (a miss is FAIL, exit 1); the target is only
@@ -55,6 +56,7 @@ class Figure:
     on: str = "ratio"
     ours_min_s: float | None = None
     raw_min_s: float | None = None
+    raw_value: float | None = None
 
     def __post_init__(self):
         if self.on not in ("ratio", "ours", "value"):
@@ -121,7 +123,13 @@ def cells(f: Figure) -> list[str]:
         ours = fmt_value(f.value, f.unit)
     else:
         ours = "-"
-    return [f.bench, f.name, ours, fmt_time(f.raw_s) if f.raw_s is not None else "-",
+    if f.raw_s is not None:
+        raw = fmt_time(f.raw_s)
+    elif f.raw_value is not None:
+        raw = fmt_value(f.raw_value, f.unit)
+    else:
+        raw = "-"
+    return [f.bench, f.name, ours, raw,
             f"{f.ratio:.3f}" if f.ratio is not None else "-", _bound(f, f.bar), _bound(f, f.target), f.verdict]
 
 

@@ -1,4 +1,4 @@
-"""bt_exec: validate LLM plan graphs, compile them to py_trees with stop-point guards, run and control them.
+"""bt_exec: validate LLM plan graphs, compile them to py_trees, run and control them.
 
 The public API (stable; tools depend on these names)::
 
@@ -7,24 +7,42 @@ The public API (stable; tools depend on these names)::
     compiled = bt_exec.compile_plan(plan)
     ex = bt_exec.Executor(backend=bt_exec.SimBackend(script=None))
     ex.submit(source, run_id=None, dialect="auto")
+
+The names are handed out on first use, so importing ``bt_exec.compilers`` or
+``bt_exec.errors`` (which runs this file first) loads no executor and no sim.
 """
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
-from .backends import Backend, CallStatus, CapabilityCall
-from .compilers import (CapabilityCatalog, CompiledPlan, ControlRequest, Limits, Plan, Report, Scene, SkillCatalog,
-                        compile_plan, load, validate)
-from .errors import BtExecError, ConfigError, ControlError, Issue, PlanError
-from .executor import Executor
-from .events import JsonlJournal
-from .sim import SimBackend
+# public name -> the module that defines it
+_PUBLIC = {
+    "Backend": ".backends", "CallStatus": ".backends", "CapabilityCall": ".backends",
+    "CapabilityCatalog": ".compilers", "CompiledPlan": ".compilers", "ControlRequest": ".compilers",
+    "Limits": ".compilers", "Plan": ".compilers", "Report": ".compilers", "Scene": ".compilers",
+    "SkillCatalog": ".compilers", "compile_plan": ".compilers", "load": ".compilers", "validate": ".compilers",
+    "BtExecError": ".errors", "ConfigError": ".errors", "ControlError": ".errors", "Issue": ".errors",
+    "PlanError": ".errors",
+    "Executor": ".executor",
+    "JsonlJournal": ".events",
+    "SimBackend": ".sim",
+}
 
 try:
     __version__ = version("bt_exec")  # the version lives in package.xml, read by setup.py
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = [
-    "Backend", "BtExecError", "CallStatus", "CapabilityCall", "CapabilityCatalog", "CompiledPlan", "ConfigError",
-    "ControlError", "ControlRequest", "Executor", "Issue", "JsonlJournal", "Limits", "Plan", "PlanError", "Report",
-    "Scene", "SimBackend", "SkillCatalog", "compile_plan", "load", "validate",
-]
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # later lookups find it without coming here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

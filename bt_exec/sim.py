@@ -11,6 +11,7 @@ from typing import Callable
 
 from .backends import CallStatus, CapabilityCall
 from .compilers.config_files import check_schema, read_json_file
+from .compilers.dialects import skill_catalog_of
 from .compilers.symbolic import World
 
 _STATE_OF_OUTCOME = {"success": "SUCCEEDED", "failure": "FAILED", "timeout": "TIMEOUT"}
@@ -61,9 +62,11 @@ class SimBackend:
 
     @classmethod
     def in_scene(cls, script=None, skill_catalog=None, scene=None) -> "SimBackend":
-        """A SimBackend whose world is ``scene`` (a Scene) with ``skill_catalog``'s skills; without a scene,
-        scripted outcomes only."""
-        return cls(script, world=World.from_scene(skill_catalog, scene) if scene is not None else None)
+        """A SimBackend whose world is ``scene`` (a Scene) with ``skill_catalog``'s skills (default grant);
+        without a scene, scripted outcomes only."""
+        if scene is None:
+            return cls(script)
+        return cls(script, world=World.from_scene(skill_catalog_of(skill_catalog), scene))
 
     def start(self, call: CapabilityCall) -> CallStatus | str:
         skill = self._skill_of(call)

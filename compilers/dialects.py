@@ -57,6 +57,7 @@ class Dialect(Protocol):
 
     name: str
     holds_robot: bool     # a run takes the robot: at most max_active_runs such plans at once
+    needs_scene: bool     # checked and run against a scene
     routes_builtins: bool  # its do ops may call the executor's builtin capabilities
 
     def recognises(self, doc: dict) -> bool:
@@ -89,6 +90,11 @@ class Dialect(Protocol):
     def is_control_only(self, plan: Plan) -> bool:
         """Whether the plan only controls other plans (never refused for room, never listed)."""
 
+    executor_option: str  # the Executor keyword its catalog is given by
+
+    def read_catalog(self, name_or_path: str) -> object:
+        """This dialect's catalog from a shipped catalog's name or a file path (ConfigError if unreadable)."""
+
     def context_for(self, catalog: object, scene: object) -> CheckContext:
         """A CheckContext from the catalog a caller gave for this dialect (an object, its dict, a
         name or a path) and, for dialects that use one, a scene."""
@@ -99,6 +105,7 @@ class Rtdl:
 
     name = "rtdl"
     holds_robot = False
+    needs_scene = False
     routes_builtins = True
 
     def recognises(self, doc: dict) -> bool:
@@ -135,6 +142,11 @@ class Rtdl:
     def is_control_only(self, plan: Plan) -> bool:
         return is_control_only(plan)
 
+    executor_option = "catalog"
+
+    def read_catalog(self, name_or_path: str) -> CapabilityCatalog:
+        return CapabilityCatalog.from_file(name_or_path)
+
     def context_for(self, catalog: object, scene: object) -> CheckContext:
         return CheckContext(capability_catalog=capability_catalog_of(catalog))
 
@@ -144,6 +156,7 @@ class Qwen3:
 
     name = "qwen3"
     holds_robot = True
+    needs_scene = True
     routes_builtins = False
 
     def recognises(self, doc: dict) -> bool:
@@ -194,6 +207,11 @@ class Qwen3:
 
     def is_control_only(self, plan: Plan) -> bool:
         return False
+
+    executor_option = "skill_catalog"
+
+    def read_catalog(self, name_or_path: str) -> SkillCatalog:
+        return SkillCatalog.named(name_or_path)
 
     def context_for(self, catalog: object, scene: object) -> CheckContext:
         return CheckContext(skill_catalog=skill_catalog_of(catalog), scene=scene_of(scene))

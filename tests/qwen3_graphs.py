@@ -59,7 +59,7 @@ def inspect_edges(holding, empty="replan_required", placed="replan_required", un
     return {"holding": holding, "empty": empty, "placed": placed, "unknown": unknown}
 
 
-# --- the seed's graphs -----------------------------------------------------------------------------------
+# --- tool-change graphs ----------------------------------------------------------------------------------
 
 
 def spec_example():
@@ -91,7 +91,7 @@ def return_vacuum(last="dock_tool"):
 
 
 def cap_without_vacuum():
-    """The seed's case: grab(cap) while the vacuum sits in its socket and no step takes it."""
+    """grab(cap) while the vacuum sits in its socket and no step takes it."""
     return graph([step("s1", "grab", "cap"), step("s2", "transfer", "cap", "hatch_seat"),
                   step("s3", "release", "cap", "hatch_seat"), step("s4", "inspect_state", "cap")],
                  {"s1": {"success": "s2", "grasp_failed": "s4", "collision": "stop"},

@@ -20,6 +20,9 @@ SNAPSHOT = REPO / "examples" / "rtdl" / "snapshot_battery.json"
 ARENA = REPO / "examples" / "rtdl" / "three_commands_arena.json"
 CANCEL_ALL = REPO / "examples" / "rtdl" / "cancel_all.json"
 BATTERY_LOW = REPO / "examples" / "sim" / "battery_low.json"
+HATCH = REPO / "examples" / "qwen3" / "cap_to_hatch.json"
+NEEDS_VACUUM = REPO / "examples" / "qwen3" / "cap_without_vacuum.json"
+QWEN3_SCENE = REPO / "examples" / "qwen3" / "scene.json"
 TIMEOUT_S = 60
 
 
@@ -193,6 +196,46 @@ def test_validate_unknown_dialect_is_a_usage_error():
     result = bt_exec_cli("validate", SNAPSHOT, "--dialect", "nonesuch")
     assert result.returncode == 2
     assert "invalid choice: 'nonesuch'" in result.stderr
+
+
+def test_validate_a_qwen3_graph_without_a_scene_is_invalid_no_scene():
+    result = bt_exec_cli("validate", HATCH)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{HATCH}: invalid: 1 issue"
+    assert lines[1].startswith("  (document): this executor has no scene") and lines[1].endswith("[no_scene]")
+    report = json.loads(bt_exec_cli("validate", HATCH, "--json").stdout)
+    assert (report["valid"], report["verdict"], report["dialect"]) == (False, "invalid", "qwen3")
+    assert "no_scene" in [issue["code"] for issue in report["issues"]]
+
+
+@pytest.mark.parametrize("plan, options", [
+    (HATCH, []),
+    (HATCH, ["--scene"]),
+    (NEEDS_VACUUM, ["--catalog", "grant", "--scene"]),
+    (SNAPSHOT, []),
+    (SNAPSHOT, ["--catalog"]),
+    (CANCEL_ALL, []),
+    ("bad.json", []),
+], ids=["qwen3 without a scene", "qwen3 in a scene", "qwen3 to replan", "rtdl", "rtdl with a catalog",
+        "control request", "invalid tree"])
+def test_validate_answers_as_the_executor_validate_plan_does(write, plan, options):
+    """The command line is one more door to the control API: the same input and options, the same report."""
+    plan = write("bad.json", INVALID_TREE) if plan == "bad.json" else plan
+    catalog = write("catalog.json", json.dumps({"tiago_camera.camera_snapshot": {}, "battery.battery_status": {}}))
+    executor_options = {}
+    if "--scene" in options:
+        executor_options["scene"] = bt_exec.Scene.from_file(QWEN3_SCENE)
+        options = [*options, QWEN3_SCENE]
+    if options[:2] == ["--catalog", "grant"]:
+        executor_options["skill_catalog"] = "grant"
+    elif options == ["--catalog"]:
+        executor_options["catalog"] = bt_exec.CapabilityCatalog.from_file(catalog)
+        options = ["--catalog", catalog]
+    result = bt_exec_cli("validate", plan, "--json", *options)
+    expected = bt_exec.Executor(**executor_options).validate_plan(plan.read_bytes())
+    assert json.loads(result.stdout) == expected
+    assert result.returncode == (0 if expected["valid"] else 1)
 
 
 # --- compile ----------------------------------------------------------------------
@@ -507,6 +550,6 @@ def test_unexpected_errors_are_internal_errors(monkeypatch, capsys):
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(bt_exec, "validate", explode)
+    monkeypatch.setattr(bt_exec.Executor, "validate_plan", explode)
     assert cli.main(["validate", str(SNAPSHOT)]) == 3
     assert capsys.readouterr().err == "bt-exec: internal error: RuntimeError: boom\n"

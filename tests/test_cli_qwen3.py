@@ -18,10 +18,12 @@ def test_validate_json_names_verdict_and_steps():
         ("precondition_fails_in_scene", "/response/plan/0", ["s1"])]
 
 
-def test_validate_ok_exits_0_and_without_a_scene_checks_the_catalog_only():
+def test_validate_ok_exits_0_and_without_a_scene_is_invalid_as_submit_would_answer():
     assert bt_exec_cli("validate", HATCH, "--scene", SCENE).returncode == 0
     no_scene = bt_exec_cli("validate", NEEDS_VACUUM, "--dialect", "qwen3", "--json")
-    assert no_scene.returncode == 0 and json.loads(no_scene.stdout)["verdict"] == "ok"
+    report = json.loads(no_scene.stdout)
+    assert no_scene.returncode == 1 and report["verdict"] == "invalid"
+    assert [issue["code"] for issue in report["issues"]] == ["no_scene"]
 
 
 def test_validate_unknown_catalog_is_a_usage_error():

@@ -1,4 +1,4 @@
-"""Motion policy (issue 7): J7 range, TCP tilt, joint jumps, freshness, malformed input, limits file."""
+"""Motion policy: J7 range, TCP tilt, joint jumps, freshness, malformed input, limits file."""
 from __future__ import annotations
 
 import dataclasses

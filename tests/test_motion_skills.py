@@ -1,4 +1,4 @@
-"""Grant skills as motions (issue 7): phases, the policy gate on every trajectory, the MoveIt backend end to end.
+"""Grant skills as motions: phases, the policy gate on every trajectory, the MoveIt backend end to end.
 
 The arm is a small fake at the Motion seam only: it plans synthetic straight-line trajectories (or the ones a
 test scripts) and records what was executed and which gripper commands were sent.

@@ -1,4 +1,4 @@
-"""The MoveItPy seam (bt_exec.motion.moveit_seam): runs only where moveit_py imports (a Jazzy machine with MoveIt).
+"""The MoveItPy seam (bt_exec.ros.moveit_seam): runs only where moveit_py imports (a Jazzy machine with MoveIt).
 
 The parts that need no running MoveIt (constraints, the execute guard, the attached-geometry message) are
 checked on a seam built without MoveItPy; planning against a live robot needs BT_EXEC_MOVEIT_LIVE=1 and a
@@ -16,7 +16,7 @@ except ImportError:
 
 from moveit_msgs.msg import CollisionObject
 
-from bt_exec.motion.moveit_seam import MoveItMotion
+from bt_exec.ros.moveit_seam import MoveItMotion
 from bt_exec.motion.policy import TrajectoryPoint
 from bt_exec.motion.skills import Goal, MotionError, PathConstraints
 

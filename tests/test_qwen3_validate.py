@@ -311,7 +311,7 @@ def test_cycle_checks_are_linear_not_cycle_enumeration():
 
 
 REPLAN = [
-    ("the seed's case: grab(cap) with the vacuum in its socket", cap_without_vacuum(), SOCKET,
+    ("grab(cap) with the vacuum in its socket", cap_without_vacuum(), SOCKET,
      [("precondition_fails_in_scene", "/plan/0", ["s1"])]),
     ("the path from the entry to the failing step",
      changed(cap_without_vacuum(), lambda g: (g["plan"].insert(0, step("s0", "detect", "cap")),

@@ -2,6 +2,7 @@
 
 These run everywhere (no rclpy needed); the ROS tests proper are in tests/ros.
 """
+import json
 import subprocess
 import sys
 import threading
@@ -22,10 +23,31 @@ def run_python(code: str) -> subprocess.CompletedProcess:
 
 
 def test_the_core_and_the_cli_import_no_rclpy():
-    result = run_python("import sys, bt_exec, bt_exec.cli, bt_exec.ros, bt_exec.ros.params, bt_exec.ros.outbox, "
-                        "bt_exec.ros.tree_watcher; print(sorted(m for m in sys.modules if m.split('.')[0] in "
-                        "('rclpy', 'std_msgs', 'bt_exec_interfaces')))")
+    result = run_python("import sys, bt_exec, bt_exec.cli, bt_exec.ros, bt_exec.ros.params, bt_exec.ros.convert, "
+                        "bt_exec.ros.outbox, bt_exec.ros.tree_watcher; print(sorted(m for m in sys.modules if "
+                        "m.split('.')[0] in ('rclpy', 'std_msgs', 'bt_exec_interfaces')))")
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
+
+
+def test_the_ros_modules_without_rclpy_leave_the_web_server_alone():
+    # the node imports the web app only when web_port is set
+    result = run_python("import sys, bt_exec.ros, bt_exec.ros.params, bt_exec.ros.convert, bt_exec.ros.outbox, "
+                        "bt_exec.ros.tree_watcher; print(sorted(m for m in sys.modules if m.split('.')[:2] == "
+                        "['bt_exec', 'web']))")
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
+
+
+def test_the_motion_package_imports_no_ros_and_no_moveit():
+    result = run_python("import importlib, json, pkgutil, sys, bt_exec.motion as motion\n"
+                        "names = sorted(module.name for module in pkgutil.iter_modules(motion.__path__))\n"
+                        "for name in names:\n"
+                        "    importlib.import_module('bt_exec.motion.' + name)\n"
+                        "print(json.dumps([names, sorted(m for m in sys.modules if m.split('.')[0] in ('rclpy', "
+                        "'moveit', 'moveit_msgs', 'geometry_msgs', 'sensor_msgs', 'shape_msgs', 'std_msgs') "
+                        "or m.startswith('bt_exec.ros'))]))")
+    assert result.returncode == 0, result.stderr
+    names, ros_modules = json.loads(result.stdout)
+    assert {"backend", "cell", "policy", "skills"} <= set(names) and ros_modules == []
 
 
 @pytest.mark.parametrize("args", ROS_COMMANDS, ids=lambda args: args[0])

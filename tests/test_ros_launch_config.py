@@ -60,8 +60,8 @@ def test_launch_starts_the_node_the_sim_robot_and_the_viewer():
 def test_setup_installs_the_launch_file_config_and_executables():
     setup = (REPO / "setup.py").read_text()
     assert 'share("launch", "*.launch.py")' in setup and 'share("config", "*.yaml")' in setup
-    assert '"bt_exec_node = bt_exec.cli:node_main"' in setup
-    assert '"bt_exec_sim_robot = bt_exec.cli:sim_robot_main"' in setup
+    assert '"bt_exec_node = bt_exec.cli.ros_commands:node_main"' in setup
+    assert '"bt_exec_sim_robot = bt_exec.cli.ros_commands:sim_robot_main"' in setup
     assert 'f"{PACKAGE}.ros"' in setup
     assert "install_scripts=$base/lib/bt_exec" in (REPO / "setup.cfg").read_text()
 

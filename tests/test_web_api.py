@@ -284,9 +284,38 @@ def test_the_http_client_says_when_nothing_answers():
         HttpApi("ftp://example")
 
 
-def test_the_route_table_never_changes_state_on_a_get():
-    reads = {"get_all_plans", "get_plan_status", "get_plan_result", "get_plan_tree", "get_finished_plans"}
-    assert {route.name for route in ROUTES if route.method == "GET"} == reads
+def executor_state(executor, events, finished_id, running_id):
+    """What the executor tells about its plans (a tree answers for a plan in flight or finished, unlike a status),
+    and how many events it emitted."""
+    return {"plans": executor.get_all_plans(),
+            "trees": [executor.get_plan_tree(finished_id), executor.get_plan_tree(running_id)],
+            "finished": executor.get_finished_plans(), "result": executor.get_plan_result(finished_id),
+            "events": len(events.events)}
+
+
+def test_no_get_route_changes_state(make_executor, events):
+    # No tick thread: between two requests nothing but the request itself can change the executor.
+    executor = make_executor(SLOW)
+    finished_id = executor.submit(envelope(do()))["plan_id"]
+    executor.run_until_complete(finished_id, timeout=10)
+    running_id = executor.submit(slow_plan())["plan_id"]
+    executor.tick_once()
+    executor.stop_plan_at(running_id, "4", "on_enter")
+    server = WebServer(ControlApi(executor), port=0)
+    server.start()
+    try:
+        gets = [route for route in ROUTES if route.method == "GET"]
+        assert gets
+        for route in gets:
+            answered = []
+            for plan_id in ((finished_id, running_id) if "plan_id" in route.path_params else (None,)):
+                before = executor_state(executor, events, finished_id, running_id)
+                status, _ = request(server, "GET", route.path.replace("{plan_id}", str(plan_id)))
+                answered.append(status)
+                assert executor_state(executor, events, finished_id, running_id) == before, (route.name, plan_id)
+            assert 200 in answered, route.name  # the route reached the executor
+    finally:
+        server.close()
 
 
 def test_the_http_client_ignores_proxies_from_the_environment(app, monkeypatch):

@@ -1,7 +1,7 @@
 """The Grant skills as arm motions: phases inside a skill, the policy gate, one catalog event per call (issue 7).
 
-Pure Python. The arm is reached only through the :class:`Motion` seam (``moveit_seam.MoveItMotion`` on a
-robot, a small fake in the tests). Every planned trajectory passes :meth:`MotionPolicy.check` before it
+Pure Python. The arm is reached only through the :class:`Motion` seam
+(``bt_exec.ros.moveit_seam.MoveItMotion`` on a robot, a small fake in the tests). Every planned trajectory passes :meth:`MotionPolicy.check` before it
 is executed; a trajectory that fails it is never executed, and the skill ends ``failed`` with the index
 of the first failing point.
 

@@ -1,17 +1,15 @@
 """Pure conversions between bt_exec's API (dicts) and bt_exec_interfaces / std_msgs messages.
 
-No node, no I/O, no clock: each ``msg_to_x`` reads a request, each ``x_to_msg``
-fills a response (or makes a message). JSON text put in messages is ASCII
-(``ensure_ascii``), so a lone surrogate from plan text can never make a
-message unencodable.
+No node, no I/O, no clock, no ROS import: each ``msg_to_x`` reads a request,
+each ``x_to_msg`` fills the response or message it is given and returns it.
+JSON text put in messages is ASCII (``ensure_ascii``), so a lone surrogate
+from plan text can never make a message unencodable.
 """
 from __future__ import annotations
 
 import json
 import uuid
 from dataclasses import dataclass
-
-from std_msgs.msg import String
 
 from ..errors import Issue
 
@@ -138,15 +136,19 @@ def plans_to_msg(plans: dict, response):
 
 # --- topics ---------------------------------------------------------------------
 
-def text_to_msg(text: str) -> String:
-    return String(data=text)
+def text_to_msg(text: str, msg):
+    """A ``~/plan`` message (``std_msgs/String``): the graph text unchanged."""
+    msg.data = text
+    return msg
 
 
-def event_to_msg(event: dict) -> String:
-    """One executor event as one ``~/status`` message."""
-    return String(data=to_json(event))
+def event_to_msg(event: dict, msg):
+    """One executor event as one ``~/status`` message (``std_msgs/String``)."""
+    msg.data = to_json(event)
+    return msg
 
 
-def snapshot_to_msg(snapshot: dict) -> String:
-    """A ``~/tree`` snapshot: ``{"time", "plans": [get_plan_status of each running plan]}``."""
-    return String(data=to_json(snapshot))
+def snapshot_to_msg(snapshot: dict, msg):
+    """A ``~/tree`` message (``std_msgs/String``): ``{"time", "plans": [get_plan_status of each running plan]}``."""
+    msg.data = to_json(snapshot)
+    return msg

@@ -266,11 +266,11 @@ class ExecutorNode(Node):
 
         poses, limits = read_motion_config(s)
         try:
-            from ..motion import ros_wiring
+            from . import moveit_wiring
         except ImportError as exc:
             raise ConfigError("backend moveit needs MoveItPy and its messages (ros-jazzy-moveit-py, "
                               f"ros-jazzy-moveit-msgs, sensor_msgs): {exc}; see docs/moveit.md") from None
-        return ros_wiring.make_moveit_backend(self, s, skill_catalog, scene, poses=poses, limits=limits)
+        return moveit_wiring.make_moveit_backend(self, s, skill_catalog, scene, poses=poses, limits=limits)
 
     def _make_web(self):
         """The web app over this node's executor when ``web_port`` is set (bound, not yet serving), else None.
@@ -360,12 +360,12 @@ class ExecutorNode(Node):
         with self._plan_lock:
             text = self._plan_texts.pop(run_id, None)
         if text is not None:
-            self.plan_publisher.publish(convert.text_to_msg(text))
+            self.plan_publisher.publish(convert.text_to_msg(text, String()))
 
     # --- outbox thread ------------------------------------------------------------
 
     def _publish_event(self, event: dict) -> None:
-        self.status_publisher.publish(convert.event_to_msg(event))
+        self.status_publisher.publish(convert.event_to_msg(event, String()))
 
     def _on_idle(self) -> None:
         now = time.monotonic()
@@ -378,7 +378,7 @@ class ExecutorNode(Node):
         if self._tree_dirty.is_set() and now - self._tree_sent_at >= TREE_PERIOD_S:
             self._tree_dirty.clear()
             self._tree_sent_at = now
-            self.tree_publisher.publish(convert.snapshot_to_msg(self.tree_snapshot()))
+            self.tree_publisher.publish(convert.snapshot_to_msg(self.tree_snapshot(), String()))
             if self.watcher is not None:
                 self.watcher.update()
 

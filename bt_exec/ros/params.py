@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..compilers import Limits
-from ..web.server import TOKEN_ENV as WEB_TOKEN_ENV  # the web app's token, when the web_token parameter is empty
+from ..web_token import TOKEN_ENV as WEB_TOKEN_ENV  # the web app's token, when the web_token parameter is empty
 
 BACKENDS = ("sim", "ros", "moveit")
 STATUS_QUEUE = 10_000  # the ~/status outbox: events waiting for the publisher before they are dropped

@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 
 from ..errors import ConfigError
+from ..web_token import TOKEN_ENV  # noqa: F401  (one definition; the ROS node reads it too)
 from .api import ROUTES, ApiError, ControlApi
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,6 @@ _SECURITY_HEADERS = {
 }
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 # Where bt-exec and the node read the app's token from: never a command line, where ps shows it.
-TOKEN_ENV = "BT_EXEC_WEB_TOKEN"
 KEEPALIVE_S = 15.0
 
 

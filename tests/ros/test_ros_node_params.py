@@ -1,5 +1,4 @@
-"""Node parameters of issues 6 and 7: the executor's limits (op_timeout_s, max_plans, status_queue,
-max_string_chars) and the
+"""Node parameters: the executor's limits (op_timeout_s, max_plans, status_queue, max_string_chars) and the
 moveit backend's start-up checks, on a node process driven over real ROS 2."""
 import importlib.util
 import json

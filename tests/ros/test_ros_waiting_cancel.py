@@ -42,9 +42,14 @@ def test_waiting_cancels_never_starve_the_other_services(ros, held):
     assert not any(pending.ready() for pending in cancels)  # all waiting, on 2 executor threads
     began = time.monotonic()
     assert json.loads(ros.call(name, "list_plans", timeout=3).plans_json)["count"] == 10
-    assert ros.call(name, "get_status", timeout=3, plan_id=plan_ids[0]).found
+    status = ros.call(name, "get_status", timeout=3, plan_id=plan_ids[1])
+    assert status.found and json.loads(status.status_json)["cancelled"], status.status_json
+    call_op = json.loads(status.status_json)["ops"][-1]["op_id"]
     assert ros.call(name, "submit", timeout=3, graph_json=plan(seq(do()))).accepted
-    assert ros.call(name, "stop_at", timeout=3, plan_id=plan_ids[1], op_id="1").success is not None
+    stop = ros.call(name, "stop_at", timeout=3, plan_id=plan_ids[1], op_id=call_op)
+    assert stop.success, stop.message
+    armed = json.loads(ros.call(name, "get_status", timeout=3, plan_id=plan_ids[1]).status_json)["ops"][-1]
+    assert armed["op_id"] == call_op and armed["stop_point"] == "on_complete", armed
     assert time.monotonic() - began < 3
     assert not any(pending.ready() for pending in cancels)
     executor.tick_once()  # the cancelled plans are torn down: plan_complete answers every waiting cancel

@@ -1,4 +1,4 @@
-"""The moveit backend's node wiring (bt_exec.motion.ros_wiring): runs only where moveit_py imports.
+"""The moveit backend's node wiring (bt_exec.ros.moveit_wiring): runs only where moveit_py imports.
 
 MoveItPy itself is not started: MoveItMotion is replaced by a stand-in that records what the node's
 subscriptions feed it, and the node by one that records its subscriptions (see docs/moveit.md).
@@ -13,7 +13,7 @@ if importlib.util.find_spec("moveit") is None:
 
 from bt_exec import Scene, SkillCatalog
 from bt_exec.errors import ConfigError
-from bt_exec.motion import ros_wiring
+from bt_exec.ros import moveit_wiring
 from bt_exec.motion.backend import MoveItBackend
 from bt_exec.motion.policy import MotionLimits
 
@@ -55,10 +55,10 @@ class FakeNode:
 
 @pytest.fixture
 def wired(monkeypatch):
-    monkeypatch.setattr(ros_wiring, "MoveItMotion", FakeMotion)
+    monkeypatch.setattr(moveit_wiring, "MoveItMotion", FakeMotion)
     node = FakeNode()
     scene = Scene.from_file(REPO / "examples" / "qwen3" / "scene.json")
-    backend = ros_wiring.make_moveit_backend(node, SETTINGS, SkillCatalog.named("grant"), scene)
+    backend = moveit_wiring.make_moveit_backend(node, SETTINGS, SkillCatalog.named("grant"), scene)
     return node, backend
 
 
@@ -91,18 +91,18 @@ def test_a_moveitpy_that_cannot_start_is_a_config_error(monkeypatch):
     def broken(group, tcp_link):
         raise RuntimeError("no robot_description")
 
-    monkeypatch.setattr(ros_wiring, "MoveItMotion", broken)
+    monkeypatch.setattr(moveit_wiring, "MoveItMotion", broken)
     scene = Scene.from_file(REPO / "examples" / "qwen3" / "scene.json")
     with pytest.raises(ConfigError, match="cannot start MoveItPy .*no robot_description"):
-        ros_wiring.make_moveit_backend(FakeNode(), SETTINGS, SkillCatalog.named("grant"), scene)
+        moveit_wiring.make_moveit_backend(FakeNode(), SETTINGS, SkillCatalog.named("grant"), scene)
 
 
 def test_scene_targets_without_a_pose_are_warned_about(monkeypatch, tmp_path):
-    monkeypatch.setattr(ros_wiring, "MoveItMotion", FakeMotion)
+    monkeypatch.setattr(moveit_wiring, "MoveItMotion", FakeMotion)
     poses = tmp_path / "poses.yaml"
     poses.write_text("work: {position: [0.5, 0, 0.45]}\n")
     node = FakeNode()
     scene = Scene.from_file(REPO / "examples" / "qwen3" / "scene.json")
-    ros_wiring.make_moveit_backend(node, dict(SETTINGS, cell_poses_file=str(poses)), SkillCatalog.named("grant"),
+    moveit_wiring.make_moveit_backend(node, dict(SETTINGS, cell_poses_file=str(poses)), SkillCatalog.named("grant"),
                                    scene)
     assert node.warnings and "cap_storage" in node.warnings[0] and "hole_1" in node.warnings[0]

@@ -1,11 +1,18 @@
-"""The pure conversions between bt_exec's dicts and the interface messages."""
+"""The pure conversions between bt_exec's dicts and the interface messages, without ROS.
+
+The messages are made from the interface definitions (tests/interface_messages.py);
+tests/ros/test_ros_interfaces.py checks the same conversions on the generated classes.
+"""
 import json
 import re
 
-from bt_exec_interfaces.srv import Cancel, GetStatus, ListPlans, StopAt, Submit
-from std_msgs.msg import String
+import pytest
+from interface_messages import String, service
 
 from bt_exec.ros import convert
+
+Submit, StopAt, Cancel, GetStatus, ListPlans = (service(name) for name in (
+    "Submit", "StopAt", "Cancel", "GetStatus", "ListPlans"))
 
 LIMIT = 16 * 1024 * 1024
 
@@ -76,10 +83,11 @@ def test_control_requests_and_answers():
 
 
 def test_topic_messages():
-    event = convert.event_to_msg({"event": "plan_started", "plan_id": "1", "time": 1.5, "obj": object()})
-    assert isinstance(event, String) and json.loads(event.data)["event"] == "plan_started"
-    assert convert.text_to_msg("unchanged \u00e9").data == "unchanged \u00e9"
-    assert json.loads(convert.snapshot_to_msg({"time": 1.0, "plans": []}).data)["plans"] == []
+    message = String()
+    event = convert.event_to_msg({"event": "plan_started", "plan_id": "1", "time": 1.5, "obj": object()}, message)
+    assert event is message and json.loads(event.data)["event"] == "plan_started"
+    assert convert.text_to_msg("unchanged \u00e9", String()).data == "unchanged \u00e9"
+    assert json.loads(convert.snapshot_to_msg({"time": 1.0, "plans": []}, String()).data)["plans"] == []
 
 
 def test_a_replan_answer_carries_the_scene():
@@ -88,3 +96,13 @@ def test_a_replan_answer_carries_the_scene():
     response = convert.answer_to_submit_msg(answer, Submit.Response(), "r1")
     assert json.loads(response.scene_json) == scene
     assert convert.answer_to_submit_msg({"accepted": True, "plan_id": "1"}, Submit.Response(), "r2").scene_json == ""
+
+
+def test_the_messages_refuse_what_the_interfaces_do_not_have():
+    # the stand-ins are as strict as the generated classes, so a misspelt field or a wrong type fails here
+    with pytest.raises(AttributeError):
+        Submit.Response().accpeted = True
+    with pytest.raises(TypeError):
+        Cancel.Response().finished = "yes"
+    with pytest.raises(TypeError):
+        Submit.Request(graph="{}")

@@ -8,8 +8,8 @@ The app is the ROS node's (parameter ``web_port``) or ``bt-exec run --web``'s.
 Which plan: ``--plan ID``, followed until it ends; else the newest in flight,
 and once it ended the next one (one that started meanwhile, else the next to
 start), until Ctrl-C. On a terminal the plan's tree is redrawn on each change,
-at most ``--rate`` times a second, with ``live_view``'s renderer; elsewhere
-(pipes, logs) each event of the plan is one line (``live_view.event_line``),
+at most ``--rate`` times a second, with ``render``'s lines; elsewhere
+(pipes, logs) each event of the plan is one line (``render.event_line``),
 after the plan's tree as it was when picked. ``--once`` prints the tree of the
 plan (without ``--plan``: the newest in flight, else the newest finished) and exits.
 
@@ -21,7 +21,6 @@ Reads need no token, so none is asked for.
 """
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import math
@@ -33,9 +32,10 @@ import urllib.parse
 from collections.abc import Iterator
 from typing import TextIO
 
-from .live_view import draw_frame, event_line, one_line, printable, start_screen, tree_lines
-from .web.api import ApiError
-from .web.client import HttpApi
+from ..web.api import ApiError
+from ..web.client import HttpApi
+from .render import event_line, one_line, view_lines
+from .screen import draw_frame, start_screen
 
 DEFAULT_URL = "http://127.0.0.1:8080/"
 EVENTS_PATH = "/api/events"
@@ -49,9 +49,6 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
-DESCRIPTION = ("Follow a running executor's plan live over its web app (the ROS node's web_port, bt-exec run "
-               "--web): its tree on a terminal, one line per event elsewhere.")
-
 
 class WatchError(Exception):
     """Watching cannot go on: ``bt-exec: <message>`` on stderr, exit ``exit_code``."""
@@ -64,26 +61,6 @@ class WatchError(Exception):
 class _Gone(WatchError):
     def __init__(self, url: str, why: str):
         super().__init__(f"the app at {url} went away ({why})", EXIT_FAILED)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default=DEFAULT_URL, metavar="URL",
-                        help=f"the app's address (default: {DEFAULT_URL})")
-    parser.add_argument("--plan", metavar="ID", help="the plan to watch, until it ends (default: the newest in "
-                                                     "flight, then the next, until Ctrl-C)")
-    parser.add_argument("--once", action="store_true", help="print the plan's tree as it is now and exit")
-    parser.add_argument("--rate", metavar="HZ", type=_rate, default=10.0,
-                        help="on a terminal: most redraws per second (default: 10)")
-
-
-def watch_command(args: argparse.Namespace) -> int:
-    """Run ``bt-exec watch`` with parsed ``args``; the exit code. Ctrl-C, a closed pipe and bugs are
-    handled as for every command, by ``cli.main``."""
-    try:
-        return watch(args.url, plan_id=args.plan, once=args.once, rate_hz=args.rate, stream=sys.stdout)
-    except WatchError as exc:
-        print(f"bt-exec: {printable(exc)}", file=sys.stderr)
-        return exc.exit_code
 
 
 def watch(url: str, plan_id: str | None = None, once: bool = False, rate_hz: float = 10.0,
@@ -151,24 +128,6 @@ def _print_once(api, url: str, plan_id: str | None, stream: TextIO) -> int:
     view = _call(api, url, "get_plan_tree", {"plan_id": plan_id})
     print("\n".join(view_lines(view)), file=stream, flush=True)
     return EXIT_OK
-
-
-def view_heading(view: dict) -> str:
-    """``plan 3: fetch the cap — running`` (cancelling; or the outcome and duration once finished)."""
-    if view.get("running"):
-        status = "cancelling" if view.get("cancelled") else "running"
-    else:
-        duration = view.get("duration_s")
-        status = f"{view.get('outcome')}" + (f" after {duration:.2f} s" if isinstance(duration, (int, float)) else "")
-    return f"plan {one_line(view.get('plan_id'))}: {one_line(view.get('description', ''))} — {one_line(status)}"
-
-
-def view_lines(view: dict) -> list[str]:
-    """A tree view as text: the heading, a step graph's path, one line per op."""
-    lines = [view_heading(view)]
-    if view.get("path"):
-        lines.append("path: " + one_line(" -> ".join(str(step) for step in view["path"])))
-    return lines + tree_lines(view)
 
 
 class EventStream:
@@ -445,12 +404,3 @@ class _Follower:
         draw_frame(self.out, lines)
         self.drawn_at = time.monotonic()
 
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive number of redraws per second, got {text!r}")
-    return value

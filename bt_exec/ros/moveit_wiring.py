@@ -1,4 +1,4 @@
-"""The moveit backend in the bt_exec node (``backend:=moveit``; issue 7): MoveItMotion and its freshness feeds.
+"""The moveit backend in the bt_exec node (``backend:=moveit``): MoveItMotion and its freshness feeds.
 
 Imported by ``bt_exec.ros.node`` only when the backend is ``moveit``: it needs MoveItPy
 (``ros-jazzy-moveit-py``), ``moveit_msgs`` and ``sensor_msgs``, which the node reports as one
@@ -18,9 +18,9 @@ from bt_exec.compilers.symbolic import World
 from bt_exec.errors import ConfigError
 from bt_exec.motion.backend import MoveItBackend
 from bt_exec.motion.cell import missing_poses, read_motion_config
-from bt_exec.motion.moveit_seam import MoveItMotion
 from bt_exec.motion.policy import MotionPolicy
 from bt_exec.motion.skills import GrantMotionSkills
+from bt_exec.ros.moveit_seam import MoveItMotion
 
 JOINT_STATES = "/joint_states"
 PLANNING_SCENE = "/monitored_planning_scene"

@@ -1,0 +1,274 @@
+"""``validate``, ``compile`` and ``run``: a plan file checked, shown as its behaviour tree, or run to the end."""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import threading
+
+import py_trees
+
+import bt_exec
+
+from ..compilers import Plan, dialect_of
+from ..compilers.dialects import DIALECTS
+from ..errors import Issue, PlanError
+from ..terminal.render import one_line, printable
+from ..terminal.run_view import EventLines, LiveView
+from ..web import ControlApi
+from .arguments import add_catalog, add_input, add_op_timeout, add_web, positive_int, stop_point, tick_rate
+from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
+from .inputs import label, read_input, read_plan
+from .web_commands import start_web
+
+RENDERS = ("ascii", "unicode", "dot")
+BACKENDS = ("sim",)
+# Op states in the order the run summary counts them.
+SUMMARY_STATES = ("succeeded", "failed", "timeout", "canceled", "running", "paused", "pending")
+# Longest a Ctrl-C waits to be noticed during a run.
+CTRL_C_LATENCY_S = 0.1
+# How many op ids a "no such op" message lists before it stops.
+LISTED_OP_IDS = 20
+
+
+def add_commands(commands) -> None:
+    validate = commands.add_parser("validate", help="check a plan; exit 0 if valid, 1 if not")
+    add_input(validate)
+    add_catalog(validate)
+    validate.add_argument("--scene", metavar="SCENE.json", help="Qwen3: the scene to check the graph against")
+    validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.set_defaults(command=validate_command)
+
+    compile_ = commands.add_parser("compile", help="print the behaviour tree a plan compiles to")
+    add_input(compile_)
+    compile_.add_argument("--render", choices=RENDERS, required=True, help="tree format")
+    add_catalog(compile_)
+    compile_.set_defaults(command=compile_command)
+
+    run = commands.add_parser("run", help="run a plan to the end; exit 0 if it succeeded")
+    add_input(run)
+    run.add_argument("--backend", choices=BACKENDS, default="sim", help="capability backend (default: sim)")
+    run.add_argument("--sim-script", metavar="F", help="sim backend script: outcomes and durations per cap or op")
+    add_catalog(run)
+    run.add_argument("--scene", metavar="SCENE.json", help="Qwen3: the scene the graph runs in (required for Qwen3)")
+    run.add_argument("--max-steps", metavar="N", type=positive_int, default=1000,
+                     help="Qwen3: most steps one run may execute (default: 1000)")
+    run.add_argument("--stop-at", metavar="OP[:WHEN]", type=stop_point, action="append", default=[],
+                     help="cancel the plan when it reaches op OP; WHEN is on_enter or on_complete (default); "
+                          "repeatable. See op ids with: bt-exec compile FILE --render ascii")
+    run.add_argument("--events", metavar="F.jsonl", help="append every event to this JSONL file")
+    run.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
+    add_op_timeout(run)
+    add_web(run)
+    run.add_argument("--keep-serving", action="store_true",
+                     help="with --web: keep serving after the plan ended, until Ctrl-C (more plans can be submitted)")
+    run.set_defaults(command=run_command)
+
+
+def validate_command(args: argparse.Namespace) -> int:
+    """The verdict ``Executor.validate_plan`` gives, as HTTP, MCP and ROS give it, for the options' catalog and
+    scene."""
+    scene = bt_exec.Scene.from_file(args.scene) if args.scene else None
+    try:
+        source = read_input(args.file)
+    except PlanError as exc:  # over the input limit: not read whole, so no door is shown it
+        report = bt_exec.Report("invalid", None if args.dialect == "auto" else args.dialect, exc.issues).as_dict()
+    else:
+        catalogs = _catalogs(args.catalog, _dialect_of(source, args.dialect)) if args.catalog else {}
+        # Never started (no tick thread) and running nothing: the sim backend is never called.
+        executor = bt_exec.Executor(backend=bt_exec.SimBackend(), scene=scene, **catalogs)
+        try:
+            report = executor.validate_plan(source, dialect=args.dialect)
+        finally:
+            executor.close()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(printable(report_text(label(args.file), report)))  # issue paths and messages quote the input
+    return EXIT_OK if report["valid"] else EXIT_FAILED
+
+
+def _dialect_of(source: bytes, dialect: str) -> str | None:
+    """The dialect ``source`` is in; None if it does not load (validate_plan then says why, with no catalog)."""
+    if dialect != "auto":
+        return dialect
+    try:
+        return bt_exec.load(source).dialect
+    except PlanError:
+        return None
+
+
+def _catalogs(name_or_path: str, dialect: str | None) -> dict:
+    """The Executor's catalog option for ``--catalog``: the dialect's kind of catalog (skills, capabilities)."""
+    if dialect is None:
+        return {}
+    kind = DIALECTS[dialect]
+    return {kind.executor_option: kind.read_catalog(name_or_path)}
+
+
+def compile_command(args: argparse.Namespace) -> int:
+    _source, plan = read_plan(args.file, args.dialect, "compile")
+    catalog = catalog_for(plan, args.catalog)
+    report = bt_exec.validate(plan, catalog=catalog)  # as the executor would check it (no scene here)
+    if report.verdict not in ("ok", "replan_required"):  # replan_required is about a scene; the graph compiles
+        raise PlanError(report.issues)
+    root = bt_exec.compile_plan(plan, catalog).root
+    if args.render == "dot":
+        rendered = py_trees.display.dot_tree(root).to_string()
+    elif args.render == "unicode":
+        rendered = py_trees.display.unicode_tree(root)
+    else:
+        rendered = py_trees.display.ascii_tree(root)
+    print(printable(rendered))  # node names carry the plan's descriptions, control characters included
+    return EXIT_OK
+
+
+def run_command(args: argparse.Namespace) -> int:
+    source, plan = read_plan(args.file, args.dialect, "run")
+    catalog = catalog_for(plan, args.catalog)
+    kind = dialect_of(plan)
+    if kind.needs_scene and not args.scene:
+        raise CommandError(f"a {kind.name} plan runs in a scene: give --scene SCENE.json")
+    scene = bt_exec.Scene.from_file(args.scene) if kind.needs_scene else None
+    catalogs = {kind.executor_option: catalog} if catalog is not None else {}
+    backend = bt_exec.SimBackend.in_scene(args.sim_script, catalog if scene is not None else None, scene)
+    executor = bt_exec.Executor(backend=backend, scene=scene, max_steps=args.max_steps, tick_rate_hz=args.tick_rate,
+                                op_timeout_s=args.op_timeout, **catalogs)
+    if args.keep_serving and args.web is None:
+        raise CommandError("--keep-serving goes with --web PORT")
+    web = start_web(ControlApi(executor), args)
+    try:
+        answer = executor.submit(source, dialect=args.dialect)
+        if not answer["accepted"]:
+            error(f"refused: {answer['verdict']}")
+            raise PlanError([Issue(**issue) for issue in answer["issues"]])
+        plan_id = answer["plan_id"]
+        if plan.numbered_by_loader:  # the executor numbers ops from its own counter; follow it
+            plan = plan.renumbered(int(answer["root_op_id"]))
+        for op_id, when in args.stop_at:
+            if op_id not in plan.ops:
+                raise CommandError(_missing_op_message(op_id, plan, args.file))
+            executor.stop_plan_at(plan_id, op_id, when)
+        code = _run_to_end(executor, plan_id, args.events)
+        if args.keep_serving and code != EXIT_INTERRUPTED:
+            error(f"the plan ended; still serving {web.url} until Ctrl-C")
+            _wait_for_ctrl_c()
+        return code
+    finally:
+        if web is not None:
+            web.close()
+        executor.close()
+
+
+def _wait_for_ctrl_c() -> None:
+    try:
+        while True:
+            threading.Event().wait(3600)
+    except KeyboardInterrupt:
+        pass
+
+
+def _run_to_end(executor: bt_exec.Executor, plan_id: str, events_path: str | None) -> int:
+    view = LiveView(executor, plan_id, sys.stdout) if sys.stdout.isatty() else None
+    finished = threading.Event()
+
+    def note_plan_end(event: dict) -> None:
+        if event["event"] == "plan_complete" and event["plan_id"] == plan_id:
+            finished.set()
+
+    journal = None
+    unsubscribes = [executor.subscribe(view or EventLines(sys.stdout))]
+    interrupted = False
+    try:
+        try:
+            if events_path:
+                journal = _open_journal(events_path)
+                unsubscribes.append(executor.subscribe(journal))
+            # Subscribers are called in order, so once this last one hears plan_complete the
+            # journal has it too.
+            unsubscribes.append(executor.subscribe(note_plan_end))
+            if view:
+                view.start()
+            # The executor ticks in its own thread, so Ctrl-C lands in this one, which only
+            # waits: never in the middle of a tick, and the plan can still be torn down cleanly.
+            executor.start()
+            # Wait in slices: a signal that comes just before a wait begins (or that the OS
+            # hands to another thread) is only acted on once that wait ends.
+            while not finished.wait(CTRL_C_LATENCY_S):
+                continue
+            record = executor.run_until_complete(plan_id)
+        except KeyboardInterrupt:
+            interrupted = True
+            executor.cancel_plan(plan_id)
+            record = executor.get_plan_result(plan_id)
+    finally:
+        for unsubscribe in unsubscribes:
+            unsubscribe()
+        if journal:
+            journal.close()
+    if view:
+        view.close()
+    print(summary_line(record))
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if record["outcome"] == "succeeded" else EXIT_FAILED
+
+
+def catalog_for(plan, name_or_path: str | None):
+    """The catalog a plan is checked against: its dialect's kind (None: that dialect's default)."""
+    if not name_or_path or not isinstance(plan, bt_exec.Plan):
+        return None
+    return dialect_of(plan).read_catalog(name_or_path)
+
+
+def _open_journal(path: str) -> bt_exec.JsonlJournal:
+    try:
+        return bt_exec.JsonlJournal(path)
+    except OSError as exc:
+        raise CommandError(f"cannot write events to {path}: {exc.strerror or exc}") from None
+
+
+def report_text(name: str, report: dict) -> str:
+    """The readable validation report (``validate_plan``'s answer): a verdict line, then one line per issue."""
+    verdict, dialect, stats = report["verdict"], report["dialect"], report["stats"]
+    if verdict == "control":
+        control = stats["control"]
+        return f"{name}: control: a {control['op']} request, not a plan ({json.dumps(control)})"
+    if verdict == "ok" and "steps" in stats:  # a step graph
+        return (f"{name}: ok: {dialect} {stats['shape']}, {stats['steps']} steps, {stats['transitions']} transitions, "
+                f"entry {stats['entry']}")
+    if verdict == "ok":
+        return (f"{name}: ok: {dialect} {stats['shape']}, {stats['ops']} ops ({stats['sequence']} sequence, "
+                f"{stats['parallel']} parallel, {stats['do']} do), depth {stats['depth']}")
+    if verdict == "blocked":
+        return f"{name}: blocked: the planner refused" + (f" ({stats['reason']})" if stats.get("reason") else "")
+    count = len(report["issues"])
+    lines = [f"{name}: {verdict}: {count} issue{'s' if count != 1 else ''}"]
+    lines += [f"  {Issue(**issue)}" for issue in report["issues"]]
+    return "\n".join(lines)
+
+
+def summary_line(record: dict) -> str:
+    """``plan 1 failed after 0.81 s; ops: 3 succeeded, 1 failed, 1 pending`` (with the cancel reason or error).
+
+    A step graph's summary is its path and terminal: ``path: s1 -> s2 -> completed``.
+    """
+    counts = collections.Counter(op["state"] for op in record["ops"])
+    states = ", ".join(f"{counts[state]} {state}" for state in SUMMARY_STATES if counts[state])
+    reasons = "; ".join(one_line(reason) for reason in (record["cancel_reason"], record["error"]) if reason)
+    because = f" ({reasons})" if reasons else ""
+    line = f"plan {record['plan_id']} {record['outcome']} after {record['duration_s']:.2f} s{because}; ops: {states}"
+    if "terminal" in record:
+        reason = record["terminal_reason"]
+        line += (f"\npath: {' -> '.join(record['path'])}\nterminal: {record['terminal']}"
+                 + (f" ({one_line(reason)})" if reason else "")
+                 + f"\nholding: {record['state']['holding']}; patron: {', '.join(record['state']['patron']) or 'free'}")
+    return line
+
+
+def _missing_op_message(op_id: str, plan: Plan, name: str) -> str:
+    ids = list(plan.ops)
+    shown = ", ".join(ids[:LISTED_OP_IDS]) + (f", ... ({len(ids)} ops)" if len(ids) > LISTED_OP_IDS else "")
+    return (f"--stop-at: the plan has no op {op_id!r} (its op ids: {shown}; expected OP, OP:on_enter or "
+            f"OP:on_complete). See each op with its id: bt-exec compile {name} --render ascii")

@@ -1,0 +1,232 @@
+"""The ROS 2 commands: ``serve`` and ``sim-robot`` run nodes; ``submit``, ``plans``, ``status``, ``stop-at`` and
+``cancel`` are clients of a running ``bt_exec`` node. Also the ROS executables ``bt_exec_node`` and
+``bt_exec_sim_robot``.
+
+They import rclpy only when they run, so the rest of the command line works where ROS 2 is not set up.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+import bt_exec
+
+from ..compilers import DIALECT_NAMES
+from ..compilers.ir import STOP_WHENS
+from ..errors import Issue, PlanError
+from ..terminal.render import one_line, printable
+from .arguments import non_negative_int, positive_seconds
+from .console import EXIT_FAILED, EXIT_OK, CommandError, configure_logging, error, make_output_safe
+from .inputs import label, read_input
+
+ROS_COMMANDS = ("serve", "sim-robot", "submit", "plans", "status", "stop-at", "cancel")
+ROS_SETUP = "bash scripts/setup-ros.sh && . build/ros/env.sh (see docs/ros.md)"
+
+
+def add_commands(commands) -> None:
+    ros_args_help = ("ROS options go last, after --ros-args: -p NAME:=VALUE, -r FROM:=TO, --params-file FILE, "
+                     "--log-level LEVEL, -e ENCLAVE. Needs ROS 2: " + ROS_SETUP)
+    serve = commands.add_parser("serve", help="run the bt_exec ROS 2 node (bt-exec serve --ros-args ...)",
+                                description="Run the bt_exec ROS 2 node until SIGINT or SIGTERM. Parameters, "
+                                            "services and topics: docs/ros.md.", epilog=ros_args_help)
+    serve.set_defaults(command=serve_command, takes_ros_args=True)
+    sim_robot = commands.add_parser("sim-robot", add_help=False, help="run a simulated robot serving RunCapability "
+                                                                      "actions (bt-exec sim-robot --ros-args ...)")
+    sim_robot.set_defaults(command=lambda args: sim_robot_command(args.ros_args), takes_ros_args=True)
+
+    def add_client(name: str, help_: str) -> argparse.ArgumentParser:
+        command = commands.add_parser(name, help=help_, epilog=ros_args_help)
+        command.add_argument("--node", default="/bt_exec", metavar="NAME",
+                             help="the bt_exec node's full name, for a remapped one (default: /bt_exec)")
+        command.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
+                             help="seconds to wait for the node's service, and again for its answer (default: 10)")
+        command.set_defaults(takes_ros_args=True)
+        return command
+
+    submit = add_client("submit", "submit a plan to a running bt_exec node; exit 0 if accepted")
+    submit.add_argument("file", metavar="FILE", help="plan JSON file, or - for standard input")
+    submit.add_argument("--run-id", metavar="ID", help="the run id (the same id again returns the same answer); "
+                                                       "default: a Qwen3 submit envelope's, else a new one")
+    submit.add_argument("--dialect", choices=DIALECT_NAMES, default="auto", help="plan dialect (default: auto)")
+    submit.add_argument("--scene-revision", metavar="N", type=non_negative_int, default=-1,
+                        help="Qwen3: the scene revision the graph was planned on (wraps a bare graph in a "
+                             "submit envelope)")
+    submit.add_argument("--json", action="store_true", help="print the node's answer as JSON")
+    submit.set_defaults(command=submit_command)
+
+    plans = add_client("plans", "list the plans running on a bt_exec node")
+    plans.add_argument("--json", action="store_true", help="print the node's answer as JSON")
+    plans.set_defaults(command=plans_command)
+
+    status = add_client("status", "print a plan's live status or final record as JSON; exit 1 if unknown")
+    status.add_argument("plan_id", metavar="PLAN")
+    status.set_defaults(command=status_command)
+
+    stop_at = add_client("stop-at", "arm a stop point: cancel plan PLAN when it reaches op OP")
+    stop_at.add_argument("plan_id", metavar="PLAN")
+    stop_at.add_argument("op_id", metavar="OP")
+    stop_at.add_argument("--when", choices=STOP_WHENS, default="on_complete",
+                         help="on entering the op or on its completion (default: on_complete)")
+    stop_at.set_defaults(command=stop_at_command)
+
+    cancel = add_client("cancel", "cancel plan PLAN, or every plan when PLAN is left out")
+    cancel.add_argument("plan_id", metavar="PLAN", nargs="?", default="")
+    cancel.add_argument("--wait-ms", metavar="N", type=non_negative_int, default=5000,
+                        help="wait up to N ms for the plan(s) to finish (node caps it at 60000; default: 5000)")
+    cancel.set_defaults(command=cancel_command)
+
+
+def _ros_module(name: str):
+    """Import a ``bt_exec.ros`` module; CommandError (exit 2) with the set-up steps when ROS 2 is missing."""
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # ImportError, or a broken ROS install failing as it loads
+        raise CommandError(f"ROS 2 is not set up here ({type(exc).__name__}: {exc}); set it up with: "
+                           f"{ROS_SETUP}") from None
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    node = _ros_module("bt_exec.ros.node")
+    return node.main(["bt-exec", *args.ros_args], prog="bt-exec")
+
+
+def sim_robot_command(argv: list[str]) -> int:
+    return _ros_module("bt_exec.ros.sim_robot").run_sim_robot(argv)
+
+
+def sim_robot_main() -> int:
+    """Console script ``bt_exec_sim_robot`` (``ros2 run bt_exec bt_exec_sim_robot --ros-args ...``)."""
+    return _ros_executable(lambda: sim_robot_command(sys.argv[1:]))
+
+
+def node_main() -> int:
+    """Console script ``bt_exec_node`` (``ros2 run bt_exec bt_exec_node --ros-args ...``)."""
+    return _ros_executable(lambda: _ros_module("bt_exec.ros.node").main(sys.argv))
+
+
+def _ros_executable(run) -> int:
+    make_output_safe()
+    configure_logging()
+    try:
+        return run()
+    except CommandError as exc:
+        error(str(exc))
+        return exc.exit_code
+
+
+def _call(args: argparse.Namespace, service: str, fill=None, extra_wait_s: float = 0.0):
+    """Call one service of the node named by ``--node``; the response."""
+    client_module = _ros_module("bt_exec.ros.client")
+    try:
+        client = client_module.Client(args.node, args.ros_args, args.timeout)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # bad --ros-args, an invalid node name
+        raise CommandError(f"cannot start a ROS 2 client: {exc}") from None
+    with client:
+        request = client.request(service)
+        if fill is not None:
+            fill(request)
+        try:
+            return client.call(service, request, extra_wait_s)
+        except client_module.Unreachable as exc:
+            raise CommandError(str(exc)) from None
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # an invalid service name (--node), a request field out of range
+            raise CommandError(f"cannot call {args.node.rstrip('/')}/{service}: {type(exc).__name__}: {exc}") from None
+
+
+def _response_dict(response) -> dict:
+    return {name: getattr(response, name) for name in response.get_fields_and_field_types()}
+
+
+def submit_command(args: argparse.Namespace) -> int:
+    data = read_input(args.file)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PlanError([Issue("encoding", "", f"{label(args.file)} is not UTF-8 (byte {exc.start})")]) from None
+
+    client = _ros_module("bt_exec.ros.client")
+    convert = _ros_module("bt_exec.ros.convert")
+    # Always a run_id, so that a request sent again (see bt_exec.ros.client) is answered once: the one a
+    # Qwen3 submit envelope names, else a fresh one, as the node itself would make.
+    run_id = args.run_id or convert.envelope_run_id(text, bt_exec.Limits().max_input_bytes) or client.new_run_id()
+
+    def fill(request) -> None:
+        request.graph_json = text
+        request.run_id = run_id
+        request.dialect = "" if args.dialect == "auto" else args.dialect
+        request.scene_revision = args.scene_revision
+
+    response = _call(args, "submit", fill)
+    if args.json:
+        answer = _response_dict(response)
+        answer["issues"] = json.loads(answer.pop("issues_json") or "[]")
+        print(json.dumps(answer, indent=2))
+    elif response.accepted and response.plan_id:
+        print(printable(f"accepted: plan {response.plan_id} (run {response.run_id}): {response.message}"))
+    elif response.accepted:
+        print(printable(f"{response.verdict}: {response.message}"))
+    if response.accepted:
+        return EXIT_OK
+    if not args.json:
+        error(response.message)
+        for issue in json.loads(response.issues_json or "[]"):
+            print(f"  {printable(Issue(issue['code'], issue['path'], issue['message']))}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def plans_command(args: argparse.Namespace) -> int:
+    plans = json.loads(_call(args, "list_plans").plans_json)
+    if args.json:
+        print(json.dumps(plans, indent=2))
+        return EXIT_OK
+    if not plans["plans"]:
+        print("no plans running")
+    for plan in plans["plans"]:
+        notes = [f"{plan['op_count']} ops"] + (["cancelling"] if plan["cancelled"] else []) + (
+            [f"{plan['stop_points']} stop point(s)"] if plan["stop_points"] else [])
+        print(printable(f"plan {plan['plan_id']}: {one_line(plan['description'])} ({', '.join(notes)})"))
+    return EXIT_OK
+
+
+def status_command(args: argparse.Namespace) -> int:
+    def fill(request) -> None:
+        request.plan_id = args.plan_id
+
+    response = _call(args, "get_status", fill)
+    status = json.loads(response.status_json)
+    if not response.found:
+        error(status.get("error", f"no plan {args.plan_id!r}"))
+        return EXIT_FAILED
+    print(json.dumps(status, indent=2))
+    return EXIT_OK
+
+
+def stop_at_command(args: argparse.Namespace) -> int:
+    def fill(request) -> None:
+        request.plan_id, request.op_id, request.when = args.plan_id, args.op_id, args.when
+
+    response = _call(args, "stop_at", fill)
+    if not response.success:
+        error(response.message)
+        return EXIT_FAILED
+    print(printable(response.message))
+    return EXIT_OK
+
+
+def cancel_command(args: argparse.Namespace) -> int:
+    def fill(request) -> None:
+        request.plan_id = args.plan_id
+        request.wait_ms = min(args.wait_ms, 2**32 - 1)
+
+    response = _call(args, "cancel", fill, extra_wait_s=min(args.wait_ms, 60_000) / 1000.0)
+    if not response.success:
+        error(response.message)
+        return EXIT_FAILED
+    print(printable(response.message))
+    return EXIT_OK

@@ -1,0 +1,135 @@
+"""The one renderer of a plan for terminals: a tree view as text lines, an event as one line.
+
+Both viewers draw the same data, the tree view ``Executor.get_plan_tree`` gives
+(``GET /api/plans/{id}/tree`` over HTTP): ``bt-exec run``'s live view reads it
+from its own executor, ``bt-exec watch`` from a running app.
+"""
+from __future__ import annotations
+
+import unicodedata
+
+STATE_SYMBOLS = {"pending": "○", "running": "▶", "paused": "‖", "succeeded": "✔", "failed": "✘",
+                 "canceled": "⊘", "timeout": "⌛"}
+# Unicode categories never printed as they are: controls, format characters (bidi overrides), line separators.
+_CONTROL_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp"))
+
+
+def printable(text: object) -> str:
+    """``text`` with control characters other than newlines (escapes, carriage returns) turned into spaces.
+
+    Descriptions and errors come from the plan and the backend; printed raw they
+    could send escape sequences to the user's terminal.
+    """
+    return "".join(char if char == "\n" or unicodedata.category(char) not in _CONTROL_CATEGORIES else " "
+                   for char in str(text))
+
+
+def one_line(text: object) -> str:
+    """``text`` fit for a single terminal line: printable, whitespace runs (newlines too) made one space."""
+    return " ".join(printable(text).split())
+
+
+def view_lines(view: dict, running_for_s: float | None = None) -> list[str]:
+    """A tree view as text: the heading, a step graph's path, one line per op.
+
+    ``running_for_s``: how long the plan has run, shown in the heading while it runs.
+    """
+    lines = [view_heading(view, running_for_s)]
+    if view.get("path"):
+        lines.append("path: " + one_line(" -> ".join(str(step) for step in view["path"])))
+    return lines + tree_lines(view)
+
+
+def view_heading(view: dict, running_for_s: float | None = None) -> str:
+    """``plan 3: fetch the cap — running`` (cancelling; or the outcome and duration once finished)."""
+    if view.get("running"):
+        status = "cancelling" if view.get("cancelled") else "running"
+        if running_for_s is not None:
+            status += f" {running_for_s:.1f} s"
+    else:
+        duration = view.get("duration_s")
+        status = f"{view.get('outcome')}" + (f" after {duration:.2f} s" if isinstance(duration, (int, float)) else "")
+    return f"plan {one_line(view.get('plan_id'))}: {one_line(view.get('description', ''))} — {one_line(status)}"
+
+
+def op_states(ops: list[dict]) -> dict[str, tuple[str, str | None]]:
+    """op id -> (state, note) from op dicts as the executor reports them (status, tree view, final record).
+
+    The note: a finished call's error, else a failed or canceled op's detail, else an armed stop point.
+    """
+    states = {}
+    for op in ops:
+        result = op.get("result")
+        if isinstance(result, dict) and result.get("error"):
+            note = result["error"]
+        elif op["state"] in ("failed", "canceled", "timeout") and op.get("detail"):
+            note = op["detail"]
+        elif op.get("stop_point"):
+            note = f"stop point {op['stop_point']}"
+        else:
+            note = None
+        states[str(op["op_id"])] = (op["state"], note)
+    return states
+
+
+def tree_lines(view: dict) -> list[str]:
+    """One line per op of a tree view, in pre-order, with box-drawing branches: ``├─ ✔ 3 do succeeded: take a
+    snapshot``, a note (``op_states``) in brackets after the description.
+
+    The view may come from another process: ops it names but lacks, and repeated ops, are skipped; ops
+    without a state are pending. A step graph's steps are listed in plan order.
+    """
+    ops = {str(op["op_id"]): (op.get("kind", "?"), op.get("description", ""), op.get("children") or [])
+           for op in view["ops"]}
+    states = op_states(view["ops"])
+
+    def line(lead: str, op_id: str, kind: str | None, description: str) -> str:
+        state, note = states.get(op_id, ("pending", None))
+        kind_text = f" {one_line(kind)}" if kind is not None else ""
+        return (f"{lead}{STATE_SYMBOLS.get(state, '?')} {one_line(op_id)}{kind_text} {one_line(state)}: "
+                f"{one_line(description)}" + (f" [{one_line(note)}]" if note else ""))
+
+    if "transitions" in view:  # a step graph, not a tree: its steps in plan order
+        return [line("", op_id, None, description) for op_id, (_kind, description, _children) in ops.items()]
+    lines = []
+    seen = set()
+    stack = [(str(view.get("root")), "", "")]  # (op id, this line's lead, the lead of its children's lines)
+    while stack:
+        op_id, lead, child_lead = stack.pop()
+        if op_id not in ops or op_id in seen:
+            continue
+        seen.add(op_id)
+        kind, description, children = ops[op_id]
+        lines.append(line(lead, op_id, kind, description))
+        last = len(children) - 1
+        for index in range(last, -1, -1):
+            is_last = index == last
+            stack.append((str(children[index]), child_lead + ("└─ " if is_last else "├─ "),
+                          child_lead + ("   " if is_last else "│  ")))
+    return lines
+
+
+def event_line(event: dict) -> str | None:
+    """The plain line for one executor event, or None for an event of no interest here."""
+    kind = event.get("event")
+    if kind == "plan_started":
+        return f"plan {event['plan_id']} started: {one_line(event['description'])} ({event['op_count']} ops)"
+    if kind == "node_state":
+        line = f"op {event['op_id']} {event['kind']} {event['state']}: {one_line(event['description'])}"
+        notes = []
+        result = event.get("result")
+        if isinstance(result, dict) and result.get("error"):
+            notes.append(f"error: {one_line(result['error'])}")
+        if event.get("detail"):
+            notes.append(one_line(event["detail"]))
+        return line + (f" [{'; '.join(notes)}]" if notes else "")
+    if kind == "step_transition":
+        return f"step {event['step']} {event['skill']} -> {event['outcome']} -> {event['next']}"
+    if kind == "plan_complete":
+        terminal = event.get("terminal")
+        if terminal:
+            reason = event.get("terminal_reason")
+            return (f"plan {event['plan_id']} complete: {event['outcome']}, terminal {terminal}"
+                    + (f" ({one_line(reason)})" if reason else ""))
+        return f"plan {event['plan_id']} complete: {event['outcome']}"
+    return None
