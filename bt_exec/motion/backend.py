@@ -1,4 +1,4 @@
-"""MoveItBackend: the Backend protocol for Qwen3 Grant skill calls, served by GrantMotionSkills (issue 7).
+"""MoveItBackend: the Backend protocol for Qwen3 Grant skill calls, served by GrantMotionSkills.
 
 ``start(call)`` (cap = skill name, args = params) checks the skill's preconditions on the backend's
 symbolic World, then runs the skill in a worker thread and returns a run id; ``status`` polls it;

@@ -1,4 +1,4 @@
-"""The cell's named poses from a YAML file (``cell_poses_file``; issue 7). Pure Python, no ROS.
+"""The cell's named poses from a YAML file (``cell_poses_file``). Pure Python, no ROS.
 
 The file is a mapping from a place name (a scene target such as ``work`` or ``hole_1``, or an object
 worked at a pose of its own) to where the tool tip works there, in the world frame::

@@ -1,4 +1,4 @@
-"""Motion policy: checks every planned trajectory before it may be executed (issue 7).
+"""Motion policy: checks every planned trajectory before it may be executed.
 
 Pure Python, no ROS. A trajectory is a sequence of :class:`TrajectoryPoint` (seven joint angles and
 the TCP orientation in the world frame). :meth:`MotionPolicy.check` refuses it, with the index of the

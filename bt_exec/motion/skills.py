@@ -1,12 +1,12 @@
-"""The Grant skills as arm motions: phases inside a skill, the policy gate, one catalog event per call (issue 7).
+"""The Grant skills as arm motions: phases inside a skill, the policy gate, one catalog event per call.
 
 Pure Python. The arm is reached only through the :class:`Motion` seam
-(``bt_exec.ros.moveit_seam.MoveItMotion`` on a robot, a small fake in the tests). Every planned trajectory passes :meth:`MotionPolicy.check` before it
-is executed; a trajectory that fails it is never executed, and the skill ends ``failed`` with the index
-of the first failing point.
+(``bt_exec.ros.moveit_seam.MoveItMotion`` on a robot, a small fake in the tests). Every planned
+trajectory passes :meth:`MotionPolicy.check` before it is executed; a trajectory that fails it is never
+executed, and the skill ends ``failed`` with the index of the first failing point.
 
-Phases inside one skill (seed 003, task 5): approach above the target at its safe height, axial
-lowering, the action (``Motion.act``), axial lift back to the saved approach height. A small
+Phases inside one skill, as the Grant cell runs them: approach above the target at its safe height,
+axial lowering, the action (``Motion.act``), axial lift back to the saved approach height. A small
 :class:`SkillContext` remembers which target the arm is above and whether it is in contact there, so
 explicit ``approach``/``lower``/``lift`` steps are not repeated by the skill that follows them, and any
 horizontal move or wrist turn (another target, ``work``) is preceded by an axial lift out of contact.
