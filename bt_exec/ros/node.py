@@ -7,8 +7,8 @@ pure conversions in ``convert``; the executor ticks in its own loop
 Services (all in one reentrant callback group, served by a MultiThreadedExecutor):
 ``~/submit``, ``~/stop_at``, ``~/cancel``, ``~/get_status``, ``~/list_plans``.
 Submit and cancel are ``async``: submit validates and compiles in a small worker
-pool, cancel waits for ``plan_complete`` on an rclpy Future, so neither holds
-an executor thread while it waits.
+pool, cancel waits for the executor's cancel ticket on an rclpy Future, so
+neither holds an executor thread while it waits.
 
 Topics: ``~/plan`` (each accepted graph's text, published from the tick thread
 as the plan starts: before its first tick), ``~/status`` (one JSON event per
@@ -73,7 +73,7 @@ _settle_lock = threading.Lock()
 
 
 def _settle(future: Future, value=None, exception: BaseException | None = None) -> None:
-    """Complete ``future`` once: later settlements (a timer racing plan_complete) are ignored."""
+    """Complete ``future`` once: later settlements (a timer racing the plans' end) are ignored."""
     with _settle_lock:
         if future.done() or future.cancelled():
             return
@@ -85,57 +85,6 @@ def _settle(future: Future, value=None, exception: BaseException | None = None) 
 
 def _wake(_future: Future) -> None:
     """A done callback: its only job is to make the executor run, so the coroutine awaiting resumes."""
-
-
-class _CancelWaits:
-    """Futures waiting for plans to finish, completed by the executor's ``plan_complete`` events.
-
-    Completions are remembered (bounded), so a plan that finished between the
-    cancel request and ``watch`` is never waited for.
-    """
-
-    def __init__(self, remember: int = 10_000):
-        self._lock = threading.Lock()
-        self._completed: collections.OrderedDict[str, None] = collections.OrderedDict()
-        self._remember = remember
-        self._waits: dict[int, tuple[set[str], Future]] = {}
-
-    def plan_complete(self, plan_id: str) -> None:
-        ready = []
-        with self._lock:
-            self._completed[plan_id] = None
-            while len(self._completed) > self._remember:
-                self._completed.popitem(last=False)
-            for key, (remaining, future) in list(self._waits.items()):
-                remaining.discard(plan_id)
-                if not remaining:
-                    del self._waits[key]
-                    ready.append(future)
-        for future in ready:
-            _settle(future, True)
-
-    def all_complete(self, plan_ids) -> bool:
-        with self._lock:
-            return all(plan_id in self._completed for plan_id in plan_ids)
-
-    def watch(self, plan_ids, future: Future) -> bool:
-        """Settle ``future`` with True once every plan finished; returns True (and watches nothing) if all have."""
-        with self._lock:
-            remaining = {plan_id for plan_id in plan_ids if plan_id not in self._completed}
-            if remaining:
-                self._waits[id(future)] = (remaining, future)
-        return not remaining
-
-    def forget(self, future: Future) -> None:
-        with self._lock:
-            self._waits.pop(id(future), None)
-
-    def settle_all(self, value: bool) -> None:
-        with self._lock:
-            futures = [future for _remaining, future in self._waits.values()]
-            self._waits.clear()
-        for future in futures:
-            _settle(future, value)
 
 
 class ExecutorNode(Node):
@@ -158,7 +107,8 @@ class ExecutorNode(Node):
             self.destroy_node()
             raise
         self._group = ReentrantCallbackGroup()
-        self._waits = _CancelWaits()
+        self._cancel_futures: set[Future] = set()  # waiting cancels, answered 'not finished' by close()
+        self._cancel_futures_lock = threading.Lock()
         self._pool = concurrent.futures.ThreadPoolExecutor(SUBMIT_WORKERS, thread_name_prefix="bt_exec-submit")
         self._plan_lock = threading.Lock()
         self._plan_texts: collections.OrderedDict[str, str] = collections.OrderedDict()  # run_id -> text to publish
@@ -320,7 +270,10 @@ class ExecutorNode(Node):
             self.bt.close(wait_ms=SHUTDOWN_CANCEL_MS)
         except Exception as exc:
             self.get_logger().error(f"closing the executor: {type(exc).__name__}: {exc}")
-        self._waits.settle_all(False)
+        with self._cancel_futures_lock:
+            waiting, self._cancel_futures = self._cancel_futures, set()
+        for future in waiting:
+            _settle(future, False)
         for unsubscribe in self._unsubscribes:
             unsubscribe()
         deadline = time.monotonic() + 1.0  # let waiting service callbacks send their answers
@@ -348,8 +301,6 @@ class ExecutorNode(Node):
         if kind == "plan_started":
             self._publish_plan_text(event.get("run_id"))
         self._outbox.put(dict(event))
-        if kind == "plan_complete":
-            self._waits.plan_complete(event["plan_id"])
         if kind in TREE_EVENTS:
             self._tree_dirty.set()
 
@@ -445,18 +396,15 @@ class ExecutorNode(Node):
         try:
             plan_id, wait_ms, capped = convert.msg_to_cancel(request)
             try:
-                if plan_id is None:
-                    plan_ids = [run.plan_id for run in self.bt.request_cancel_all("cancel_all")]
-                else:
-                    run = self.bt.request_cancel(plan_id, "cancel_plan")
-                    plan_ids = [] if run is None else [plan_id]
+                ticket = self.bt.begin_cancel(plan_id, "cancel_all" if plan_id is None else "cancel_plan")
             except ControlError as exc:
                 return convert.cancel_to_msg(False, False, str(exc), response)
-            finished = await self._await_plans(plan_ids, wait_ms)
-            message = _cancel_message(plan_id, plan_ids, finished, wait_ms)
+            await self._await_cancel(ticket, wait_ms)
+            answer = ticket.answer(wait_ms)
+            message = answer["message"]
             if capped:
                 message += f" (wait_ms capped at {convert.MAX_WAIT_MS})"
-            return convert.cancel_to_msg(True, finished, message, response)
+            return convert.cancel_to_msg(True, answer["finished"], message, response)
         except Exception as exc:
             self.get_logger().error(f"cancel: {type(exc).__name__}: {exc}")
             return convert.cancel_to_msg(False, False, f"internal error: {type(exc).__name__}: {exc}", response)
@@ -464,19 +412,21 @@ class ExecutorNode(Node):
             with self._in_flight_lock:
                 self._in_flight -= 1
 
-    async def _await_plans(self, plan_ids: list[str], wait_ms: int) -> bool:
-        """Whether every plan finished, waiting up to ``wait_ms`` on a Future (holding no thread)."""
-        if wait_ms <= 0 or self._closed:
-            return self._waits.all_complete(plan_ids)
+    async def _await_cancel(self, ticket, wait_ms: int) -> None:
+        """Wait up to ``wait_ms`` for the cancel's plans to finish, on a Future (holding no thread)."""
+        if wait_ms <= 0 or self._closed or ticket.finished:
+            return
         future = Future(executor=self.executor)
         future.add_done_callback(_wake)
-        if self._waits.watch(plan_ids, future):
-            return True
+        with self._cancel_futures_lock:
+            self._cancel_futures.add(future)
+        ticket.add_done_callback(lambda: _settle(future, True))  # at once if they finished meanwhile
         timer = self.create_timer(wait_ms / 1000.0, lambda: _settle(future, False), callback_group=self._group)
         try:
-            return bool(await future)
+            await future
         finally:
-            self._waits.forget(future)
+            with self._cancel_futures_lock:
+                self._cancel_futures.discard(future)
             self.destroy_timer(timer)
 
     def _on_stop_at(self, request, response):
@@ -512,25 +462,6 @@ class ExecutorNode(Node):
         except Exception as exc:
             self.get_logger().error(f"list_plans: {type(exc).__name__}: {exc}")
             return convert.plans_to_msg({"count": 0, "plans": [], "error": f"internal error: {exc}"}, response)
-
-
-def _cancel_message(plan_id: str | None, plan_ids: list[str], finished: bool, wait_ms: int) -> str:
-    if plan_id is not None:
-        if not plan_ids:
-            return f"plan {plan_id!r} already finished; nothing to cancel"
-        if finished:
-            return f"plan {plan_id!r} cancelled and finished"
-        if wait_ms <= 0:
-            return f"plan {plan_id!r}: cancel requested (not waiting)"
-        return f"plan {plan_id!r}: cancel requested; still tearing down after {wait_ms} ms"
-    if not plan_ids:
-        return "no plans to cancel"
-    listed = ", ".join(plan_ids)
-    if finished:
-        return f"cancelled {len(plan_ids)} plan(s) ({listed}); all finished"
-    if wait_ms <= 0:
-        return f"cancel requested for {len(plan_ids)} plan(s) ({listed}) (not waiting)"
-    return f"cancel requested for {len(plan_ids)} plan(s) ({listed}); some still tearing down after {wait_ms} ms"
 
 
 # --- process --------------------------------------------------------------------

@@ -77,9 +77,9 @@ def test_client_commands(ros, node, tmp_path):
     assert code == 2 and "no bt_exec node answers at /nobody/home/list_plans" in stderr
 
     code, stdout, stderr = batch(node, {"cancel": ["cancel", plan_id, "--wait-ms", "5000"]})["cancel"]
-    assert code == 0 and "cancelled and finished" in stdout, stderr
+    assert code == 0 and f"plan {plan_id!r} finished cancelled" in stdout, stderr
     status = json.loads(ros.call(node.name, "get_status", plan_id=plan_id).status_json)
     assert status["outcome"] == "cancelled"
 
     code, stdout, stderr = batch(node, {"all": ["cancel"]})["all"]
-    assert code == 0 and "no plans to cancel" in stdout, stderr
+    assert code == 0 and "cancelled 0 plan(s)" in stdout, stderr
