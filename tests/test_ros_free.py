@@ -164,6 +164,37 @@ def test_mirror_host_follows_the_executor(make_executor):
     assert tree.root.children == [] and updates[-1] == 0
 
 
+def test_mirror_host_follows_stop_guards_placed_mid_run(make_executor):
+    executor = make_executor({"caps": {"sim.step": {"duration_s": 0.3}}})
+    tree = py_trees.trees.BehaviourTree(Mirror("bt_exec"))
+    updates = []
+    tree.tree_update_handler = lambda: updates.append(len(tree.root.children))
+    host = MirrorHost(tree, executor)
+    steps = {"op": "sequence", "description": "steps", "children": [
+        {"op": "do", "description": "step", "cap": "sim.step", "args": {}},
+        {"op": "do", "description": "act", "cap": "sim.act", "args": {}}]}
+    plan_id = executor.submit(steps)["plan_id"]
+    executor.tick_once()
+    host.update()
+    root_op = executor.behaviour_trees()[plan_id]
+    assert tree.root.children == [root_op] and updates == [1]
+
+    executor.stop_plan_at(plan_id, "3", "on_enter")  # a guard above an inner op
+    host.update()
+    assert "stop point at [3]" in [behaviour.name for behaviour in tree.root.iterate()]
+    executor.stop_plan_at(plan_id, "1", "on_complete")  # a guard above the plan's root op: the plan's new root
+    guard = executor.behaviour_trees()[plan_id]
+    host.update()
+    assert guard is not root_op and root_op.parent is guard
+    assert tree.root.children == [guard] and guard.parent is tree.root and updates == [1]
+
+    record = executor.run_until_complete(plan_id, timeout=10)  # the hosted guards still stop the plan
+    assert record["outcome"] == "cancelled"
+    assert [op["state"] for op in record["ops"]] == ["canceled", "succeeded", "canceled"], record["ops"]
+    host.update()
+    assert tree.root.children == [] and updates == [1, 0]
+
+
 def test_the_node_module_is_lazy_about_ros():
     # bt_exec.ros.node needs rclpy; importing it without ROS fails with ImportError (the CLI turns that into
     # the set-up message), never with another error.

@@ -53,29 +53,30 @@ class MirrorHost:
     ``tree``: a py_trees BehaviourTree whose root is a Mirror. Plans come and go
     through ``insert_subtree`` / ``prune_subtree``, so the tree's update handler
     (py_trees_ros: publish a snapshot) hears of it; ``update()`` then ticks the
-    tree, which only reports.
+    tree, which only reports. The Mirror's children are compared with the plan
+    roots by identity, not by plan id: a stop point armed on a plan's root op
+    puts a guard in that op's place, and the guard is the plan's root from then on.
     """
 
     def __init__(self, tree, executor):
         self.tree = tree
         self.root = tree.root
         self.executor = executor
-        self._hosted: dict[str, object] = {}
 
     def update(self) -> None:
-        roots = self.executor.behaviour_trees()
-        for plan_id in [p for p in self._hosted if p not in roots]:
-            self.tree.prune_subtree(self._hosted.pop(plan_id).id)
-        for plan_id, root in roots.items():
-            if plan_id not in self._hosted:
-                self._hosted[plan_id] = root
+        roots = list(self.executor.behaviour_trees().values())
+        running = {id(root) for root in roots}
+        for child in [child for child in self.root.children if id(child) not in running]:
+            self.tree.prune_subtree(child.id)
+        hosted = {id(child) for child in self.root.children}
+        for root in roots:
+            if id(root) not in hosted:
                 self.tree.insert_subtree(root, self.root.id, len(self.root.children))
         self.tree.tick()
 
     def clear(self) -> None:
-        for root in list(self._hosted.values()):
-            self.tree.prune_subtree(root.id)
-        self._hosted.clear()
+        for child in list(self.root.children):
+            self.tree.prune_subtree(child.id)
 
 
 class TreeWatcherSeam:
