@@ -7,7 +7,7 @@ pure conversions in ``convert``; the executor ticks in its own loop
 Services (all in one reentrant callback group, served by a MultiThreadedExecutor):
 ``~/submit``, ``~/stop_at``, ``~/cancel``, ``~/get_status``, ``~/list_plans``.
 Submit and cancel are ``async``: submit validates and compiles in a small worker
-pool, cancel waits for the executor's cancel ticket on an rclpy Future, so
+pool, cancel waits for the executor's Cancellation on an rclpy Future, so
 neither holds an executor thread while it waits.
 
 Topics: ``~/plan`` (each accepted graph's text, published from the tick thread
@@ -396,11 +396,11 @@ class ExecutorNode(Node):
         try:
             plan_id, wait_ms, capped = convert.msg_to_cancel(request)
             try:
-                ticket = self.bt.begin_cancel(plan_id, "cancel_all" if plan_id is None else "cancel_plan")
+                cancellation = self.bt.begin_cancel(plan_id, "cancel_all" if plan_id is None else "cancel_plan")
             except ControlError as exc:
                 return convert.cancel_to_msg(False, False, str(exc), response)
-            await self._await_cancel(ticket, wait_ms)
-            answer = ticket.answer(wait_ms)
+            await self._await_cancel(cancellation, wait_ms)
+            answer = cancellation.answer(wait_ms)
             message = answer["message"]
             if capped:
                 message += f" (wait_ms capped at {convert.MAX_WAIT_MS})"
@@ -412,15 +412,15 @@ class ExecutorNode(Node):
             with self._in_flight_lock:
                 self._in_flight -= 1
 
-    async def _await_cancel(self, ticket, wait_ms: int) -> None:
+    async def _await_cancel(self, cancellation, wait_ms: int) -> None:
         """Wait up to ``wait_ms`` for the cancel's plans to finish, on a Future (holding no thread)."""
-        if wait_ms <= 0 or self._closed or ticket.finished:
+        if wait_ms <= 0 or self._closed or cancellation.finished:
             return
         future = Future(executor=self.executor)
         future.add_done_callback(_wake)
         with self._cancel_futures_lock:
             self._cancel_futures.add(future)
-        ticket.add_done_callback(lambda: _settle(future, True))  # at once if they finished meanwhile
+        cancellation.add_done_callback(lambda: _settle(future, True))  # at once if they finished meanwhile
         timer = self.create_timer(wait_ms / 1000.0, lambda: _settle(future, False), callback_group=self._group)
         try:
             await future
