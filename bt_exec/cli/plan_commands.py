@@ -173,21 +173,23 @@ def _run_to_end(executor: bt_exec.Executor, plan_id: str, events_path: str | Non
     view = LiveView(executor, plan_id, sys.stdout) if sys.stdout.isatty() else None
     finished = threading.Event()
 
-    def note_plan_end(event: dict) -> None:
-        if event["event"] == "plan_complete" and event["plan_id"] == plan_id:
+    def note_plan_end(events: list[dict]) -> None:
+        if any(event["event"] == "plan_complete" and event["plan_id"] == plan_id for event in events):
             finished.set()
 
     journal = None
-    unsubscribes = [executor.subscribe(view or EventLines(sys.stdout))]
+    # Every subscriber takes a tick's events at once: the journal writes them in one go, the
+    # lines are printed with one flush.
+    unsubscribes = [executor.subscribe_batches(view or EventLines(sys.stdout))]
     interrupted = False
     try:
         try:
             if events_path:
                 journal = _open_journal(events_path)
-                unsubscribes.append(executor.subscribe(journal))
-            # Subscribers are called in order, so once this last one hears plan_complete the
-            # journal has it too.
-            unsubscribes.append(executor.subscribe(note_plan_end))
+                unsubscribes.append(executor.subscribe_batches(journal.write_batch))
+            # Batch subscribers are called in order, so once this last one hears plan_complete the
+            # journal and the view have it too.
+            unsubscribes.append(executor.subscribe_batches(note_plan_end))
             if view:
                 view.start()
             # The executor ticks in its own thread, so Ctrl-C lands in this one, which only

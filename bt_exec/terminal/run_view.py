@@ -11,26 +11,28 @@ from .screen import draw_frame, start_screen
 
 
 class EventLines:
-    """Subscriber printing one line per event (for logs and pipes)."""
+    """Batch subscriber printing one line per event (for logs and pipes), a tick's lines at once."""
 
     def __init__(self, stream: TextIO):
         self._stream = stream
         self._reader_gone = False
 
-    def __call__(self, event: dict) -> None:
-        line = event_line(event)
-        if line is None or self._reader_gone:
+    def __call__(self, events: list[dict]) -> None:
+        if self._reader_gone:
+            return
+        lines = [line for line in map(event_line, events) if line is not None]
+        if not lines:
             return
         try:
-            print(line, file=self._stream, flush=True)
+            print("\n".join(lines), file=self._stream, flush=True)
         except BrokenPipeError:  # the reader went away (`| head`): the run goes on, silently
             self._reader_gone = True
 
 
 class LiveView:
-    """Subscriber redrawing the plan's tree view on a terminal, at most ``max_rate_hz`` times a second.
+    """Batch subscriber redrawing the plan's tree view on a terminal, at most ``max_rate_hz`` times a second.
 
-    Events only mark the view as changed: the executor calls subscribers in its
+    A tick's events only mark the view as changed: the executor calls subscribers in its
     ticking thread, so the drawing (which reads ``get_plan_tree``) happens in a
     thread of the view's own, which also keeps the rate bounded however fast events come.
     """
@@ -45,7 +47,7 @@ class LiveView:
         self._started_at = time.monotonic()
         self._thread = threading.Thread(target=self._redraw_loop, name="bt_exec-live-view", daemon=True)
 
-    def __call__(self, event: dict) -> None:
+    def __call__(self, events: list[dict]) -> None:
         self._changed.set()
 
     def start(self) -> None:

@@ -134,13 +134,16 @@ class EventStream:
         self._detach = detach
         self.closed = False
 
-    def put(self, event: dict) -> None:
+    def put_all(self, events: list[dict]) -> None:
+        """Queue a tick's events; those past ``capacity`` are dropped and counted."""
         with self._ready:
-            if len(self._events) >= self._capacity:
-                self._dropped += 1
-                return
-            self._events.append(event)
-            self._ready.notify()
+            room = max(self._capacity - len(self._events), 0)
+            if len(events) > room:
+                self._dropped += len(events) - room
+                events = events[:room]
+            if events:
+                self._events.extend(events)
+                self._ready.notify()
 
     def get(self, timeout: float) -> dict | None:
         with self._ready:
@@ -173,7 +176,7 @@ class ControlApi:
         self._streams: tuple[EventStream, ...] = ()
         self._lock = threading.Lock()
         self._stream_capacity = stream_capacity
-        self._unsubscribe = executor.subscribe(self._on_event)
+        self._unsubscribe = executor.subscribe_batches(self._on_events)
 
     def call(self, name: str, args: dict | None = None) -> dict:
         """Run operation ``name`` with ``args``; ApiError for unknown names, bad arguments or refused control."""
@@ -214,12 +217,12 @@ class ControlApi:
         with self._lock:
             self._streams = tuple(s for s in self._streams if s is not stream)
 
-    def _on_event(self, event: dict) -> None:  # in the ticking thread: never blocks
+    def _on_events(self, events: list[dict]) -> None:  # in the ticking thread, once a tick: never blocks
         with self._lock:
-            self._recent.append(event)
+            self._recent.extend(events)
             streams = self._streams
         for stream in streams:
-            stream.put(event)
+            stream.put_all(events)
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
