@@ -60,7 +60,8 @@ setup(
         share("launch", "*.launch.py"),
         share("config", "*.yaml"),
     ],
-    install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18", "pyyaml>=5.4"],
+    install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18", "fastjsonschema>=2.19,<3",
+                      "pyyaml>=5.4"],
     extras_require={
         "mcp": ["mcp>=1.10,<2"],
         # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them)

@@ -39,6 +39,17 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
     timeout, canceled) and ``result`` is ``{success, output, error, cap, call_id, event}``.
     """
 
+    # What a run sets: class-level defaults keep a plan's many idle actions small.
+    hooks = report_to = backend = None
+    held_back = False
+    timeout_s: float | None = None
+    result: dict | None = None
+    final_state: str | None = None
+    _run_id: str | None = None
+    _news: CallStatus | None = None
+    _reported_state = "RUNNING"
+    _deadline: float | None = None
+
     def __init__(self, name: str, op_id: str, cap: str, args: dict, provider: str | None = None,
                  call_id: str | None = None):
         super().__init__(name)
@@ -47,26 +58,16 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
         self.args = args
         self.provider = provider
         self.call_id = call_id
-        self.hooks = self.report_to = None
-        self.held_back = False
-        self.backend = None
-        self.timeout_s: float | None = None
-        self.result: dict | None = None
-        self.final_state: str | None = None
-        self._run_id: str | None = None
-        self._news: CallStatus | None = None
-        self._reported_state = "RUNNING"
-        self._deadline: float | None = None
 
     def setup(self, **kwargs) -> None:
         """Takes ``plan`` (the run's PlanHooks), ``capabilities`` (whose ``backend_for(cap, provider)``
         gives the backend that serves this op) and, optionally, ``op_timeout_s``: the longest a call
         may run before it is cancelled and the op ends ``timeout``."""
-        self._take_hooks(kwargs)
+        self.hooks = self.report_to = kwargs["plan"]
         self.backend = kwargs["capabilities"].backend_for(self.cap, self.provider)
-        self.timeout_s = kwargs.get("op_timeout_s")
-        if self.call_id is None:
-            self.call_id = f"{self.hooks.plan_id}:{self.op_id}"
+        timeout_s = kwargs.get("op_timeout_s")
+        if timeout_s is not None:
+            self.timeout_s = timeout_s
 
     def tick(self):
         # Behaviour.tick's lifecycle (initialise on entry, update, stop when finished) without its
@@ -84,10 +85,18 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
         self.status = new_status
         yield self
 
+    def stop(self, new_status: Status) -> None:
+        # Behaviour.stop without its debug line, whose text is built even when debug logging is off.
+        self.terminate(new_status)
+        self.status = new_status
+
     def initialise(self) -> None:
-        self.result = self.final_state = self._run_id = self._news = self._deadline = None
-        self._reported_state = "RUNNING"
-        self.report("running")
+        if self.final_state is not None or self._news is not None:  # entered again: forget the last call
+            self.result = self.final_state = self._run_id = self._news = self._deadline = None
+            self._reported_state = "RUNNING"
+        self.report_to.op_state(self.op_id, "running", None, None)
+        if self.call_id is None:
+            self.call_id = f"{self.hooks.plan_id}:{self.op_id}"
         call = CapabilityCall(self.hooks.plan_id, self.op_id, self.cap, self.args, self.provider, self.call_id)
         try:
             started = self.backend.start(call)
@@ -136,7 +145,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
 
     def terminate(self, new_status: Status) -> None:
         if new_status != Status.INVALID:
-            self.report(self.final_state, result=self.result)
+            self.report_to.op_state(self.op_id, self.final_state, self.result, None)
         elif self.status == RUNNING and not self.held_back:
             if self._run_id is not None and self.final_state is None:
                 self.hooks.unwatch(self)

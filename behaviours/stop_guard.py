@@ -99,21 +99,22 @@ class StopGuard(py_trees.decorators.Decorator):
         self.hooks.stop_point_fired(self.op_id, when)
 
 
-def place_stop_guard(op: py_trees.behaviour.Behaviour) -> tuple[StopGuard, bool]:
+def place_stop_guard(op: py_trees.behaviour.Behaviour, is_root: bool) -> tuple[StopGuard, bool]:
     """The StopGuard above ``op``, placed there if there was none; and whether it is new.
 
-    The guard takes the op's place in its parent (or is the new root when the op has
-    none: the caller swaps the tree's root) and adopts the op's status, so a running op
+    The guard takes the op's place in its parent or, for the tree's root (``is_root``),
+    becomes the new root for the caller to install, leaving whatever holds the old
+    root (a viewer's mirror) untouched. It adopts the op's status, so a running op
     goes on untouched: it is not restarted, cancelled or re-initialised.
     """
     if isinstance(op.parent, StopGuard):
         return op.parent, False
-    parent = op.parent
+    parent = None if is_root else op.parent
     guard = StopGuard(op)  # sets op.parent to the guard
     op.report_to = guard
     guard.status = op.status
-    guard.parent = parent
     if parent is not None:
+        guard.parent = parent
         children = parent.children
         children[children.index(op)] = guard
         if parent.current_child is op:

@@ -31,7 +31,7 @@ Figures:
    on a fresh ``Executor(backend=SimBackend())`` (made untimed; the sim answers every call at
    once) vs building the raw tree (a sequence of 2000 ``Success``) + ``root.tick_once()`` until
    SUCCESS. 3b: the same with a ``JsonlJournal`` to a temporary file subscribed
-   (``ex.subscribe``); the journal writes on its own thread while the plan runs, and its close
+   (``ex.subscribe_batches(journal.write_batch)``: one call per tick); the journal writes on its own thread while the plan runs, and its close
    (writing what is still queued) is not timed: the detail line gives its median.
 4. Load + validate + compile a 10,000-op nested plan: ``bt_exec.load(text)`` +
    ``bt_exec.validate(plan)`` + ``bt_exec.compile_plan(plan)`` vs building the raw tree of the
@@ -318,7 +318,7 @@ def instant_ops(n_do: int, repeats: int, journal_close_s: list[float]) -> dict[s
         def executor_with_journal():
             ex = bt_exec.Executor(backend=bt_exec.SimBackend())
             journal = bt_exec.JsonlJournal(pathlib.Path(folder) / f"journal{next(journals)}.jsonl")
-            ex.subscribe(journal)
+            ex.subscribe_batches(journal.write_batch)
             return ex, journal
 
         def close_journal(made):

@@ -7,8 +7,7 @@ terminal state and ``cancel(run_id)`` may be called at any time before that.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 TERMINAL_STATES = frozenset(("SUCCEEDED", "FAILED", "CANCELED", "TIMEOUT"))
 
@@ -16,9 +15,8 @@ TERMINAL_STATES = frozenset(("SUCCEEDED", "FAILED", "CANCELED", "TIMEOUT"))
 OP_STATE_OF = {"SUCCEEDED": "succeeded", "FAILED": "failed", "CANCELED": "canceled", "TIMEOUT": "timeout"}
 
 
-@dataclass(frozen=True, slots=True)
-class CapabilityCall:
-    """One request to run a capability for an op of a plan."""
+class CapabilityCall(NamedTuple):
+    """One request to run a capability for an op of a plan (immutable: a tuple, cheap to make per call)."""
 
     plan_id: str
     op_id: str
@@ -28,8 +26,7 @@ class CapabilityCall:
     call_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class CallStatus:
+class CallStatus(NamedTuple):
     """A call's state: PENDING, RUNNING, PAUSED, or terminal SUCCEEDED, FAILED, CANCELED, TIMEOUT.
 
     ``event`` names the outcome for dialects whose transitions follow events

@@ -114,8 +114,7 @@ class Executor:
     def _make_run(self, plan_id: str, plan: Plan, run_id: str | None, control_only: bool, world) -> PlanRun:
         kind = dialect_of(plan)
         compiled = kind.compile(plan, self._admission.context)
-        return PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus.publish, self._bus.wanted,
-                       self._runner.wake)
+        return PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus, self._runner.wake)
 
     def _setup_kwargs(self, run: PlanRun) -> dict:
         return {"capabilities": self._routers[run.plan.dialect], "op_timeout_s": self.op_timeout_s,

@@ -22,7 +22,7 @@ DIALECT_NAMES = ("auto", *DIALECTS)
 
 __all__ = ["CapabilityCatalog", "CheckContext", "CompiledPlan", "ControlRequest", "DIALECT_NAMES", "Dialect",
            "Limits", "Op", "Plan", "Report", "Scene", "SkillCatalog", "compile_plan", "dialect_of", "load",
-           "scene_of", "skill_catalog_of", "validate"]
+           "gc_paused", "scene_of", "skill_catalog_of", "validate"]
 
 
 def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | ControlRequest:

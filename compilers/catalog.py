@@ -12,8 +12,8 @@ import jsonschema
 
 from bt_exec.errors import ConfigError, Issue, Issues
 
+from .args_schema import ArgsSchema
 from .config_files import check_schema, read_json_file
-
 from .ir import Op, Plan
 
 BUILTIN_PREFIX = "executor.builtin_"
@@ -65,14 +65,14 @@ class CapabilityCatalog:
     def __init__(self, entries: dict):
         check_schema(entries, "capability-catalog.schema.json", "capability catalog")
         self.entries = entries
-        self._validators = {}
+        self._schemas: dict[str, ArgsSchema] = {}
         for cap, entry in entries.items():
             schema = entry.get("args_schema", {"type": "object"})
             try:
                 jsonschema.Draft202012Validator.check_schema(schema)
             except jsonschema.SchemaError as exc:
                 raise ConfigError(f"capability catalog: args_schema of {cap!r} is not a valid JSON Schema: {exc.message}") from None
-            self._validators[cap] = jsonschema.Draft202012Validator(schema)
+            self._schemas[cap] = ArgsSchema(schema)
 
     @classmethod
     def from_file(cls, path: str | pathlib.Path) -> "CapabilityCatalog":
@@ -84,7 +84,7 @@ class CapabilityCatalog:
 
     def check_args(self, cap: str, args: dict) -> list[tuple[str, str]]:
         """(pointer inside args, message) for every way ``args`` breaks the cap's schema."""
-        return _schema_problems(self._validators[cap], args)
+        return self._schemas[cap].problems(args)
 
 
 def check_plan(plan: Plan, catalog: CapabilityCatalog | None) -> list[Issue]:
@@ -113,7 +113,7 @@ def check_plan(plan: Plan, catalog: CapabilityCatalog | None) -> list[Issue]:
 
 def check_args_of_builtin(name: str, args: object) -> list[tuple[str, str]]:
     """(pointer, message) for every way ``args`` break the builtin's args schema."""
-    return _schema_problems(_builtin_validator(name), args)
+    return _builtin_schema(name).problems(args)
 
 
 def _field_path(plan: Plan, op: Op, field: str, pointer: str = "") -> str:
@@ -124,14 +124,6 @@ def _field_path(plan: Plan, op: Op, field: str, pointer: str = "") -> str:
     return f"{op.path}/{field}{pointer}"
 
 
-def _schema_problems(validator: jsonschema.Draft202012Validator, instance: object) -> list[tuple[str, str]]:
-    out = []
-    for error in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path)):
-        pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
-        out.append((pointer, error.message))
-    return out
-
-
 @lru_cache(maxsize=None)
-def _builtin_validator(name: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(BUILTIN_ARGS_SCHEMAS[name])
+def _builtin_schema(name: str) -> ArgsSchema:
+    return ArgsSchema(BUILTIN_ARGS_SCHEMAS[name])

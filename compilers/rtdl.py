@@ -132,33 +132,37 @@ def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], i
     max_depth_seen = 0
     too_deep_reported = False
     count = 0
+    max_ops, max_depth = limits.max_ops, limits.max_depth
     # (node, path, depth, parent Op or None)
     stack: list[tuple[object, str, int, Op | None]] = [(root, root_path, 1, None)]
+    push, pop = stack.append, stack.pop
     while stack:
-        node, path, depth, parent = stack.pop()
+        node, path, depth, parent = pop()
         count += 1
-        if count > limits.max_ops:
-            issues.append(Issue("too_many_ops", path, f"more than the limit of {limits.max_ops} ops"))
+        if count > max_ops:
+            issues.append(Issue("too_many_ops", path, f"more than the limit of {max_ops} ops"))
             return max_depth_seen
-        max_depth_seen = max(max_depth_seen, depth)
-        op = _check_tree_node(node, path, str(count), issues)
-        if issues.dropped:  # more faults than are listed: enough said
+        if depth > max_depth_seen:
+            max_depth_seen = depth
+        op = _well_formed_op(node, path, str(count)) or _check_tree_node(node, path, str(count), issues)
+        if issues and issues.dropped:  # more faults than are listed: enough said
             return max_depth_seen
         if op is not None:
             ops[op.op_id] = op
             if parent is not None:
                 parent.children.append(op.op_id)
-        children = node.get("children") if isinstance(node, dict) else None
-        if not isinstance(children, list) or not children:
+        children = node.get("children") if type(node) is dict else None
+        if type(children) is not list or not children:
             continue
-        if depth == limits.max_depth:
+        if depth == max_depth:
             if not too_deep_reported:
                 too_deep_reported = True
                 issues.append(Issue("too_deep", f"{path}/children/0",
-                                    f"nesting deeper than the limit of {limits.max_depth} levels"))
+                                    f"nesting deeper than the limit of {max_depth} levels"))
             continue
+        below = depth + 1
         for index in range(len(children) - 1, -1, -1):
-            stack.append((children[index], f"{path}/children/{index}", depth + 1, op))
+            push((children[index], f"{path}/children/{index}", below, op))
     return max_depth_seen
 
 
@@ -205,6 +209,31 @@ def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue]) -
     if len(issues) > before:
         return None
     return Op(op_id, kind, description, path=path)
+
+
+def _well_formed_op(node: object, path: str, op_id: str) -> Op | None:
+    """The op of a node that passes every check below at a glance; None sends it to the checks, which
+    say what is wrong (most nodes are well formed: this is the cost a valid plan pays)."""
+    if type(node) is not dict:
+        return None
+    kind = node.get("op")
+    description = node.get("description")
+    if type(description) is not str or not description or description.isspace():
+        return None
+    if kind == "do":
+        cap, args = node.get("cap"), node.get("args", _NO_ARGS)
+        if (node.keys() <= _DO_FIELDS and type(cap) is str and type(args) is dict
+                and CAP_PATTERN.fullmatch(cap) is not None):
+            return Op(op_id, "do", description, cap=cap, args={} if args is _NO_ARGS else args,
+                      provider=cap.split(".", 1)[0], path=path)
+        return None
+    if (kind == "sequence" or kind == "parallel") and type(node.get("children")) is list \
+            and node.keys() <= _COMPOSITE_FIELDS:
+        return Op(op_id, kind, description, path=path)
+    return None
+
+
+_NO_ARGS: dict = {}
 
 
 def _check_description(node: dict, path: str, issues: list[Issue]) -> str:
@@ -287,8 +316,10 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
                             f"root_index {root_index} is out of range (nodes has {len(nodes)} entries)"))
 
     ops: list[Op | None] = []
+    count = len(nodes)
     for index, node in enumerate(nodes):
-        ops.append(_check_arena_node(node, index, len(nodes), limits, issues))
+        ops.append(_well_formed_arena_op(node, index, count, limits)
+                   or _check_arena_node(node, index, count, limits, issues))
         if issues.dropped:
             raise PlanError(issues)
     seen_ids: dict[str, int] = {}
@@ -314,6 +345,41 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
     meta = {key: doc[key] for key in ("plan_id", "session_id", "round") if key in doc}
     return Plan(dialect="rtdl", shape="arena", root=root.op_id, ops=by_index, description=root.description,
                 depth=depth, numbered_by_loader=False, meta=meta)
+
+
+def _well_formed_arena_op(node: object, index: int, count: int, limits: Limits) -> Op | None:
+    """The op of an arena node that passes every check of ``_check_arena_node`` at a glance; None sends
+    it to those checks, which say what is wrong."""
+    if type(node) is not dict or not node.keys() <= _ARENA_NODE_FIELDS:
+        return None
+    kind = ARENA_KINDS.get(node.get("node_kind")) if type(node.get("node_kind")) is int else None
+    children, op_id, description = node.get("children"), node.get("op_id"), node.get("description")
+    if kind is None or type(children) is not list or type(op_id) is not str or not op_id.strip() \
+            or type(description) is not str or not _NON_BLANK.search(description):
+        return None
+    for child in children:
+        if type(child) is not int or not 0 <= child < count:
+            return None
+    if kind != "do":
+        return None if "call" in node else Op(op_id, kind, description, path=f"nodes[{index}]")
+    call = node.get("call")
+    if children or type(call) is not dict or not call.keys() <= _CALL_FIELDS:
+        return None
+    contract, provider, call_id = call.get("contract_id"), call.get("provider_id", ""), call.get("call_id", "")
+    args_json = call.get("args_json", "{}")
+    if type(contract) is not str or type(provider) is not str or type(call_id) is not str \
+            or type(args_json) is not str or not _NO_WHITESPACE.fullmatch(contract) \
+            or len(args_json) > limits.max_string_chars \
+            or args_json.count("[") + args_json.count("{") > limits.max_json_nesting - 4:
+        return None
+    try:
+        args = _DECODER.decode(args_json or "{}")
+    except (ValueError, RecursionError):
+        return None
+    if type(args) is not dict:
+        return None
+    return Op(op_id, kind, description, cap=contract, args=args, provider=call.get("provider_id"),
+              call_id=call.get("call_id"), path=f"nodes[{index}]")
 
 
 def _check_arena_node(node: object, index: int, count: int, limits: Limits, issues: list[Issue]) -> Op | None:
@@ -418,55 +484,60 @@ def _check_call(call: object, path: str, limits: Limits, issues: list[Issue]) ->
 def _check_arena_graph(nodes: list, root_index: int, limits: Limits, issues: list[Issue]) -> tuple[list[int], int]:
     """Check the arena is one tree rooted at root_index; return its pre-order and depth.
 
-    Linear time: one pass over the edges for nodes listed twice, one traversal
-    of the DiGraph for reachability, strongly connected components (of the
-    unreached part only) to name cycles, one walk for order and depth.
+    Linear time: one pass over the edges for nodes listed twice, one pre-order walk
+    from the root. With no node listed twice and the root listed nowhere, that walk
+    visits each reachable node once and a tree is exactly an arena it visits whole.
+    Only when it is not a tree is the networkx DiGraph built, once, to name what is
+    wrong: strongly connected components for cycles, then the nodes left unreached.
     """
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(nodes)))
-    first_listed: dict[int, str] = {root_index: "root_index"}
+    first_listed: dict[int, tuple[int, int] | None] = {root_index: None}  # child -> (parent, position); root: None
     for index, node in enumerate(nodes):
         for position, child in enumerate(node["children"]):
-            where = f"nodes[{index}].children[{position}]"
             if child == index:
-                issues.append(Issue("cycle", where, f"node {index} lists itself as a child"))
+                issues.append(Issue("cycle", f"nodes[{index}].children[{position}]",
+                                    f"node {index} lists itself as a child"))
             elif child in first_listed:
-                issues.append(Issue("reached_twice", where,
-                                    f"node {child} is reached more than once (also from {first_listed[child]})"))
+                first = first_listed[child]
+                also = "root_index" if first is None else f"nodes[{first[0]}].children[{first[1]}]"
+                issues.append(Issue("reached_twice", f"nodes[{index}].children[{position}]",
+                                    f"node {child} is reached more than once (also from {also})"))
             else:
-                first_listed[child] = where
-            graph.add_edge(index, child)
+                first_listed[child] = (index, position)
             if issues.dropped:
                 return [], 0
     if issues:  # already no tree: name the cycles too, the cost no longer matters
-        issues.extend(_cycle_issues(graph, set()))
+        issues.extend(_cycle_issues(_digraph(nodes), set()))
         return [], 0
-    # With no node listed twice and the root listed nowhere, a node on a cycle
-    # cannot be reached from the root: components are only needed to name cycles.
-    reached = nx.descendants(graph, root_index) | {root_index}
-    if len(reached) < len(nodes):
-        unreached = graph.subgraph(index for index in range(len(nodes)) if index not in reached)
-        on_cycles: set[int] = set()
-        issues.extend(_cycle_issues(unreached, on_cycles))
-        for index in sorted(set(unreached) - on_cycles):
-            issues.append(Issue("unreachable", f"nodes[{index}]", f"node {index} is not reachable from root_index {root_index}"))
-        return [], 0
-    # A proven tree now: an explicit-stack pre-order walk terminates and visits each node once.
     order: list[int] = []
-    depth = 0
+    depth = deepest = 0
     stack = [(root_index, 1)]
     while stack:
         index, level = stack.pop()
         order.append(index)
         if level > depth:
-            depth = level
-            if depth > limits.max_depth:
-                issues.append(Issue("too_deep", f"nodes[{index}]",
-                                    f"node {index} is {depth} levels deep, over the limit of {limits.max_depth}"))
-                return [], depth
+            depth, deepest = level, index
         for child in reversed(nodes[index]["children"]):
             stack.append((child, level + 1))
+    if len(order) < len(nodes):
+        reached = set(order)
+        unreached = _digraph(nodes).subgraph(index for index in range(len(nodes)) if index not in reached)
+        on_cycles: set[int] = set()
+        issues.extend(_cycle_issues(unreached, on_cycles))
+        for index in sorted(set(unreached) - on_cycles):
+            issues.append(Issue("unreachable", f"nodes[{index}]", f"node {index} is not reachable from root_index {root_index}"))
+        return [], 0
+    if depth > limits.max_depth:
+        issues.append(Issue("too_deep", f"nodes[{deepest}]",
+                            f"node {deepest} is {depth} levels deep, over the limit of {limits.max_depth}"))
+        return [], depth
     return order, depth
+
+
+def _digraph(nodes: list) -> nx.DiGraph:
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(nodes)))
+    graph.add_edges_from((index, child) for index, node in enumerate(nodes) for child in node["children"])
+    return graph
 
 
 def _cycle_issues(graph: nx.DiGraph, on_cycles: set[int]) -> list[Issue]:

@@ -184,15 +184,16 @@ def test_mirror_host_follows_stop_guards_placed_mid_run(make_executor):
     assert "stop point at [3]" in [behaviour.name for behaviour in tree.root.iterate()]
     executor.stop_plan_at(plan_id, "1", "on_complete")  # a guard above the plan's root op: the plan's new root
     guard = executor.behaviour_trees()[plan_id]
+    assert tree.root.children == [root_op]  # the executor never edits the mirror: only the host's update does
     host.update()
     assert guard is not root_op and root_op.parent is guard
-    assert tree.root.children == [guard] and guard.parent is tree.root and updates == [1]
+    assert tree.root.children == [guard] and guard.parent is tree.root and updates == [1, 0, 1]
 
     record = executor.run_until_complete(plan_id, timeout=10)  # the hosted guards still stop the plan
     assert record["outcome"] == "cancelled"
     assert [op["state"] for op in record["ops"]] == ["canceled", "succeeded", "canceled"], record["ops"]
     host.update()
-    assert tree.root.children == [] and updates == [1, 0]
+    assert tree.root.children == [] and updates == [1, 0, 1, 0]
 
 
 def test_the_node_module_is_lazy_about_ros():

@@ -22,19 +22,18 @@ class EventBus:
         self._each: tuple[Callable[[dict], None], ...] = ()
         self._batches: tuple[Callable[[list[dict]], None], ...] = ()
         self._seq = itertools.count(1)
-
-    def wanted(self) -> bool:
-        """Whether anyone listens: events are not even built otherwise."""
-        return bool(self._each or self._batches)
+        self.listened = False  # whether anyone listens: publishers build no event otherwise
 
     def subscribe(self, callback: Callable[[dict], None]) -> Callable[[], None]:
         with self._lock:
             self._each = self._each + (callback,)
+            self.listened = True
         return lambda: self._remove(callback)
 
     def subscribe_batches(self, callback: Callable[[list[dict]], None]) -> Callable[[], None]:
         with self._lock:
             self._batches = self._batches + (callback,)
+            self.listened = True
         return lambda: self._remove(callback)
 
     def publish(self, events: list[dict]) -> None:
@@ -57,3 +56,4 @@ class EventBus:
         with self._lock:
             self._each = tuple(s for s in self._each if s is not callback)
             self._batches = tuple(s for s in self._batches if s is not callback)
+            self.listened = bool(self._each or self._batches)

@@ -10,6 +10,7 @@ import threading
 log = logging.getLogger(__name__)
 
 _CLOSE = object()
+_ENCODER = json.JSONEncoder(default=str)  # one encoder: json.dumps makes a new one per call when given default
 
 
 class JsonlJournal:
@@ -59,7 +60,7 @@ class JsonlJournal:
                 break
             try:
                 # ASCII escapes keep lone surrogates from plan text writable.
-                self._file.write("".join(json.dumps(event, default=str) + "\n" for event in batch))
+                self._file.write("".join(_ENCODER.encode(event) + "\n" for event in batch))
                 if self._queue.empty():
                     self._file.flush()
             except (OSError, ValueError) as exc:

@@ -43,7 +43,8 @@ class Mirror(py_trees.composites.Composite):
     def remove_child(self, child) -> int:
         index = self.children.index(child)  # unlike Composite's, never stops the child: it is the executor's
         self.children.remove(child)
-        child.parent = None
+        if child.parent is self:  # a plan root that became a guard's child keeps that parent
+            child.parent = None
         return index
 
 
@@ -66,8 +67,13 @@ class MirrorHost:
     def update(self) -> None:
         roots = list(self.executor.behaviour_trees().values())
         running = {id(root) for root in roots}
-        for child in [child for child in self.root.children if id(child) not in running]:
-            self.tree.prune_subtree(child.id)
+        stale = [child for child in self.root.children if id(child) not in running]
+        for child in stale:
+            # Not prune_subtree: it finds the parent through child.parent, and a root op the executor
+            # put a guard above has that guard as its parent now.
+            self.root.remove_child(child)
+        if stale and self.tree.tree_update_handler is not None:
+            self.tree.tree_update_handler()
         hosted = {id(child) for child in self.root.children}
         for root in roots:
             if id(root) not in hosted:
@@ -76,7 +82,9 @@ class MirrorHost:
 
     def clear(self) -> None:
         for child in list(self.root.children):
-            self.tree.prune_subtree(child.id)
+            self.root.remove_child(child)
+        if self.tree.tree_update_handler is not None:
+            self.tree.tree_update_handler()
 
 
 class TreeWatcherSeam:

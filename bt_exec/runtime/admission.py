@@ -8,7 +8,7 @@ import re
 import threading
 from typing import Callable
 
-from bt_exec.compilers import CheckContext, ControlRequest, Limits, Plan, Report, dialect_of, load
+from bt_exec.compilers import CheckContext, ControlRequest, Limits, Plan, Report, dialect_of, gc_paused, load
 from bt_exec.errors import Issue, PlanError
 
 from .plan_run import PlanRun
@@ -68,7 +68,8 @@ class Admission:
         if run_id is not None:
             return self._once(run_id, lambda: self._answer(source, run_id, dialect))
         try:
-            loaded = load(source, dialect=dialect, limits=self.limits)
+            with gc_paused():
+                loaded = load(source, dialect=dialect, limits=self.limits)
         except PlanError as exc:
             return refusal("invalid", exc.issues, None)
         envelope_run_id = loaded.meta.get("run_id") if isinstance(loaded, Plan) else None
@@ -99,7 +100,8 @@ class Admission:
 
     def _answer(self, source, run_id: str | None, dialect: str) -> dict:
         try:
-            return self._admit(source, run_id, dialect)
+            with gc_paused():  # a plan's many new objects all stay alive: nothing for the collector to find
+                return self._admit(source, run_id, dialect)
         except Exception as exc:  # a bug must not escape to a service or leave a run_id waiting
             log.exception("submit failed unexpectedly")
             return refusal("invalid", [Issue("internal", "", f"internal error: {type(exc).__name__}: {exc}")], run_id)

@@ -9,6 +9,7 @@ from py_trees.common import Status
 
 from bt_exec.behaviours import place_stop_guard
 from bt_exec.compilers import CompiledPlan, Plan
+from bt_exec.events import EventBus
 
 from .plan_tree import PlanTree
 
@@ -30,12 +31,14 @@ class OpRecord:
         self.ended_at: float | None = None
 
     def as_dict(self) -> dict:
-        out = {"op_id": self.op.op_id, "kind": self.op.kind, "description": self.op.description, "state": self.state,
-               "children": list(self.op.children)}
-        if self.op.cap is not None:
-            out["cap"] = self.op.cap
-        out.update(result=self.result, detail=self.detail, started_at=self.started_at, ended_at=self.ended_at)
-        return out
+        op = self.op
+        if op.cap is None:
+            return {"op_id": op.op_id, "kind": op.kind, "description": op.description, "state": self.state,
+                    "children": list(op.children), "result": self.result, "detail": self.detail,
+                    "started_at": self.started_at, "ended_at": self.ended_at}
+        return {"op_id": op.op_id, "kind": op.kind, "description": op.description, "state": self.state,
+                "children": list(op.children), "cap": op.cap, "result": self.result, "detail": self.detail,
+                "started_at": self.started_at, "ended_at": self.ended_at}
 
 
 class PlanRun:
@@ -46,14 +49,12 @@ class PlanRun:
     a tick. Readers (status, listing) never take it: op records have a fixed key set
     and stop points are a set mutated under ``_control_lock``.
 
-    Events are built only while ``events_wanted()`` says someone listens, collected
-    during a tick and handed to ``publish`` in one batch by the tree's post-tick
-    handler (and after a teardown).
+    Events are built only while someone listens on ``bus``, collected during a tick
+    and published in one batch by the tree's post-tick handler (and after a teardown).
     """
 
     def __init__(self, plan_id: str, plan: Plan, compiled: CompiledPlan, run_id: str | None, control_only: bool,
-                 world, publish: Callable[[list[dict]], None], events_wanted: Callable[[], bool],
-                 wake_runner: Callable[[], None]):
+                 world, bus: EventBus, wake_runner: Callable[[], None]):
         self.plan_id = plan_id
         self.plan = plan
         self.ops = compiled.ops
@@ -81,8 +82,7 @@ class PlanRun:
         self._guards_to_place: list[str] = []
         self._done_callbacks: list[Callable[[], None]] = []
         self._events: list[dict] = []
-        self._publish = publish
-        self._events_wanted = events_wanted
+        self._bus = bus
         self._wake_runner = wake_runner
         self.tree.add_post_tick_handler(lambda _tree: self.flush_events())
 
@@ -104,7 +104,7 @@ class PlanRun:
         if state in FINAL_STATES:
             record.ended_at = now
             record.result = result
-        if self._events_wanted():
+        if self._bus.listened:
             op = record.op
             event = {"event": "node_state", "plan_id": self.plan_id, "op_id": op_id, "kind": op.kind,
                      "description": op.description, "state": state, "time": now}
@@ -139,13 +139,13 @@ class PlanRun:
 
     def emit(self, event: dict) -> None:
         """Queue an event for the next batch (dropped at once when nobody listens)."""
-        if self._events_wanted():
+        if self._bus.listened:
             self._events.append(event)
 
     def flush_events(self) -> None:
         if self._events:
             events, self._events = self._events, []
-            self._publish(events)
+            self._bus.publish(events)
 
     # --- control ---------------------------------------------------------------
 
@@ -186,8 +186,9 @@ class PlanRun:
             op = self.ops.get(op_id)
             if op is None or self.finished:
                 continue
-            guard, _new = place_stop_guard(op)
-            if op is self.tree.root:
+            is_root = op is self.tree.root
+            guard, _new = place_stop_guard(op, is_root)
+            if is_root:
                 self.tree.root = guard
 
     def stop_point_of(self, op_id: str) -> str | None:
@@ -226,7 +227,7 @@ class PlanRun:
     def poll_watched(self) -> bool:
         """Poll every watched source once; True when any has news for the tree."""
         news = False
-        for source in list(self.watched):
+        for source in self.watched:  # only a tick (this thread, later) adds or removes sources
             if source.poll():
                 news = True
         return news

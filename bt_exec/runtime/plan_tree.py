@@ -12,7 +12,31 @@ class PlanTree(py_trees.trees.BehaviourTree):
     far more than the tick itself. This tree walks only when a full visitor is
     attached; otherwise a tick runs the handlers and visitors exactly as py_trees
     does, over the nodes the tick visited.
+
+    ``setup`` and ``shutdown`` visit every behaviour as py_trees' do (parents after
+    their children), with one loop instead of a generator per tree level.
     """
+
+    def setup(self, timeout=py_trees.common.Duration.INFINITE, visitor=None, **kwargs) -> None:
+        if visitor is not None or timeout != py_trees.common.Duration.INFINITE:
+            super().setup(timeout, visitor, **kwargs)  # what only py_trees' setup does: visitors, a timeout
+            return
+        for node in self._bottom_up():
+            node.setup(**kwargs)
+
+    def shutdown(self) -> None:
+        for node in self._bottom_up():
+            node.shutdown()
+
+    def _bottom_up(self) -> list:
+        """Every behaviour, each after its children (the order of ``root.iterate()``)."""
+        order, stack = [], [self.root]
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            stack.extend(node.children)
+        order.reverse()
+        return order
 
     def tick(self, pre_tick_handler=None, post_tick_handler=None) -> None:
         visitors = self.visitors

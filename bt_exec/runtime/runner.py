@@ -104,17 +104,19 @@ class Runner:
             try:
                 if not run.started:
                     run.begin(self._setup_kwargs(run))
+                    run.flush_events()  # plan_started before the first tick moves anything
                 run.place_guards()
                 if not run.cancel_requested:
                     news = run.poll_watched()
-                    if news or run.needs_tick or not self.tick_on_news_only:
-                        run.needs_tick = False
-                        run.tree.tick()
-                        if self.tick_on_news_only and not run.complete:
-                            stalled = run.stalled_behaviour()
-                            if stalled is not None:
-                                run.error = (f"stalled: {stalled!r} is RUNNING but nothing can wake the plan (no "
-                                             "call, deadline or control request is pending for it)")
+                    if not (news or run.needs_tick or not self.tick_on_news_only):
+                        return  # the idle tick: nothing the tree waits for changed
+                    run.needs_tick = False
+                    run.tree.tick()
+                    if self.tick_on_news_only and not run.complete:
+                        stalled = run.stalled_behaviour()
+                        if stalled is not None:
+                            run.error = (f"stalled: {stalled!r} is RUNNING but nothing can wake the plan (no "
+                                         "call, deadline or control request is pending for it)")
                 if run.cancel_requested or run.error is not None:
                     run.tear_down()
                 elif not run.complete:
