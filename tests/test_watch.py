@@ -15,7 +15,8 @@ from rtdl_plans import do, envelope, seq
 from terminal import run_on_terminal
 
 from bt_exec.terminal.render import tree_lines
-from bt_exec.terminal.watch import STREAM_SILENCE_S, sse_events
+from bt_exec.terminal import watch as watch_module
+from bt_exec.terminal.watch import STREAM_SILENCE_S, EventStream, sse_events
 from bt_exec.web import ControlApi, WebServer
 from bt_exec.web.server import KEEPALIVE_S
 
@@ -133,6 +134,30 @@ def test_server_sent_events_are_read_as_they_come():
                         b"data: {\"event\":\ndata: \"b\"}\n\ndata: not json\n\ndata: [1]\n\ndata: {\"event\": \"c\"}\n")
     assert list(sse_events(stream)) == [{"event": "a"}, {"event": "b"}]  # c never ended: the stream was cut
     assert STREAM_SILENCE_S >= 2 * KEEPALIVE_S  # a quiet app is not taken for a dead one
+
+
+def test_a_quiet_stream_is_followed_until_the_silence_limit_and_close_ends_its_reader(app, monkeypatch):
+    executor, _server, url = app
+    # Shortened so the test is quick: answers must come within 0.2 s, the stream may be quiet for 1 s.
+    monkeypatch.setattr(watch_module, "TIMEOUT_S", 0.2)
+    monkeypatch.setattr(watch_module, "STREAM_SILENCE_S", 1.0)
+    events = EventStream(url)
+    try:
+        time.sleep(0.6)  # quiet past the answer timeout: still followed
+        assert events.get_nowait() is None
+        executor.submit(snapshot_plan())
+        kind, first = events.get(5)
+        assert (kind, first["event"], first["plan_id"]) == ("event", "plan_started", "1")
+        while (item := events.get(5)) is not None and item[0] == "event":
+            continue
+        assert item == ("gone", "no word from it in 1 s")
+    finally:
+        events.close()
+    quiet = EventStream(url)
+    quiet.close()
+    quiet._thread.join(2)
+    assert not quiet._thread.is_alive()  # close() woke the reader, which then reported nothing
+    assert quiet.get_nowait() is None
 
 
 # --- --once ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import http.client
 import json
 import math
 import queue
+import socket
 import sys
 import threading
 import time
@@ -146,6 +147,10 @@ class EventStream:
         self._queue: queue.Queue = queue.Queue()
         self._closed = False
         try:
+            self._connection.connect()
+            # Kept here: the connection lets go of its socket when the answer is the stream (it ends
+            # with the connection), and the socket's timeout must still change to the stream's.
+            self._sock = self._connection.sock
             self._connection.request("GET", EVENTS_PATH, headers={"Accept": "text/event-stream"})
             response = self._connection.getresponse()
         except (OSError, http.client.HTTPException) as exc:
@@ -154,9 +159,9 @@ class EventStream:
         if response.status != 200:
             message = _error_message(response)
             self._connection.close()
+            response.close()
             raise WatchError(f"the app at {url} refused its event stream: {message} (HTTP {response.status})")
-        if self._connection.sock is not None:
-            self._connection.sock.settimeout(STREAM_SILENCE_S)
+        self._sock.settimeout(STREAM_SILENCE_S)
         self._response = response
         self._thread = threading.Thread(target=self._read, name="bt_exec-watch-events", daemon=True)
         self._thread.start()
@@ -175,12 +180,10 @@ class EventStream:
 
     def close(self) -> None:
         self._closed = True
-        sock = self._connection.sock
-        if sock is not None:
-            try:
-                sock.shutdown(2)  # wakes the reading thread
-            except OSError:
-                pass
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reading thread, which closes the response
+        except OSError:
+            pass
         self._connection.close()
 
     def _read(self) -> None:
@@ -192,6 +195,8 @@ class EventStream:
             why = f"no word from it in {STREAM_SILENCE_S:.0f} s"
         except (OSError, ValueError, http.client.HTTPException) as exc:  # ValueError: read after close()
             why = _reason(exc)
+        finally:
+            self._response.close()  # here, not in close(): one thread reads and closes it
         if not self._closed:
             self._queue.put(("gone", why))
 
