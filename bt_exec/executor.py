@@ -68,8 +68,7 @@ class Executor:
                          for name, kind in DIALECTS.items()}
         self._bus = EventBus()
         self._runner = Runner(publish=self._bus.publish, tick_period=1.0 / tick_rate_hz,
-                              keep_finished=keep_finished, setup_kwargs=self._setup_kwargs,
-                              on_finished=self._released, tick_on_news_only=tick_on_news_only)
+                              keep_finished=keep_finished, on_finished=self._released, tick_on_news_only=tick_on_news_only)
         self._admission = Admission(context, self.limits, max_plans=max_plans, max_active_runs=max_active_runs,
                                     remember_run_ids=remember_run_ids, carry_out=self._carry_out,
                                     make_run=self._make_run, accept=self._runner.add,
@@ -114,11 +113,10 @@ class Executor:
     def _make_run(self, plan_id: str, plan: Plan, run_id: str | None, control_only: bool, world) -> PlanRun:
         kind = dialect_of(plan)
         compiled = kind.compile(plan, self._admission.context)
-        return PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus, self._runner.wake)
-
-    def _setup_kwargs(self, run: PlanRun) -> dict:
-        return {"capabilities": self._routers[run.plan.dialect], "op_timeout_s": self.op_timeout_s,
-                "max_steps": self.max_steps}
+        run = PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus, self._runner.wake)
+        run.set_up({"capabilities": self._routers[plan.dialect], "op_timeout_s": self.op_timeout_s,
+                    "max_steps": self.max_steps})
+        return run
 
     def _released(self, run: PlanRun, record: dict) -> None:
         self._admission.released(run, record)

@@ -67,6 +67,7 @@ class PlanRun:
         self.stop_points: set[tuple[str, str]] = set()
         self.watched: set = set()
         self.cancel_reason: str | None = None
+        self.ready = False     # its tree is set up
         self.started = False
         self.finished = False
         self.needs_tick = True
@@ -162,14 +163,13 @@ class PlanRun:
     def arm(self, op_id: str, when: str, in_tick: bool) -> None:
         """Arm a stop point and place its guard above the op, under the tick lock.
 
-        Before the plan's first tick (its tree is not set up yet), or from inside a tick (a
-        builtin or an event subscriber) while another thread holds that lock, the guard is
-        placed before this plan's next tick instead.
+        From inside a tick (a builtin or an event subscriber) while another thread holds
+        that lock, the guard is placed before this plan's next tick instead.
         """
         with self._control_lock:
             self.stop_points.add((op_id, when))
             self._guards_to_place.append(op_id)
-        if self.started and self.tick_lock.acquire(blocking=not in_tick):
+        if self.ready and self.tick_lock.acquire(blocking=not in_tick):
             try:
                 self.place_guards()
             finally:
@@ -215,9 +215,13 @@ class PlanRun:
 
     # --- lifecycle (caller holds tick_lock) ---------------------------------
 
-    def begin(self, setup_kwargs: dict) -> None:
-        """Set the tree up with one set of keyword arguments, then report the plan started."""
+    def set_up(self, setup_kwargs: dict) -> None:
+        """Set the tree up, once, with one set of keyword arguments (before the runner sees the run)."""
         self.tree.setup(plan=self, world=self.world, **setup_kwargs)
+        self.ready = True
+
+    def begin(self) -> None:
+        """The first tick is due: report the plan started."""
         self.started = True
         self.started_at = time.time()
         self.emit({"event": "plan_started", "plan_id": self.plan_id, "run_id": self.run_id,

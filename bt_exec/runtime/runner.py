@@ -24,16 +24,15 @@ class Runner:
     with an error naming the behaviour it waits in.
 
     ``on_finished(run, record)`` runs when a plan ended, before ``plan_complete`` is
-    published; ``setup_kwargs(run)`` gives the keyword arguments its tree is set up with.
+    published.
     """
 
     def __init__(self, *, publish: Callable[[list[dict]], None], tick_period: float, keep_finished: int,
-                 setup_kwargs: Callable[[PlanRun], dict], on_finished: Callable[[PlanRun, dict], None],
+                 on_finished: Callable[[PlanRun, dict], None],
                  tick_on_news_only: bool = True):
         self.tick_period = tick_period
         self.tick_on_news_only = tick_on_news_only
         self._publish = publish
-        self._setup_kwargs = setup_kwargs
         self._on_finished = on_finished
         self._keep_finished = keep_finished
         self._lock = threading.Lock()  # guards the tables below; never held while ticking
@@ -103,7 +102,7 @@ class Runner:
                 return
             try:
                 if not run.started:
-                    run.begin(self._setup_kwargs(run))
+                    run.begin()
                     run.flush_events()  # plan_started before the first tick moves anything
                 run.place_guards()
                 if not run.cancel_requested:
