@@ -40,8 +40,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
     """
 
     # What a run sets: class-level defaults keep a plan's many idle actions small.
-    hooks = report_to = backend = None
-    held_back = False
+    backend = None
     timeout_s: float | None = None
     result: dict | None = None
     final_state: str | None = None
@@ -73,9 +72,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
         # Behaviour.tick's lifecycle (initialise on entry, update, stop when finished) without its
         # per-tick debug line; plus the hold-back of an op entered while its plan is being cancelled.
         if self.status != RUNNING:
-            self.held_back = self.hooks.cancel_requested
-            if self.held_back:
-                self.status = RUNNING
+            if self.held_back_on_entry():
                 yield self
                 return
             self.initialise()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from py_trees.common import Status
 
 from .plan_hooks import PlanHooks
+from .summary import children_summary
 
 RUNNING = Status.RUNNING
 FINAL_STATUSES = (Status.SUCCESS, Status.FAILURE)
@@ -23,12 +24,40 @@ class OpReports:
     """
 
     op_id: str
-    hooks: PlanHooks | None
-    report_to: object | None
-    held_back: bool
-
-    def _take_hooks(self, kwargs: dict) -> None:
-        self.hooks = self.report_to = kwargs["plan"]
+    hooks: PlanHooks | None = None
+    report_to: object | None = None
+    held_back = False
 
     def report(self, state: str, result: dict | None = None, detail: str | None = None) -> None:
         self.report_to.op_state(self.op_id, state, result, detail)
+
+    def held_back_on_entry(self) -> bool:
+        """Called when the op is entered: whether it is held back (it is then RUNNING, doing nothing)."""
+        self.held_back = self.hooks.cancel_requested
+        if self.held_back:
+            self.status = RUNNING
+        return self.held_back
+
+
+class CompositeOp(OpReports):
+    """Mixin of the composite ops (sequence, parallel): setup, entry, and final reports with a summary."""
+
+    def setup(self, **kwargs) -> None:
+        """Takes ``plan``: the run's PlanHooks."""
+        self.hooks = self.report_to = kwargs["plan"]
+
+    def enter(self) -> None:
+        """Start afresh: reset children an earlier run left finished, then ``initialise``."""
+        for child in self.children:
+            if child.status != Status.INVALID:
+                child.stop(Status.INVALID)
+        self.initialise()
+
+    def initialise(self) -> None:
+        self.report("running")
+
+    def terminate(self, new_status: Status) -> None:
+        if new_status != Status.INVALID:
+            self.report("succeeded" if new_status == Status.SUCCESS else "failed", detail=children_summary(self))
+        elif self.status == RUNNING and not self.held_back:
+            self.report("canceled", detail="plan cancelled while the op ran")

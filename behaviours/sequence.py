@@ -4,11 +4,10 @@ from __future__ import annotations
 import py_trees
 from py_trees.common import Status
 
-from .op_behaviour import RUNNING, OpReports
-from .summary import children_summary
+from .op_behaviour import RUNNING, CompositeOp
 
 
-class OpSequence(OpReports, py_trees.composites.Sequence):
+class OpSequence(CompositeOp, py_trees.composites.Sequence):
     """Ticks its children in order, each until it finishes (a py_trees Sequence with memory).
 
     Statuses:
@@ -23,28 +22,17 @@ class OpSequence(OpReports, py_trees.composites.Sequence):
     def __init__(self, name: str, op_id: str):
         super().__init__(name, memory=True)
         self.op_id = op_id
-        self.hooks = self.report_to = None
-        self.held_back = False
         self._index = 0
-
-    def setup(self, **kwargs) -> None:
-        """Takes ``plan``: the run's PlanHooks."""
-        self._take_hooks(kwargs)
 
     def tick(self):
         # Sequence.tick's lifecycle, keeping the current child's index instead of finding it in
         # the children list on every tick (a cost that grows with the sequence's length).
         if self.status != RUNNING:
-            self.held_back = self.hooks.cancel_requested
-            if self.held_back:
-                self.status = RUNNING
+            if self.held_back_on_entry():
                 yield self
                 return
-            for child in self.children:
-                if child.status != Status.INVALID:
-                    child.stop(Status.INVALID)
             self._index = 0
-            self.initialise()
+            self.enter()
         children = self.children
         index = self._index
         while index < len(children):
@@ -63,12 +51,3 @@ class OpSequence(OpReports, py_trees.composites.Sequence):
             index += 1
         self.stop(Status.SUCCESS)
         yield self
-
-    def initialise(self) -> None:
-        self.report("running")
-
-    def terminate(self, new_status: Status) -> None:
-        if new_status != Status.INVALID:
-            self.report("succeeded" if new_status == Status.SUCCESS else "failed", detail=children_summary(self))
-        elif self.status == RUNNING and not self.held_back:
-            self.report("canceled", detail="plan cancelled while the op ran")

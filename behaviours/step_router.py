@@ -66,7 +66,7 @@ class StepRouter(py_trees.composites.Composite):
 
     def tick(self):
         if self.status != RUNNING:
-            for child in self.children:
+            for child in self.children:  # start afresh: reset steps an earlier run left finished
                 if child.status != Status.INVALID:
                     child.stop(Status.INVALID)
             self.initialise()

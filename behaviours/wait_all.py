@@ -4,11 +4,10 @@ from __future__ import annotations
 import py_trees
 from py_trees.common import ParallelPolicy, Status
 
-from .op_behaviour import FINAL_STATUSES, RUNNING, OpReports
-from .summary import children_summary
+from .op_behaviour import FINAL_STATUSES, RUNNING, CompositeOp
 
 
-class WaitAllParallel(OpReports, py_trees.composites.Parallel):
+class WaitAllParallel(CompositeOp, py_trees.composites.Parallel):
     """Starts every child and waits for all of them; a failed child does not cancel its siblings.
 
     py_trees' own Parallel stops the remaining children once its policy is decided;
@@ -29,24 +28,13 @@ class WaitAllParallel(OpReports, py_trees.composites.Parallel):
     def __init__(self, name: str, op_id: str):
         super().__init__(name, policy=ParallelPolicy.SuccessOnAll(synchronise=False))
         self.op_id = op_id
-        self.hooks = self.report_to = None
-        self.held_back = False
-
-    def setup(self, **kwargs) -> None:
-        """Takes ``plan``: the run's PlanHooks."""
-        self._take_hooks(kwargs)
 
     def tick(self):
         if self.status != RUNNING:
-            self.held_back = self.hooks.cancel_requested
-            if self.held_back:
-                self.status = RUNNING
+            if self.held_back_on_entry():
                 yield self
                 return
-            for child in self.children:
-                if child.status != Status.INVALID:
-                    child.stop(Status.INVALID)
-            self.initialise()
+            self.enter()
         first_running = None
         failed = False
         for child in self.children:
@@ -63,12 +51,3 @@ class WaitAllParallel(OpReports, py_trees.composites.Parallel):
         else:
             self.stop(Status.FAILURE if failed else Status.SUCCESS)
         yield self
-
-    def initialise(self) -> None:
-        self.report("running")
-
-    def terminate(self, new_status: Status) -> None:
-        if new_status != Status.INVALID:
-            self.report("succeeded" if new_status == Status.SUCCESS else "failed", detail=children_summary(self))
-        elif self.status == RUNNING and not self.held_back:
-            self.report("canceled", detail="plan cancelled while the op ran")
