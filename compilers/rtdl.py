@@ -13,9 +13,11 @@ import networkx as nx
 from bt_exec.errors import Issue, Issues, PlanError
 
 from .ir import STOP_WHENS, ControlRequest, Op, Plan
-from .source import STRICT_JSON as _DECODER, Limits, check_document
+from .source import INT64_MAX, INT64_MIN, STRICT_JSON as _DECODER, Limits, check_document, number_shown as _number_shown
 
 META_OPS = ("cancel_plan", "cancel_all", "stop_plan_at")
+# Longest a cancel meta op may ask to wait for the plans to end, as Robonix's Pilot caps it.
+MAX_WAIT_MS = 30_000
 TREE_OPS = ("sequence", "parallel", "do")
 ARENA_KINDS = {0: "sequence", 1: "parallel", 2: "do"}
 TASK_STATUSES = ("in_progress", "done", "succeeded", "failed")
@@ -267,8 +269,9 @@ def _load_meta(node: dict, path: str) -> ControlRequest:
         if when not in STOP_WHENS:
             issues.append(Issue("bad_value", f"{path}/when", f"when must be on_enter or on_complete, got {when!r}"))
     wait_ms = node.get("wait_ms", 5000)
-    if kind != "stop_plan_at" and (not isinstance(wait_ms, int) or isinstance(wait_ms, bool) or wait_ms < 0):
-        issues.append(Issue("bad_value", f"{path}/wait_ms", f"wait_ms must be a non-negative integer, got {wait_ms!r}"))
+    if kind != "stop_plan_at" and not (_is_int(wait_ms) and 0 <= wait_ms <= MAX_WAIT_MS):
+        issues.append(Issue("bad_value", f"{path}/wait_ms", f"wait_ms must be an integer from 0 to {MAX_WAIT_MS} "
+                                                            f"(milliseconds), got {_number_shown(wait_ms)}"))
     if issues:
         raise PlanError(issues)
     return ControlRequest(op=kind, dialect="rtdl", plan_id=plan_id, target_op_id=target, when=when,
@@ -309,6 +312,9 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
             issues.append(Issue("type", key, f"{key} must be a string, got {_type_name(doc[key])}"))
     if "round" in doc and not _is_int(doc["round"]):
         issues.append(Issue("type", "round", f"round must be an integer, got {_type_name(doc['round'])}"))
+    elif "round" in doc and not INT64_MIN <= doc["round"] <= INT64_MAX:
+        issues.append(Issue("bad_value", "round", f"round must be a 64-bit signed integer, got "
+                                                  f"{_number_shown(doc['round'])}"))
     if issues:
         raise PlanError(issues)
     if root_index >= len(nodes):
@@ -317,19 +323,22 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
 
     ops: list[Op | None] = []
     count = len(nodes)
+    max_chars, max_brackets = limits.max_string_chars, limits.max_json_nesting - 4
     for index, node in enumerate(nodes):
-        ops.append(_well_formed_arena_op(node, index, count, limits)
+        ops.append(_well_formed_arena_op(node, index, count, max_chars, max_brackets)
                    or _check_arena_node(node, index, count, limits, issues))
         if issues.dropped:
             raise PlanError(issues)
-    seen_ids: dict[str, int] = {}
-    for index, op in enumerate(ops):
-        if op is None:
-            continue
-        first = seen_ids.setdefault(op.op_id, index)
-        if first != index:
-            issues.append(Issue("duplicate_op_id", f"nodes[{index}].op_id",
-                                f"op_id {op.op_id!r} is already used by nodes[{first}]"))
+    op_ids = [op.op_id for op in ops if op is not None]
+    if len(set(op_ids)) != len(op_ids):  # name each duplicate only when there is one
+        seen_ids: dict[str, int] = {}
+        for index, op in enumerate(ops):
+            if op is None:
+                continue
+            first = seen_ids.setdefault(op.op_id, index)
+            if first != index:
+                issues.append(Issue("duplicate_op_id", f"nodes[{index}].op_id",
+                                    f"op_id {op.op_id!r} is already used by nodes[{first}]"))
     if issues:
         raise PlanError(issues)
 
@@ -347,15 +356,21 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
                 depth=depth, numbered_by_loader=False, meta=meta)
 
 
-def _well_formed_arena_op(node: object, index: int, count: int, limits: Limits) -> Op | None:
+def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, max_brackets: int) -> Op | None:
     """The op of an arena node that passes every check of ``_check_arena_node`` at a glance; None sends
-    it to those checks, which say what is wrong."""
+    it to those checks, which say what is wrong. ``args_json`` is short enough and has few enough brackets
+    that its strings and nesting need no walk of their own (``max_brackets``: the nesting left below the
+    call's own four levels)."""
     if type(node) is not dict or not node.keys() <= _ARENA_NODE_FIELDS:
         return None
-    kind = ARENA_KINDS.get(node.get("node_kind")) if type(node.get("node_kind")) is int else None
-    children, op_id, description = node.get("children"), node.get("op_id"), node.get("description")
-    if kind is None or type(children) is not list or type(op_id) is not str or not op_id.strip() \
-            or type(description) is not str or not _NON_BLANK.search(description):
+    kind_code, children = node.get("node_kind"), node.get("children")
+    op_id, description = node.get("op_id"), node.get("description")
+    if type(kind_code) is not int or type(children) is not list or type(op_id) is not str \
+            or type(description) is not str or not op_id or op_id.isspace() or not description \
+            or description.isspace():
+        return None
+    kind = ARENA_KINDS.get(kind_code)
+    if kind is None:
         return None
     for child in children:
         if type(child) is not int or not 0 <= child < count:
@@ -365,21 +380,25 @@ def _well_formed_arena_op(node: object, index: int, count: int, limits: Limits) 
     call = node.get("call")
     if children or type(call) is not dict or not call.keys() <= _CALL_FIELDS:
         return None
-    contract, provider, call_id = call.get("contract_id"), call.get("provider_id", ""), call.get("call_id", "")
+    contract, provider, call_id = call.get("contract_id"), call.get("provider_id"), call.get("call_id")
     args_json = call.get("args_json", "{}")
-    if type(contract) is not str or type(provider) is not str or type(call_id) is not str \
-            or type(args_json) is not str or not _NO_WHITESPACE.fullmatch(contract) \
-            or len(args_json) > limits.max_string_chars \
-            or args_json.count("[") + args_json.count("{") > limits.max_json_nesting - 4:
+    if type(contract) is not str or type(args_json) is not str \
+            or type(call.get("provider_id", "")) is not str or type(call.get("call_id", "")) is not str \
+            or len(args_json) > max_chars or _NO_WHITESPACE.fullmatch(contract) is None \
+            or args_json.count("[") + args_json.count("{") > max_brackets:
         return None
     try:
-        args = _DECODER.decode(args_json or "{}")
+        if args_json[:1] == "{" and args_json[-1:] == "}":  # no whitespace around it to skip
+            args, end = _DECODER.raw_decode(args_json)
+            if end != len(args_json):
+                return None
+        else:
+            args = _DECODER.decode(args_json or "{}")
     except (ValueError, RecursionError):
         return None
     if type(args) is not dict:
         return None
-    return Op(op_id, kind, description, cap=contract, args=args, provider=call.get("provider_id"),
-              call_id=call.get("call_id"), path=f"nodes[{index}]")
+    return Op(op_id, kind, description, [], contract, args, provider, call_id, f"nodes[{index}]")
 
 
 def _check_arena_node(node: object, index: int, count: int, limits: Limits, issues: list[Issue]) -> Op | None:
@@ -490,6 +509,8 @@ def _check_arena_graph(nodes: list, root_index: int, limits: Limits, issues: lis
     Only when it is not a tree is the networkx DiGraph built, once, to name what is
     wrong: strongly connected components for cycles, then the nodes left unreached.
     """
+    if _listed_once(nodes, root_index):
+        return _tree_order(nodes, root_index, limits, issues)
     first_listed: dict[int, tuple[int, int] | None] = {root_index: None}  # child -> (parent, position); root: None
     for index, node in enumerate(nodes):
         for position, child in enumerate(node["children"]):
@@ -508,6 +529,23 @@ def _check_arena_graph(nodes: list, root_index: int, limits: Limits, issues: lis
     if issues:  # already no tree: name the cycles too, the cost no longer matters
         issues.extend(_cycle_issues(_digraph(nodes), set()))
         return [], 0
+    return _tree_order(nodes, root_index, limits, issues)
+
+
+def _listed_once(nodes: list, root_index: int) -> bool:
+    """Whether no node lists itself, none is listed twice and the root is listed nowhere."""
+    listed = [False] * len(nodes)
+    listed[root_index] = True
+    for index, node in enumerate(nodes):
+        for child in node["children"]:
+            if listed[child] or child == index:
+                return False
+            listed[child] = True
+    return True
+
+
+def _tree_order(nodes: list, root_index: int, limits: Limits, issues: list[Issue]) -> tuple[list[int], int]:
+    """Pre-order and depth of an arena whose nodes are each listed once at most; issues when it is no tree."""
     order: list[int] = []
     depth = deepest = 0
     stack = [(root_index, 1)]
