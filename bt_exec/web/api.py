@@ -132,7 +132,12 @@ class EventStream:
         self._ready = threading.Condition()
         self._dropped = 0
         self._detach = detach
+        self._wake: Callable[[], None] | None = None
         self.closed = False
+
+    def on_ready(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` (from the ticking thread: it must not block) whenever events arrive or the stream closes."""
+        self._wake = wake
 
     def put_all(self, events: list[dict]) -> None:
         """Queue a tick's events; those past ``capacity`` are dropped and counted."""
@@ -144,6 +149,9 @@ class EventStream:
             if events:
                 self._events.extend(events)
                 self._ready.notify()
+            wake = self._wake if events or self._dropped else None
+        if wake is not None:
+            wake()
 
     def get(self, timeout: float) -> dict | None:
         with self._ready:
@@ -158,6 +166,9 @@ class EventStream:
         with self._ready:
             self.closed = True
             self._ready.notify_all()
+            wake = self._wake
+        if wake is not None:
+            wake()
         self._detach(self)
 
 
@@ -186,6 +197,7 @@ class ControlApi:
         args = {} if args is None else args
         if not isinstance(args, dict):
             raise ApiError(400, "bad_arguments", f"{name}: arguments must be a JSON object, got {type(args).__name__}")
+        _refuse_fractions(name, route, args)
         problems = sorted(_VALIDATORS[name].iter_errors(args), key=lambda e: list(e.absolute_path))
         if problems:
             raise ApiError(400, "bad_arguments", f"{name}: " + "; ".join(_describe(p) for p in problems[:5]))
@@ -223,6 +235,17 @@ class ControlApi:
             streams = self._streams
         for stream in streams:
             stream.put_all(events)
+
+
+def _refuse_fractions(name: str, route: Route, args: dict) -> None:
+    """JSON Schema counts 1.0 as an integer; an integer field given a float is refused all the same, by its name,
+    so no float (nor an infinity) reaches the executor's arithmetic."""
+    for field_name, schema in route.properties.items():
+        value = args.get(field_name)
+        if schema.get("type") == "integer" and isinstance(value, float):
+            raise ApiError(400, "bad_arguments", f"{name}: {field_name}: must be a whole number "
+                                                 f"({schema.get('minimum', 0)} to {schema.get('maximum')}), "
+                                                 f"not the float {value!r}")
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

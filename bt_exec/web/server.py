@@ -1,28 +1,42 @@
-"""The HTTP door: the operator console's files, the JSON API of ``api.ROUTES``, and an event stream (SSE).
+"""The HTTP door: the operator console's files, the JSON API of ``api.ROUTES``, an event stream (SSE) and MCP.
 
-Stdlib ``http.server``, one thread per connection, so a browser's open event
-stream never holds up a request. Security (docs/web.md):
+Served by uvicorn (h11) and starlette in a thread of its own, with an event
+loop, so an open event stream holds a socket, not a thread. Security
+(docs/web.md, docs/security.md):
 - bound to 127.0.0.1 unless told otherwise; bound beyond loopback it needs a token;
-- with a token, every POST (all that changes state, and submit/validate) needs
-  ``Authorization: Bearer <token>``; reads stay open, as the node's topics are;
-- POSTs must carry JSON (``Content-Type: application/json``) and, when a browser
-  says where it comes from (``Origin``), come from this app: a page elsewhere
-  cannot drive the robot through a visitor's browser;
+- with a token, every POST and every ``/mcp`` request needs ``Authorization: Bearer <token>``; bound beyond
+  loopback, so do reads under ``/api/`` (the event stream also takes it as ``?token=``, since a browser's
+  EventSource cannot send headers); ``/api/info`` and the page's files stay open;
+- POSTs must carry JSON (``Content-Type: application/json``) and, when a browser says where it comes from
+  (``Origin``), come from this app: a page elsewhere cannot drive the robot through a visitor's browser;
 - on loopback, requests naming another host (DNS rebinding) are refused;
-- the page may load scripts and styles from this server only (Content-Security-Policy).
+- every answer, the server's own refusals included, is JSON (ASCII) with the security headers;
+- limits: connections at once, time to send a request's head and body, body size, and an event stream whose
+  reader stops reading is dropped.
 """
 from __future__ import annotations
 
+import asyncio
+import functools
 import hmac
 import ipaddress
 import json
 import logging
 import re
+import socket
 import threading
 import urllib.parse
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
+
+import anyio
+import h11
+import uvicorn
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..errors import ConfigError
 from ..web_token import TOKEN_ENV  # noqa: F401  (one definition; the ROS node reads it too)
@@ -33,15 +47,17 @@ log = logging.getLogger(__name__)
 STATIC_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
                 "/app.js": ("app.js", "text/javascript; charset=utf-8"),
                 "/app.css": ("app.css", "text/css; charset=utf-8")}
-_SECURITY_HEADERS = {
+SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
                                "frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
 }
+_RAW_SECURITY_HEADERS = [(name.lower().encode(), value.encode()) for name, value in SECURITY_HEADERS.items()]
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-# Where bt-exec and the node read the app's token from: never a command line, where ps shows it.
 KEEPALIVE_S = 15.0
+MAX_HEAD_BYTES = 16 * 1024  # request line and headers
 
 
 def is_loopback(host: str) -> bool:
@@ -54,14 +70,17 @@ def is_loopback(host: str) -> bool:
 
 
 class WebServer:
-    """Serves ``api`` over HTTP at ``host``:``port`` (0: any free port) in threads of its own.
+    """Serves ``api`` over HTTP at ``host``:``port`` (0: any free port) in a thread of its own.
 
-    ``token``: required (as a bearer token) on every POST when set, and it
-    must be set when ``host`` is not a loopback address.
+    ``token``: required (as a bearer token) on every POST and MCP request when set, and on reads too when
+    ``host`` is not a loopback address, where it must be set. ``max_body_bytes``: the largest request body;
+    ``read_timeout_s``: how long a client may take to send a request's head, or its body, and how long an event
+    stream may wait for its reader; ``max_connections``: connections at once, event streams included (keep it
+    above ``api.max_streams`` so that requests still get through when every stream is taken).
     """
 
     def __init__(self, api: ControlApi, host: str = "127.0.0.1", port: int = 8080, token: str | None = None,
-                 max_body_bytes: int = 16 * 1024 * 1024):
+                 max_body_bytes: int = 16 * 1024 * 1024, read_timeout_s: float = 10.0, max_connections: int = 64):
         if not is_loopback(host) and not token:
             raise ConfigError(f"the web app bound to {host} (beyond loopback) needs a token: anyone who can reach "
                               "it could drive the robot; set one (bt-exec: $BT_EXEC_WEB_TOKEN; the node: "
@@ -69,40 +88,56 @@ class WebServer:
         self.api = api
         self.token = token or None
         self.max_body_bytes = max_body_bytes
+        self.read_timeout_s = read_timeout_s
+        self.max_connections = max_connections
         self.closing = threading.Event()
+        bare_host = host.strip("[]")
         try:
-            self._httpd = _HttpServer((host, port), _Handler)
+            self._socket = socket.create_server((bare_host, port), family=socket.AF_INET6 if ":" in bare_host
+                                                else socket.AF_INET, backlog=128)
         except OSError as exc:
             raise ConfigError(f"cannot serve the web app on {host}:{port}: {exc.strerror or exc}") from None
-        self._httpd.app = self
         self._loopback = is_loopback(host)
         self._thread: threading.Thread | None = None
+        self._server: uvicorn.Server | None = None
         self._static = {path: (resources.files(__package__).joinpath("static", name).read_bytes(), mime)
                         for path, (name, mime) in STATIC_FILES.items()}
 
     @property
     def port(self) -> int:
-        return self._httpd.server_address[1]
+        return self._socket.getsockname()[1]
 
     @property
     def url(self) -> str:
-        host = self._httpd.server_address[0]
+        host = self._socket.getsockname()[0]
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}/"
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
+        """Serve, from a thread of its own; returns once the app answers. ConfigError when it cannot start."""
+        protocol = functools.partial(_Protocol, max_connections=self.max_connections,
+                                     read_timeout_s=self.read_timeout_s)
+        config = uvicorn.Config(_App(self).asgi, http=protocol, lifespan="on", log_config=None, log_level="error",
+                                access_log=False, interface="asgi3", proxy_headers=False,
+                                server_header=False, timeout_keep_alive=int(max(self.read_timeout_s, 1)),
+                                timeout_graceful_shutdown=2, h11_max_incomplete_event_size=MAX_HEAD_BYTES)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=asyncio.run, args=(self._server.serve(sockets=[self._socket]),),
                                         name="bt_exec-web", daemon=True)
         self._thread.start()
+        while not self._server.started and self._thread.is_alive():
+            self._thread.join(0.01)
+        if not self._server.started:
+            raise ConfigError("the web app did not start (its log says why)")
 
     def close(self) -> None:
         """Stop serving: open event streams end, the listening socket closes."""
         self.closing.set()
         self.api.close()
         if self._thread is not None:
-            self._httpd.shutdown()
+            self._server.should_exit = True
             self._thread.join()
-        self._httpd.server_close()
+        self._socket.close()
 
     def host_allowed(self, host_header: str | None) -> bool:
         if not self._loopback:
@@ -116,16 +151,61 @@ class WebServer:
         if self.token is None:
             return True
         scheme, _, given = (authorization or "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.token.encode())
+        return scheme.lower() == "bearer" and self.token_matches(given.strip())
+
+    def token_matches(self, given: str) -> bool:
+        return hmac.compare_digest(given.encode("utf-8", "replace"), self.token.encode())
 
 
-class _HttpServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    app: WebServer
+class _Protocol(H11Protocol):
+    """uvicorn's h11 protocol with limits of its own: at most ``max_connections`` at once (the next is answered
+    503 and closed), ``read_timeout_s`` to send a request's head, and JSON refusals with the security headers."""
 
-    def handle_error(self, request, client_address) -> None:
-        log.exception("web: request from %s failed", client_address[0])
+    def __init__(self, *args, max_connections: int, read_timeout_s: float, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._max_connections = max_connections
+        self._read_timeout_s = read_timeout_s
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        if len(self.connections) > self._max_connections:
+            self._refuse(503, "too_many_connections", f"{self._max_connections} connections are open already; "
+                                                      "try again shortly")
+            return
+        self._await_head()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._await_head()
+
+    def connection_lost(self, exc) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        self._refuse(400, "bad_request", f"the request is not valid HTTP/1.1, or its head exceeds {MAX_HEAD_BYTES} "
+                                         "bytes (invalid or negative Content-Length, bad header, bad request line)")
+
+    def _await_head(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(self._read_timeout_s, self._head_overdue)
+
+    def _head_overdue(self) -> None:
+        # A request in progress has its own limits (body, event stream); only a head still coming is overdue.
+        if self.cycle is None or self.cycle.response_complete:
+            self.transport.close()
+
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        body = _dumps({"error": {"code": code, "message": message}})
+        head = [f"HTTP/1.1 {status} {'Bad Request' if status == 400 else 'Service Unavailable'}".encode(),
+                b"content-type: application/json", b"content-length: %d" % len(body), b"connection: close"]
+        head += [name + b": " + value for name, value in _RAW_SECURITY_HEADERS]
+        self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
+        self.transport.close()
 
 
 def _compile(path: str) -> re.Pattern:
@@ -135,149 +215,255 @@ def _compile(path: str) -> re.Pattern:
 _MATCHERS = [(route, _compile(route.path)) for route in ROUTES]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _HttpServer
-    server_version = "bt_exec"
-    protocol_version = "HTTP/1.1"
+class _ClientGone(Exception):
+    """The client closed the connection while its request was read."""
 
-    def log_message(self, format: str, *args) -> None:
-        log.debug("web: %s " + format, self.address_string(), *args)
 
-    def do_GET(self) -> None:
-        self._handle("GET")
+class _App:
+    """The ASGI app: checks every request (host, token, origin, content type), then routes it."""
 
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def do_PUT(self) -> None:
-        self._handle("PUT")
-
-    def do_DELETE(self) -> None:
-        self._handle("DELETE")
-
-    def _handle(self, method: str) -> None:
-        app = self.server.app
+    def __init__(self, web: WebServer):
+        self.web = web
         try:
-            if not app.host_allowed(self.headers.get("Host")):
-                raise ApiError(403, "bad_host", "this app answers only requests addressed to localhost")
-            url = urllib.parse.urlsplit(self.path)
-            if method == "GET" and url.path in app._static:
-                body, mime = app._static[url.path]
-                self._send(200, body, mime)
-                return
-            if method == "GET" and url.path == "/api/events":
-                self._stream_events()
-                return
-            if method == "GET" and url.path == "/api/events/recent":
-                self._send_json(200, {"events": app.api.recent_events()})
-                return
-            if method == "GET" and url.path == "/api/info":
-                self._send_json(200, {"token_required": app.token is not None,
-                                      "operations": [{"name": r.name, "method": r.method, "path": r.path}
-                                                     for r in ROUTES]})
-                return
-            route, args = self._route(method, url)
-            if method == "POST":
-                self._check_post(app)
-                args = {**self._json_body(app), **args}
-            self._send_json(200, app.api.call(route.name, args))
+            self._mcp, self._mcp_lifespan = _mcp_transport(web.api)
+            self._mcp_missing = None
+        except ImportError as exc:  # the web app serves without MCP; /mcp says why
+            self._mcp, self._mcp_lifespan, self._mcp_missing = None, None, str(exc)
+        routes = [Route(path, _Asgi(self._static_file), methods=["GET"]) for path in STATIC_FILES]
+        routes += [Route("/api/events", _Asgi(self._events), methods=["GET"]),
+                   Route("/api/events/recent", _Asgi(self._recent_events), methods=["GET"]),
+                   Route("/api/info", _Asgi(self._info), methods=["GET"]),
+                   Route("/mcp", _Asgi(self._serve_mcp), methods=["GET", "POST", "DELETE"]),
+                   Route("/{rest:path}", _Asgi(self._operation))]  # every other path and method
+        self._starlette = Starlette(routes=routes, lifespan=self._lifespan)
+
+    async def asgi(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self._starlette(scope, receive, send)
+            return
+        send = _with_security_headers(send)
+        try:
+            self._check(scope)
         except ApiError as exc:
-            if method != "GET":
-                self.close_connection = True  # its body may be unread: the connection cannot carry another request
-            self._send_json(exc.status, exc.as_dict())
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client went away
+            await _error_response(exc, scope)(scope, receive, send)
+            return
+        await self._starlette(scope, receive, send)
+
+    def _lifespan(self, app):
+        return self._mcp_lifespan() if self._mcp_lifespan is not None else _nothing()
+
+    def _check(self, scope) -> None:
+        web = self.web
+        headers = Headers(scope=scope)
+        if not web.host_allowed(headers.get("host")):
+            raise ApiError(403, "bad_host", "this app answers only requests addressed to localhost")
+        method, path = scope["method"], scope["path"]
+        changes = method not in ("GET", "HEAD")
+        reads_data = path.startswith("/api/") and path != "/api/info"
+        if changes or path == "/mcp" or (reads_data and not web._loopback):
+            if not (web.token_ok(headers.get("authorization")) or (path == "/api/events" and self._query_token(scope))):
+                raise ApiError(401, "token_required", "this request needs the app's token: "
+                                                      "Authorization: Bearer <token>")
+        if changes:
+            origin = headers.get("origin")
+            if origin is not None and urllib.parse.urlsplit(origin).netloc != headers.get("host"):
+                raise ApiError(403, "bad_origin", f"requests from {origin} are not accepted; use this app's own page")
+        if method == "POST":
+            content_type = (headers.get("content-type") or "").split(";")[0].strip().lower()
+            if content_type != "application/json":
+                raise ApiError(415, "json_required",
+                               "send the arguments as a JSON object (Content-Type: application/json)")
+
+    def _query_token(self, scope) -> bool:
+        given = urllib.parse.parse_qs(scope["query_string"].decode("latin-1")).get("token")
+        return bool(given) and self.web.token is not None and self.web.token_matches(given[-1])
+
+    async def _static_file(self, scope, receive, send) -> None:
+        body, mime = self.web._static[scope["path"]]
+        await Response(body, media_type=mime)(scope, receive, send)
+
+    async def _info(self, scope, receive, send) -> None:
+        await _json_response(200, {"token_required": self.web.token is not None,
+                                    "operations": [{"name": r.name, "method": r.method, "path": r.path}
+                                                   for r in ROUTES]})(scope, receive, send)
+
+    async def _recent_events(self, scope, receive, send) -> None:
+        await _json_response(200, {"events": self.web.api.recent_events()})(scope, receive, send)
+
+    async def _operation(self, scope, receive, send) -> None:
+        route, args = _route(scope["method"], scope)
+        if scope["method"] == "POST":
+            args = {**_json_object(await self._body(scope, receive)), **args}
+        answer = await anyio.to_thread.run_sync(self.web.api.call, route.name, args)
+        await _json_response(200, answer)(scope, receive, send)
+
+    async def _body(self, scope, receive) -> bytes:
+        """The request's body, read within the size and time limits."""
+        limit = self.web.max_body_bytes
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and not (declared.isascii() and declared.isdigit()):
+            raise ApiError(400, "bad_length", f"Content-Length is not a whole number of bytes: {declared[:40]!r}")
+        if declared is not None and int(declared) > limit:
+            raise ApiError(413, "too_large", f"the request body is {declared} bytes; at most {limit} are accepted")
+        chunks, size = [], 0
+        with anyio.move_on_after(self.web.read_timeout_s) as timer:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _ClientGone
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise ApiError(413, "too_large", f"the request body exceeds {limit} bytes")
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        if timer.cancelled_caught:
+            raise ApiError(408, "body_timeout", f"the request body did not arrive within {self.web.read_timeout_s:g} s")
+        return b"".join(chunks)
+
+    async def _events(self, scope, receive, send) -> None:
+        stream = self.web.api.listen()  # before any header: a refusal is still a plain JSON answer
+        loop = asyncio.get_running_loop()
+        ready = asyncio.Event()
+
+        def wake() -> None:  # from the ticking thread
+            try:
+                loop.call_soon_threadsafe(ready.set)
+            except RuntimeError:
+                pass  # the loop is gone: the server is closing
+
+        stream.on_ready(wake)
+
+        async def events():
+            try:
+                yield ServerSentEvent(retry=1000)
+                while not stream.closed:
+                    ready.clear()
+                    event = stream.get(0)
+                    if event is None:
+                        await ready.wait()
+                    else:
+                        yield ServerSentEvent(data=_dumps(event).decode("ascii"))
+            finally:
+                stream.close()  # the client went away, was too slow, or the server closes: the slot is free at once
+
+        await EventSourceResponse(events(), ping=KEEPALIVE_S, sep="\n", send_timeout=self.web.read_timeout_s,
+                                  ping_message_factory=lambda: ServerSentEvent(comment="keepalive"))(scope, receive, send)
+
+    async def _serve_mcp(self, scope, receive, send) -> None:
+        if self._mcp is None:
+            raise ApiError(503, "mcp_unavailable", self._mcp_missing)
+        if scope["method"] == "POST":
+            body = await self._body(scope, receive)
+            refusal = _mcp_screen(body)
+            if refusal is not None:  # answered here: the mcp library would drop it, or fail on it
+                await Response(_dumps(refusal), media_type="application/json")(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        await self._mcp(scope, receive, send)
+
+
+class _Asgi:
+    """An ASGI handler as a starlette route's endpoint (a bound method would be taken for a request handler),
+    its refusals and failures answered in JSON."""
+
+    def __init__(self, handler):
+        self.handler = handler
+
+    async def __call__(self, scope, receive, send) -> None:
+        started = False
+
+        async def sending(message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.handler(scope, receive, sending)
+        except _ClientGone:
+            pass
+        except ApiError as exc:
+            if not started:
+                await _error_response(exc, scope)(scope, receive, send)
         except Exception as exc:  # never a traceback to the client, never a dead server
-            log.exception("web: %s %s failed", method, self.path)
-            self._send_json(500, {"error": {"code": "internal", "message": f"internal error: {type(exc).__name__}"}})
+            log.exception("web: %s %s failed", scope["method"], scope["path"])
+            if not started:
+                await _json_response(500, {"error": {"code": "internal", "message": "internal error: "
+                                                     f"{type(exc).__name__}"}}, close=True)(scope, receive, send)
 
-    def _route(self, method: str, url) -> tuple:
-        allowed = []
-        for route, matcher in _MATCHERS:
-            found = matcher.match(url.path)
-            if found is None:
-                continue
-            if route.method != method:
-                allowed.append(route.method)
-                continue
-            args = {name: urllib.parse.unquote(value) for name, value in found.groupdict().items()}
-            if method == "GET":
-                for name, values in urllib.parse.parse_qs(url.query).items():
-                    if name not in args:
-                        args[name] = _query_value(route.properties.get(name), values[-1])
-            return route, args
-        if allowed:
-            raise ApiError(405, "method_not_allowed", f"{url.path} takes {' or '.join(allowed)}, not {method}")
-        raise ApiError(404, "not_found", f"no such path: {url.path}")
 
-    def _check_post(self, app: WebServer) -> None:
-        if not app.token_ok(self.headers.get("Authorization")):
-            raise ApiError(401, "token_required", "this operation needs the app's token: "
-                                                  "Authorization: Bearer <token>")
-        origin = self.headers.get("Origin")
-        if origin is not None and urllib.parse.urlsplit(origin).netloc != self.headers.get("Host"):
-            raise ApiError(403, "bad_origin", f"requests from {origin} are not accepted; use this app's own page")
-        content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        if content_type != "application/json":
-            raise ApiError(415, "json_required", "send the arguments as a JSON object (Content-Type: application/json)")
+def _route(method: str, scope) -> tuple:
+    raw_path = scope.get("raw_path") or scope["path"].encode()
+    path = raw_path.decode("latin-1")
+    allowed = []
+    for route, matcher in _MATCHERS:
+        found = matcher.match(path)
+        if found is None:
+            continue
+        if route.method != method:
+            allowed.append(route.method)
+            continue
+        args = {name: urllib.parse.unquote(value) for name, value in found.groupdict().items()}
+        if method == "GET":
+            query = scope["query_string"].decode("latin-1")
+            for name, values in urllib.parse.parse_qs(query).items():
+                if name not in args:
+                    args[name] = _query_value(route.properties.get(name), values[-1])
+        return route, args
+    if allowed:
+        raise ApiError(405, "method_not_allowed", f"{path} takes {' or '.join(allowed)}, not {method}")
+    raise ApiError(404, "not_found", f"no such path: {path}")
 
-    def _json_body(self, app: WebServer) -> dict:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            raise ApiError(400, "bad_length", "Content-Length is not a number") from None
-        if length > app.max_body_bytes:
-            self.close_connection = True  # the body is not read: the connection cannot be reused
-            raise ApiError(413, "too_large", f"the request body is {length} bytes; at most {app.max_body_bytes} "
-                                             "are accepted")
-        raw = self.rfile.read(length) if length > 0 else b"{}"
-        try:
-            body = json.loads(raw)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ApiError(400, "bad_json", f"the request body is not JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise ApiError(400, "bad_json", f"the request body must be a JSON object, not {type(body).__name__}")
-        return body
 
-    def _stream_events(self) -> None:
-        app = self.server.app
-        stream = app.api.listen()  # before any header: a refusal is still a plain JSON answer
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-            self.send_header("Cache-Control", "no-store")
-            self._security_headers()
-            self.end_headers()
-            self.close_connection = True  # the stream is this connection's last response
-            self.wfile.write(b"retry: 1000\n\n")
-            self.wfile.flush()
-            while not app.closing.is_set():
-                event = stream.get(KEEPALIVE_S)
-                if event is None:
-                    self.wfile.write(b": keepalive\n\n")
-                else:
-                    self.wfile.write(b"data: " + _dumps(event) + b"\n\n")
-                self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, TimeoutError):
-            pass  # the viewer went away
-        finally:
-            stream.close()
+def _json_object(raw: bytes) -> dict:
+    if not raw:
+        return {}
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise ApiError(400, "bad_json", "the request body nests too deeply to read; send the plan as JSON text "
+                                        "(graph as a string)") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ApiError(400, "bad_json", f"the request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "bad_json", f"the request body must be a JSON object, not {type(body).__name__}")
+    return body
 
-    def _send_json(self, status: int, payload: dict) -> None:
-        self._send(status, _dumps(payload), "application/json")
 
-    def _send(self, status: int, body: bytes, mime: str) -> None:
-        self.send_response(status, HTTPStatus(status).phrase)
-        self.send_header("Content-Type", mime)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self._security_headers()
-        self.end_headers()
-        self.wfile.write(body)
+def _replay(body: bytes, receive):
+    """A ``receive`` that gives ``body`` once, then waits for the client to go away as the original does."""
+    sent = False
 
-    def _security_headers(self) -> None:
-        for name, value in _SECURITY_HEADERS.items():
-            self.send_header(name, value)
+    async def replay():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _with_security_headers(send):
+    async def sending(message) -> None:
+        if message["type"] == "http.response.start":
+            present = {name.lower() for name, _ in message.get("headers", [])}
+            message = {**message, "headers": [*message.get("headers", []),
+                                              *(h for h in _RAW_SECURITY_HEADERS if h[0] not in present)]}
+        await send(message)
+
+    return sending
+
+
+def _json_response(status: int, payload: dict, close: bool = False) -> Response:
+    return Response(_dumps(payload), status_code=status, media_type="application/json",
+                    headers={"Connection": "close"} if close else None)
+
+
+def _error_response(exc: ApiError, scope) -> Response:
+    # A refused request's body may be unread: the connection cannot carry another request.
+    return _json_response(exc.status, exc.as_dict(), close=scope["method"] not in ("GET", "HEAD"))
 
 
 def _query_value(schema: dict | None, text: str):
@@ -291,5 +477,26 @@ def _query_value(schema: dict | None, text: str):
 
 
 def _dumps(payload: object) -> bytes:
-    # Backend results may hold values JSON has no type for: show them as text rather than fail the answer.
-    return json.dumps(payload, default=str, ensure_ascii=False).encode()
+    # ASCII, so text a client sent that UTF-8 cannot carry (lone surrogates) is escaped, never a failed answer;
+    # values JSON has no type for (a backend's odd result) are shown as text.
+    return json.dumps(payload, default=str, ensure_ascii=True).encode("ascii")
+
+
+def _mcp_transport(api):
+    from .mcp_server import http_transport
+
+    return http_transport(api)
+
+
+def _mcp_screen(body: bytes) -> dict | None:
+    from .mcp_server import screen_message
+
+    return screen_message(body)[1]
+
+
+class _nothing:
+    async def __aenter__(self):
+        return None
+
+    async def __aexit__(self, *exc) -> None:
+        return None
