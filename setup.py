@@ -61,7 +61,9 @@ setup(
         share("config", "*.yaml"),
     ],
     install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18", "fastjsonschema>=2.19,<3",
-                      "pyyaml>=5.4"],
+                      "pyyaml>=5.4",
+                      # the web app (console, API, event stream, MCP over HTTP); the mcp package needs them too
+                      "uvicorn>=0.31.1,<1", "starlette>=0.37,<2", "sse-starlette>=2.1,<4", "anyio>=4"],
     extras_require={
         "mcp": ["mcp>=1.10,<2"],
         # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them)

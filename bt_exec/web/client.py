@@ -37,15 +37,15 @@ class HttpApi:
                 raise ApiError(400, "bad_arguments", f"{name}: {param} is required")
             path = path.replace("{" + param + "}", urllib.parse.quote(str(rest.pop(param)), safe=""))
         headers = {"Accept": "application/json"}
+        if self.token:  # every request: an app bound beyond loopback wants it for reads too
+            headers["Authorization"] = f"Bearer {self.token}"
         data = None
         if route.method == "GET":
             if rest:
                 path += "?" + urllib.parse.urlencode(rest)
         else:
-            data = json.dumps(rest).encode()
+            data = json.dumps(rest, ensure_ascii=True).encode()
             headers["Content-Type"] = "application/json"
-            if self.token:
-                headers["Authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(self.base + path, data=data, method=route.method, headers=headers)
         try:
             with self._opener.open(request, timeout=self.timeout_s) as response:

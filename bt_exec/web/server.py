@@ -29,7 +29,6 @@ import urllib.parse
 from importlib import resources
 
 import anyio
-import h11
 import uvicorn
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette

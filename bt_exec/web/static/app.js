@@ -108,6 +108,7 @@
   const st = {
     info: null,
     token: sessionStorage.getItem(TOKEN_KEY) || '',
+    events: null,           // the EventSource of /api/events
     running: [],
     finished: [],
     selectedPlan: null,
@@ -172,9 +173,10 @@
 
   async function api(method, path, body) {
     const options = { method, headers: { Accept: 'application/json' } };
+    // Every request: an app bound beyond loopback wants the token for reads too.
+    if (st.token) options.headers.Authorization = 'Bearer ' + st.token;
     if (method !== 'GET') {
       options.headers['Content-Type'] = 'application/json';
-      if (st.token) options.headers.Authorization = 'Bearer ' + st.token;
       options.body = JSON.stringify(body || {});
     }
     let response;
@@ -805,7 +807,9 @@
   }
 
   function connectEvents() {
-    const source = new EventSource('/api/events');
+    // EventSource cannot send headers: the token, when there is one, goes in the query.
+    const source = new EventSource('/api/events' + (st.token ? '?token=' + encodeURIComponent(st.token) : ''));
+    st.events = source;
     const connection = $('#connection');
     source.addEventListener('open', () => {
       connection.textContent = '● live';
@@ -1354,6 +1358,8 @@
       st.token = token.value.trim();
       if (st.token) sessionStorage.setItem(TOKEN_KEY, st.token);
       else sessionStorage.removeItem(TOKEN_KEY);
+      // A stream refused for want of the token (beyond loopback) is opened again with it.
+      if (st.events && st.events.readyState === EventSource.CLOSED) connectEvents();
     });
     $('#token-field').addEventListener('submit', (event) => event.preventDefault());
     $('#plan-file').addEventListener('change', (event) => loadFile(event.target.files[0]));
