@@ -14,7 +14,7 @@ from bt_exec.errors import Issue, Issues, PlanError
 
 from .ir import Op, Plan
 from .skill_catalog import TERMINALS
-from .source import STRICT_JSON, Limits, check_document
+from .source import INT64_MAX, INT64_MIN, STRICT_JSON, Limits, check_document, number_shown
 
 PARAMS = ("object", "target", "tool")
 _STEP_KEYS = frozenset(("id", "skill", "args", "description"))
@@ -66,11 +66,12 @@ def load_qwen3(doc: object, limits: Limits) -> Plan:
     inner = doc.get("scene_revision")
     if revision is not None and "scene_revision" in doc and inner != revision:
         issues.append(_issue("revision_conflict", f"{prefix}/scene_revision",
-                             f"the graph says scene_revision {inner!r}, its submit envelope {revision!r}"))
+                             f"the graph says scene_revision {number_shown(inner)}, its submit envelope "
+                             f"{number_shown(revision)}"))
     if revision is None and "scene_revision" in doc:
         revision, revision_path = doc["scene_revision"], f"{prefix}/scene_revision"
-        if not _is_int(revision):
-            issues.append(_issue("type", f"{prefix}/scene_revision", f"scene_revision must be an integer, got {revision!r}"))
+        if issue := _revision_issue(revision, revision_path):
+            issues.append(issue)
             revision = None
     status = doc.get("status")
     reason = doc.get("reason") if isinstance(doc.get("reason"), str) else None
@@ -95,8 +96,8 @@ def _envelope_fields(doc: dict, issues: list[Issue]) -> tuple[str | None, int | 
         issues.append(_issue("type", "/run_id", f"run_id must be a non-empty string, got {run_id!r}"))
         run_id = None
     revision = doc.get("scene_revision")
-    if revision is not None and not _is_int(revision):
-        issues.append(_issue("type", "/scene_revision", f"scene_revision must be an integer, got {revision!r}"))
+    if revision is not None and (issue := _revision_issue(revision, "/scene_revision")):
+        issues.append(issue)
         revision = None
     return run_id, revision
 
@@ -261,8 +262,13 @@ def _issue(code: str, path: str, message: str, steps=()) -> Issue:
     return Issue(code, path, message, tuple(steps))
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _revision_issue(value: object, path: str) -> Issue | None:
+    """What is wrong with a scene_revision: not an integer, or one no door's wire type (ROS int64) carries."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return _issue("type", path, f"scene_revision must be an integer, got {number_shown(value)}")
+    if not INT64_MIN <= value <= INT64_MAX:
+        return _issue("bad_value", path, f"scene_revision must be a 64-bit signed integer, got {number_shown(value)}")
+    return None
 
 
 def _esc(key: object) -> str:

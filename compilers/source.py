@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import pathlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,6 +41,23 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+# The range of every integer field of a plan that is not a count or an index: what every door's wire
+# types carry (ROS int64), and more than any clock or counter reaches.
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def number_shown(value: object) -> str:
+    """A value given where a number is due, as a message quotes it: short whatever its size."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int):
+        return repr(value) if value.bit_length() <= 64 else f"an integer of {value.bit_length()} bits"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 40 else f"{value[:40]!r}... ({len(value)} characters)"
+    return {dict: "an object", list: "an array"}.get(type(value), type(value).__name__)
 
 
 def _reject_constant(name: str):
@@ -125,7 +143,9 @@ def check_document(doc: object, limits: Limits, *, arena: bool = False, depth: i
 
     One walk with an explicit stack (no recursion), in document order: a string or an
     object key over ``max_string_chars`` (``string_too_long``); nesting over
-    ``limits.max_json_nesting`` (``too_deep``). A ``dict`` handed in by a Python caller
+    ``limits.max_json_nesting`` (``too_deep``); text with no UTF-8 form (``bad_text``): a lone
+    surrogate in a string or key, or escaped in a string of embedded JSON text, refused here so
+    that no answer quoting it can fail to encode. A ``dict`` handed in by a Python caller
     may hold what JSON text cannot, and is also refused for it: a key that is not a
     string, a value of no JSON type, NaN or infinity, a value that contains itself, an
     integer too long to print (``type``, ``bad_value``); and, unless ``measured`` (text
@@ -138,7 +158,7 @@ def check_document(doc: object, limits: Limits, *, arena: bool = False, depth: i
     ``embedded(path)``: whether the string at ``path`` is JSON text checked on its own
     once decoded, so that its length is not held against it.
     """
-    if _clean(doc, limits, depth, measured):
+    if _clean(doc, limits, depth, measured, embedded is not None):
         return []
     issues = Issues()
     max_chars, max_nesting = limits.max_string_chars, limits.max_json_nesting
@@ -160,6 +180,13 @@ def check_document(doc: object, limits: Limits, *, arena: bool = False, depth: i
                 if embedded is None or not embedded(path):
                     issues.append(Issue("string_too_long", path, f"a string of {len(value)} characters, over the "
                                                                  f"limit of {max_chars}"))
+            if not value.isascii() and (at_char := _surrogate_at(value)) is not None:
+                issues.append(Issue("bad_text", _path(where, arena), _surrogate_message("a string", value, at_char)))
+            elif embedded is not None and "\\u" in value and (at_char := _escaped_surrogate_at(value)) is not None \
+                    and embedded(path := _path(where, arena)):
+                issues.append(Issue("bad_text", path, f"JSON text with a lone surrogate in a string "
+                                                      f"({value[at_char:at_char + 6]} at character {at_char}): "
+                                                      "decoded, not text, so no answer could carry it"))
         elif kind is dict or kind is list or isinstance(value, (dict, list)):
             if level + 1 > max_nesting:
                 if not nested_too_deep:
@@ -175,15 +202,23 @@ def check_document(doc: object, limits: Limits, *, arena: bool = False, depth: i
             size += 1 + max(1, len(value))
             if isinstance(value, dict):
                 items = list(value.items())
+                unwalked = set()  # keys that are no text: named at their object (no path may hold them), not walked
                 for key, _ in items:
                     if isinstance(key, str):
                         size += len(key) + 3
-                        if len(key) > max_chars:
+                        if not key.isascii() and (at_char := _surrogate_at(key)) is not None:
+                            unwalked.add(key)
+                            shown = f"{ascii(key[:40])}{'...' if len(key) > 40 else ''}"
+                            issues.append(Issue("bad_text", _path(where, arena),
+                                                _surrogate_message(f"an object key ({shown})", key, at_char)))
+                        elif len(key) > max_chars:
                             issues.append(Issue("string_too_long", _path((where, key), arena),
                                                 f"an object key of {len(key)} characters, over the limit of {max_chars}"))
                     else:
                         issues.append(Issue("type", _path(where, arena),
                                             f"an object key must be a string, got a key of type {type(key).__name__}"))
+                if unwalked:
+                    items = [(key, child) for key, child in items if key not in unwalked]
                 stack.extend((child, (where, key), level + 1) for key, child in reversed(items))
             else:
                 stack.extend((value[index], (where, index), level + 1) for index in range(len(value) - 1, -1, -1))
@@ -205,13 +240,14 @@ def check_document(doc: object, limits: Limits, *, arena: bool = False, depth: i
     return issues
 
 
-def _clean(doc: object, limits: Limits, depth: int, measured: bool) -> bool:
+def _clean(doc: object, limits: Limits, depth: int, measured: bool, escapes: bool) -> bool:
     """Whether ``check_document`` would find nothing: the fast pass it makes first (no paths, no
     order; breadth first, one level of nesting at a time).
 
     A ``measured`` document was decoded from text, so only its strings and nesting can be
     wrong. In a dict from a caller, anything this pass is unsure of (a container met twice:
-    shared, or containing itself) sends the document to the thorough pass.
+    shared, or containing itself) sends the document to the thorough pass. ``escapes``: some
+    strings may be JSON text, so a string holding a ``\\u`` escape is sent there too.
     """
     max_chars, max_nesting = limits.max_string_chars, limits.max_json_nesting
     size, budget = -2, limits.max_input_bytes  # -2: the list around the top value below is not in the document
@@ -232,7 +268,7 @@ def _clean(doc: object, limits: Limits, depth: int, measured: bool) -> bool:
             if type(container) is dict:
                 if not keys_ok.issuperset(container):
                     for key in container:
-                        if type(key) is not str or len(key) > max_chars:
+                        if type(key) is not str or len(key) > max_chars or not (key.isascii() or _encodable(key)):
                             return False
                         keys_ok.add(key)
                 if not measured:
@@ -240,11 +276,13 @@ def _clean(doc: object, limits: Limits, depth: int, measured: bool) -> bool:
                 values = container.values()
             else:
                 values = container
+            # Strings are nearly always ASCII: only the others are encoded to find a lone surrogate.
             if measured:
                 for item in values:
                     kind = type(item)
                     if kind is str:
-                        if len(item) > max_chars:
+                        if len(item) > max_chars or not (item.isascii() or _encodable(item)) \
+                                or escapes and "\\u" in item:
                             return False
                     elif kind is dict or kind is list:
                         below.append(item)
@@ -252,7 +290,7 @@ def _clean(doc: object, limits: Limits, depth: int, measured: bool) -> bool:
             for item in values:
                 kind = type(item)
                 if kind is str:
-                    if len(item) > max_chars:
+                    if len(item) > max_chars or not (item.isascii() or _encodable(item)) or escapes and "\\u" in item:
                         return False
                     size += len(item)
                 elif kind is dict or kind is list:
@@ -269,6 +307,38 @@ def _clean(doc: object, limits: Limits, depth: int, measured: bool) -> bool:
             return False
         containers = below
     return True
+
+
+def _encodable(text: str) -> bool:
+    return _surrogate_at(text) is None
+
+
+def _surrogate_at(text: str) -> int | None:
+    """Where ``text`` has a lone surrogate (valid in JSON text as an escape, "\\ud800"), the one kind of
+    Python text with no UTF-8 form; None if it has none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _surrogate_message(what: str, text: str, at_char: int) -> str:
+    return (f"{what} with a lone surrogate (U+{ord(text[at_char]):04X} at character {at_char}): not text "
+            "(UTF-8 has no form for it), so no answer could carry it")
+
+
+# In JSON text, from the left: an escaped backslash, an escaped surrogate pair, or an escaped lone surrogate.
+_SURROGATE_ESCAPES = re.compile(r"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|"
+                                r"(\\u[dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def _escaped_surrogate_at(json_text: str) -> int | None:
+    """Where JSON text escapes a lone surrogate (decoded, a string would hold one); None if nowhere."""
+    for match in _SURROGATE_ESCAPES.finditer(json_text):
+        if match.group(1):
+            return match.start()
+    return None
 
 
 _INT_BITS_ALWAYS_PRINTED = 2000  # under 640 digits, the least sys.set_int_max_str_digits allows

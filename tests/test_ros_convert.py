@@ -71,7 +71,8 @@ def test_control_requests_and_answers():
     assert convert.msg_to_stop_at(StopAt.Request(plan_id="1", op_id="2", when="")) == ("1", "2", "on_complete")
     assert convert.msg_to_stop_at(StopAt.Request(plan_id="1", op_id="2", when="on_enter"))[2] == "on_enter"
     assert convert.msg_to_cancel(Cancel.Request(plan_id="", wait_ms=100)) == (None, 100, False)
-    assert convert.msg_to_cancel(Cancel.Request(plan_id="4", wait_ms=4_000_000_000)) == ("4", 60_000, True)
+    assert convert.msg_to_cancel(Cancel.Request(plan_id="4", wait_ms=4_000_000_000)) == ("4", 30_000, True)
+    assert convert.msg_to_cancel(Cancel.Request(plan_id="4", wait_ms=30_000)) == ("4", 30_000, False)
     answer = convert.cancel_to_msg(True, False, "a\nb", Cancel.Response())
     assert (answer.success, answer.finished, answer.message) == (True, False, "a b")
     found = convert.status_to_msg({"plan_id": "1"}, None, GetStatus.Response())

@@ -11,9 +11,9 @@ import json
 import uuid
 from dataclasses import dataclass
 
+from ..compilers.rtdl import MAX_WAIT_MS
 from ..errors import Issue
 
-MAX_WAIT_MS = 60_000
 DIALECT_OF_REQUEST = {"": "auto", "auto": "auto", "rtdl": "rtdl", "qwen3": "qwen3"}
 
 
@@ -110,7 +110,9 @@ def stop_at_to_msg(success: bool, message: str, response):
 
 
 def msg_to_cancel(request) -> tuple[str | None, int, bool]:
-    """(plan_id or None for every plan, wait_ms capped at MAX_WAIT_MS, whether it was capped)."""
+    """(plan_id or None for every plan, wait_ms capped at MAX_WAIT_MS, whether it was capped).
+
+    MAX_WAIT_MS is the most a cancel meta op may ask for: the same wait, whichever door asks for it."""
     wait_ms = int(request.wait_ms)
     return (request.plan_id or None), min(wait_ms, MAX_WAIT_MS), wait_ms > MAX_WAIT_MS
 
