@@ -35,7 +35,10 @@ def bt_exec_cli(*args, stdin: bytes | None = None, timeout: float = TIMEOUT_S) -
 
 
 def read_events(path: pathlib.Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    """The events of one run's journal, after its run header."""
+    header, *events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert header["event"] == "journal_run" and header["bt_exec_version"] == bt_exec.__version__
+    return events
 
 
 def op_states(events: list[dict], op_id: str) -> list[str]:
@@ -498,16 +501,16 @@ def test_hostile_input_never_shows_a_traceback(write, name):
         assert "Traceback" not in result.stderr
 
 
-def test_huge_float_is_refused_and_lone_surrogate_is_handled(write):
+def test_huge_float_and_lone_surrogate_are_refused(write):
     huge = write("huge.json", '{"op": "do", "description": "d", "cap": "a.b", "args": {"n": 1e999999}}')
     result = bt_exec_cli("validate", huge)
     assert result.returncode == 1 and "too large" in result.stdout + result.stderr
     path = write("odd.json", '{"op": "do", "description": "bad \\ud800 text", "cap": "a.b", "args": {}}')
     for args in (["validate", path], ["compile", path, "--render", "unicode"], ["run", path]):
         result = bt_exec_cli(*args)
-        assert result.returncode == 0, (args, result.stderr)
-        assert "Traceback" not in result.stderr
-    assert "op 1 do succeeded: bad \\ud800 text" in result.stdout.splitlines()
+        assert result.returncode == 1, (args, result.stderr)
+        assert "/description: a string with a lone surrogate (U+D800 at character 4)" in result.stdout + result.stderr
+        assert "[bad_text]" in result.stdout + result.stderr and "Traceback" not in result.stderr
 
 
 def test_oversized_input_is_refused(write):
@@ -527,13 +530,17 @@ def test_deeply_nested_sim_script_is_a_usage_error(write):
     assert result.returncode == 2
 
 
-def test_events_file_keeps_events_with_lone_surrogates(tmp_path, write):
-    path = write("odd.json", '{"op": "do", "description": "bad \\ud800 text", "cap": "a.b"}')
+def test_events_file_keeps_text_beyond_ascii_and_is_not_started_for_a_refused_plan(tmp_path, write):
+    path = write("odd.json", '{"op": "do", "description": "caf\u00e9 \U0001f600 \u202e", "cap": "a.b"}')
     events_path = tmp_path / "events.jsonl"
     result = bt_exec_cli("run", path, "--events", events_path)
     assert result.returncode == 0
-    assert [e["event"] for e in read_events(events_path)] == ["plan_started", "node_state", "node_state",
-                                                              "plan_complete"]
+    events = read_events(events_path)
+    assert [e["event"] for e in events] == ["plan_started", "node_state", "node_state", "plan_complete"]
+    assert events[0]["description"] == "caf\u00e9 \U0001f600 \u202e"
+    refused = write("bad.json", '{"op": "do", "description": "bad \\udfff", "cap": "a.b"}')
+    other_events = tmp_path / "other.jsonl"
+    assert bt_exec_cli("run", refused, "--events", other_events).returncode == 1 and not other_events.exists()
 
 
 # --- main() in process ----------------------------------------------------------------

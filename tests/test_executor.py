@@ -239,7 +239,8 @@ class TestJournal:
         ex.subscribe(journal)
         plan_id, _ = run(ex, seq(do(), do()))
         journal.close()
-        lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+        header, *lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+        assert header["event"] == "journal_run" and header["journal_run_id"] == journal.run_id
         assert [line["seq"] for line in lines] == [e["seq"] for e in events.of(plan_id)]
         assert lines[-1]["event"] == "plan_complete"
 

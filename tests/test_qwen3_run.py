@@ -473,7 +473,7 @@ def test_jsonl_journal_keeps_run_step_skill_event_next_state_and_terminal_reason
     ex.subscribe(journal)
     plan_id, record = run(ex, retry_loop(), run_id="loop-1")
     journal.close()
-    lines = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    _header, *lines = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     steps = [line for line in lines if line["event"] == "step_transition"]
     assert [(s["run_id"], s["plan_id"], s["step"], s["skill"], s["outcome"], s["next"]) for s in steps] == [
         ("loop-1", plan_id, "s1", "grab", "grasp_failed", "s2"), ("loop-1", plan_id, "s2", "inspect_state", "placed", "s1"),

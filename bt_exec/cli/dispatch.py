@@ -17,7 +17,7 @@ import sys
 import bt_exec
 
 from ..errors import BtExecError, PlanError
-from . import plan_commands, ros_commands, web_commands
+from . import journal_commands, plan_commands, ros_commands, web_commands
 from .console import (EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, configure_logging,
                       error, make_output_safe, print_refusal)
 
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan_commands.add_commands(commands)
     web_commands.add_commands(commands)
     ros_commands.add_commands(commands)
+    journal_commands.add_commands(commands)
     return parser
 
 

@@ -57,7 +57,8 @@ def add_commands(commands) -> None:
     run.add_argument("--stop-at", metavar="OP[:WHEN]", type=stop_point, action="append", default=[],
                      help="cancel the plan when it reaches op OP; WHEN is on_enter or on_complete (default); "
                           "repeatable. See op ids with: bt-exec compile FILE --render ascii")
-    run.add_argument("--events", metavar="F.jsonl", help="append every event to this JSONL file")
+    run.add_argument("--events", metavar="F.jsonl",
+                     help="append a run header and every event to this JSONL file; exit 1 if it cannot be written")
     run.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
     add_op_timeout(run)
     add_web(run)
@@ -211,10 +212,11 @@ def _run_to_end(executor: bt_exec.Executor, plan_id: str, events_path: str | Non
             journal.close()
     if view:
         view.close()
-    print(summary_line(record))
+    print(summary_line(record, journal))
     if interrupted:
         return EXIT_INTERRUPTED
-    return EXIT_OK if record["outcome"] == "succeeded" else EXIT_FAILED
+    # A journal that could not be written fails the run as the plan failing would: what it should keep is lost.
+    return EXIT_OK if record["outcome"] == "succeeded" and not (journal and journal.failed) else EXIT_FAILED
 
 
 def catalog_for(plan, name_or_path: str | None):
@@ -251,8 +253,9 @@ def report_text(name: str, report: dict) -> str:
     return "\n".join(lines)
 
 
-def summary_line(record: dict) -> str:
-    """``plan 1 failed after 0.81 s; ops: 3 succeeded, 1 failed, 1 pending`` (with the cancel reason or error).
+def summary_line(record: dict, journal: bt_exec.JsonlJournal | None = None) -> str:
+    """``plan 1 failed after 0.81 s; ops: 3 succeeded, 1 failed, 1 pending`` (with the cancel reason or error),
+    and ``; journal F.jsonl failed: No space left on device, 12 events not written`` if ``journal`` failed.
 
     A step graph's summary is its path and terminal: ``path: s1 -> s2 -> completed``.
     """
@@ -261,6 +264,9 @@ def summary_line(record: dict) -> str:
     reasons = "; ".join(one_line(reason) for reason in (record["cancel_reason"], record["error"]) if reason)
     because = f" ({reasons})" if reasons else ""
     line = f"plan {record['plan_id']} {record['outcome']} after {record['duration_s']:.2f} s{because}; ops: {states}"
+    if journal is not None and journal.failed:
+        line += (f"; journal {journal.path} failed: {journal.error}, {journal.unwritten} event"
+                 f"{'s' if journal.unwritten != 1 else ''} not written")
     if "terminal" in record:
         reason = record["terminal_reason"]
         line += (f"\npath: {' -> '.join(record['path'])}\nterminal: {record['terminal']}"

@@ -1,14 +1,29 @@
-"""A JSONL journal sink: every event, one JSON object a line, written off the ticking thread."""
+"""A JSONL journal sink: every event, one JSON object a line, written off the ticking thread; and its check.
+
+Each run of a journal (one ``JsonlJournal``, from open to close) appends a run
+header first, ``{"event": "journal_run", "journal_run_id", "bt_exec_version",
+"time"}``, so runs appended to one file stay apart (``seq`` and plan ids start
+again in each). A run begins on a fresh line: a last line left cut short by an
+earlier run (a crash, a full disk) is closed with a newline first.
+"""
 from __future__ import annotations
 
 import json
 import logging
+import os
 import pathlib
 import queue
+import stat
 import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import bt_exec
 
 log = logging.getLogger(__name__)
 
+RUN_HEADER = "journal_run"
 _CLOSE = object()
 _ENCODER = json.JSONEncoder(default=str)  # one encoder: json.dumps makes a new one per call when given default
 
@@ -20,18 +35,32 @@ class JsonlJournal:
     (``executor.subscribe_batches(journal.write_batch)``). At most ``max_queued``
     events wait for the writer; events beyond that are dropped and counted in
     ``dropped``, never allowed to grow memory without bound.
+
+    The first write that fails (a full disk, an I/O error) ends the writing: it is
+    logged once, ``error`` says why (``failed`` is then true), and every event from
+    the one that failed on is counted in ``unwritten``, not written. Opening the
+    file raises OSError; nothing after that raises.
     """
 
     def __init__(self, path: str | pathlib.Path, max_queued: int = 100_000):
         self.path = pathlib.Path(path)
         self.max_queued = max_queued
+        self.run_id = uuid.uuid4().hex  # this run's id in its header line
         self.dropped = 0
-        self._file = self.path.open("a", encoding="utf-8")
+        self.unwritten = 0
+        self.error: str | None = None
+        self.closed_torn_line = False  # whether the file ended mid-line when this run began
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._queued = 0  # events in the queue, counted by the callers and the writer
         self._count_lock = threading.Lock()
+        self._closed = False
         self._writer = threading.Thread(target=self._write_loop, name="bt_exec-journal", daemon=True)
         self._writer.start()
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
 
     def __call__(self, event: dict) -> None:
         self.write_batch((event,))
@@ -39,6 +68,9 @@ class JsonlJournal:
     def write_batch(self, events) -> None:
         """Queue a batch of events (copied: subscribers after this one may change theirs)."""
         with self._count_lock:
+            if self.error is not None:
+                self.unwritten += len(events)
+                return
             if self._queued + len(events) > self.max_queued:
                 self.dropped += len(events)
                 return
@@ -46,25 +78,197 @@ class JsonlJournal:
         self._queue.put([dict(event) for event in events])
 
     def close(self) -> None:
-        """Write what is queued, then close the file."""
+        """Write what is queued, then close the file. Never raises; ``failed`` says whether all was written."""
+        if self._closed:
+            return
+        self._closed = True
         self._queue.put(_CLOSE)
         self._writer.join()
-        self._file.close()
+        try:
+            os.close(self._fd)
+        except OSError as exc:  # some file systems report a failed write only now
+            self._fail(exc, 0)
         if self.dropped:
             log.warning("journal %s dropped %d events (queue full)", self.path, self.dropped)
 
     def _write_loop(self) -> None:
+        self._write(self._opening(), 0)
         while True:
-            batch = self._queue.get()
-            if batch is _CLOSE:
+            batches = [self._queue.get()]
+            while batches[-1] is not _CLOSE:  # whatever else waits goes out in the same write
+                try:
+                    batches.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            closing = batches[-1] is _CLOSE
+            if closing:
+                batches.pop()
+            events = [event for batch in batches for event in batch]
+            if events:
+                if self.error is None:
+                    self._write("".join(map(_line, events)), len(events))
+                else:
+                    with self._count_lock:
+                        self.unwritten += len(events)
+                with self._count_lock:
+                    self._queued -= len(events)
+            if closing:
+                return
+
+    def _opening(self) -> str:
+        """The run header, after a newline if the file ends mid-line."""
+        header = _line({"event": RUN_HEADER, "journal_run_id": self.run_id, "bt_exec_version": bt_exec.__version__,
+                        "time": time.time()})
+        if not self._ends_mid_line():
+            return header
+        self.closed_torn_line = True
+        log.warning("journal %s: its last line was cut short by an earlier run; it is closed, and this run "
+                    "starts on a new line", self.path)
+        return "\n" + header
+
+    def _ends_mid_line(self) -> bool:
+        try:
+            status = os.fstat(self._fd)
+            size = status.st_size if stat.S_ISREG(status.st_mode) else 0  # a pipe or a device has no last line
+            if not size:
+                return False
+            with open(self.path, "rb") as file:
+                file.seek(size - 1)
+                return file.read(1) != b"\n"
+        except OSError:  # not readable (write-only): nothing to tell, the run is appended as it is
+            return False
+
+    def _write(self, text: str, count: int) -> None:
+        """Write ``text`` (``count`` events) whole, or fail for good at the first error."""
+        data = memoryview(text.encode("ascii"))  # ASCII: the encoder escapes the rest
+        try:
+            while data:
+                data = data[os.write(self._fd, data):]
+        except OSError as exc:
+            self._fail(exc, count)
+
+    def _fail(self, exc: OSError, count: int) -> None:
+        with self._count_lock:
+            if self.error is not None:
+                return
+            self.error = exc.strerror or str(exc)
+            self.unwritten += count
+        log.error("journal %s: cannot write (%s); no more events are written to it", self.path, self.error)
+
+
+def _line(event: dict) -> str:
+    try:
+        return _ENCODER.encode(event) + "\n"
+    except (TypeError, ValueError, RecursionError) as exc:  # a value JSON cannot hold: say so in its place
+        return _ENCODER.encode({"event": "journal_unencodable", "of": str(event.get("event")), "seq": event.get("seq"),
+                                "reason": f"{type(exc).__name__}: {exc}"}) + "\n"
+
+
+# --- checking a journal ---------------------------------------------------------------------------------
+
+MAX_LINE_BYTES = 64 * 1024 * 1024  # longer lines are not read whole: malformed whatever they hold
+LISTED = 100  # torn and malformed lines listed by line number; beyond, only counted
+
+
+@dataclass
+class JournalCheck:
+    """What ``check_journal`` found. Line numbers count from 1.
+
+    ``runs``: (line, header) of each run header, the first ``LISTED`` (``run_count``:
+    all of them). ``events``: event lines, headers
+    excluded. ``torn``: lines cut short (the last line, with no newline; or a line
+    that does not parse followed by a run header: the next run closed it).
+    ``malformed``: (line, why) of any other line that is not one JSON object with an
+    ``event``. Both lists keep the first ``LISTED``; ``torn_count`` and
+    ``malformed_count`` count them all.
+    """
+
+    path: str
+    lines: int = 0
+    events: int = 0
+    events_before_first_run: int = 0  # written by a bt_exec older than run headers
+    runs: list = field(default_factory=list)
+    run_count: int = 0
+    torn: list = field(default_factory=list)
+    malformed: list = field(default_factory=list)
+    torn_count: int = 0
+    malformed_count: int = 0
+
+    @property
+    def clean(self) -> bool:
+        return not (self.torn_count or self.malformed_count)
+
+
+def check_journal(path: str | pathlib.Path) -> JournalCheck:
+    """Read a JSONL journal line by line (memory: one line at most); raise OSError if it cannot be read."""
+    report = JournalCheck(str(path))
+    unparsed = None  # (line number, why) of the line before, if it did not parse: torn if a run header follows
+    with open(path, "rb") as file:
+        while True:
+            line = file.readline(MAX_LINE_BYTES)
+            if not line:
                 break
-            try:
-                # ASCII escapes keep lone surrogates from plan text writable.
-                self._file.write("".join(_ENCODER.encode(event) + "\n" for event in batch))
-                if self._queue.empty():
-                    self._file.flush()
-            except (OSError, ValueError) as exc:
-                log.warning("journal %s: cannot write an event: %s", self.path, exc)
-            with self._count_lock:
-                self._queued -= len(batch)
-        self._file.flush()
+            report.lines += 1
+            number = report.lines
+            if not line.endswith(b"\n"):
+                if len(line) == MAX_LINE_BYTES:
+                    while line and not line.endswith(b"\n"):  # skip the rest of it
+                        line = file.readline(MAX_LINE_BYTES)
+                    why = f"longer than {MAX_LINE_BYTES} bytes"
+                else:  # the last line, never finished
+                    _flush(report, unparsed)
+                    unparsed = None
+                    _note(report.torn, number, report, "torn_count")
+                    break
+            else:
+                why, event = _parse(line)
+                if why is None:
+                    if event.get("event") == RUN_HEADER:
+                        if unparsed is not None:
+                            _note(report.torn, unparsed[0], report, "torn_count")
+                            unparsed = None
+                        _note(report.runs, (number, event), report, "run_count")
+                    else:
+                        report.events += 1
+                        if not report.runs:
+                            report.events_before_first_run += 1
+                    _flush(report, unparsed)
+                    unparsed = None
+                    continue
+            _flush(report, unparsed)
+            unparsed = (number, why)
+    _flush(report, unparsed)
+    return report
+
+
+def _parse(line: bytes) -> tuple[str | None, dict | None]:
+    """(why the line is no event, None), or (None, the event)."""
+    if line.isspace():
+        return "an empty line", None
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte {exc.start + 1})", None
+    try:
+        event = json.loads(text)
+    except RecursionError:
+        return "nested too deep to read", None
+    except json.JSONDecodeError as exc:
+        return f"not JSON (column {exc.colno}: {exc.msg})", None
+    except ValueError as exc:  # an integer too long to read
+        return f"not JSON ({exc})", None
+    if not isinstance(event, dict) or "event" not in event:
+        return "not an event (a JSON object with an 'event' key)", None
+    return None, event
+
+
+def _flush(report: JournalCheck, unparsed: tuple[int, str] | None) -> None:
+    """A line that did not parse and is not followed by a run header: malformed."""
+    if unparsed is not None:
+        _note(report.malformed, unparsed, report, "malformed_count")
+
+
+def _note(found: list, item, report: JournalCheck, counter: str) -> None:
+    setattr(report, counter, getattr(report, counter) + 1)
+    if len(found) < LISTED:
+        found.append(item)
