@@ -165,6 +165,7 @@ class _Protocol(H11Protocol):
         self._max_connections = max_connections
         self._read_timeout_s = read_timeout_s
         self._head_timer: asyncio.TimerHandle | None = None
+        self._refused = False
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
@@ -183,6 +184,11 @@ class _Protocol(H11Protocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
         super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # what a refused client still sends is dropped unread
+        super().data_received(data)
 
     def send_400_response(self, msg: str) -> None:
         self._refuse(400, "bad_request", f"the request is not valid HTTP/1.1, or its head exceeds {MAX_HEAD_BYTES} "
@@ -204,7 +210,14 @@ class _Protocol(H11Protocol):
                 b"content-type: application/json", b"content-length: %d" % len(body), b"connection: close"]
         head += [name + b": " + value for name, value in _RAW_SECURITY_HEADERS]
         self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
-        self.transport.close()
+        # Closing with the client's data unread would reset the connection, and the client would lose the
+        # answer: end the sending side, drop what still comes, and close a little later.
+        self._refused = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(min(self._read_timeout_s, 2.0), self.transport.close)
 
 
 def _compile(path: str) -> re.Pattern:
@@ -410,14 +423,15 @@ def _route(method: str, scope) -> tuple:
                 if name not in args:
                     args[name] = _query_value(route.properties.get(name), values[-1])
         return route, args
+    shown = path if len(path) <= 200 else path[:200] + "…"
     if allowed:
-        raise ApiError(405, "method_not_allowed", f"{path} takes {' or '.join(allowed)}, not {method}")
-    raise ApiError(404, "not_found", f"no such path: {path}")
+        raise ApiError(405, "method_not_allowed", f"{shown} takes {' or '.join(allowed)}, not {method}")
+    raise ApiError(404, "not_found", f"no such path: {shown}")
 
 
 def _json_object(raw: bytes) -> dict:
-    if not raw:
-        return {}
+    if not raw.strip():  # a POST that lost its body must not act as one with no arguments
+        raise ApiError(400, "bad_json", "the request body is empty: send a JSON object ({} for no arguments)")
     try:
         body = json.loads(raw)
     except RecursionError:
