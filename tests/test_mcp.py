@@ -1,6 +1,8 @@
 """The MCP door: `bt-exec mcp` spawned as a real process, driven through an MCP client session over stdio."""
+import http.client
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -10,6 +12,7 @@ mcp = pytest.importorskip("mcp", reason="the mcp package is not installed (pip i
 import anyio  # noqa: E402  (mcp brings it)
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.shared.exceptions import McpError  # noqa: E402
 
 from bt_exec.web import ControlApi, WebServer  # noqa: E402
 
@@ -153,3 +156,174 @@ def test_url_and_an_own_executor_option_do_not_mix(tmp_path):
     from bt_exec.cli import main
 
     assert main(["mcp", "--url", "http://127.0.0.1:1/", "--scene", "examples/qwen3/scene.json"]) == 2
+
+
+def nested_plan(levels):
+    """A valid plan whose tree nests ``levels`` sequences deep (two JSON levels each)."""
+    tree = do("innermost")
+    for _ in range(levels - 1):
+        tree = seq(tree)
+    return envelope(tree, description=f"{levels} levels")
+
+
+def test_stdio_answers_every_request_and_takes_deep_plans_as_text():
+    plan = nested_plan(110)
+
+    async def body(session):
+        with pytest.raises(McpError) as too_deep:
+            await session.call_tool("validate_plan", {"graph": plan})
+        as_text = await call(session, "validate_plan", graph=json.dumps(plan))
+        still_serving = await call(session, "get_all_plans")
+        return too_deep.value, as_text, still_serving
+
+    too_deep, as_text, still_serving = run_session([], body)["value"]
+    assert "graph as a string" in str(too_deep) and "levels deep" in str(too_deep)
+    assert as_text["valid"] and as_text["stats"]["ops"] == 110
+    assert still_serving["count"] == 0
+
+
+def test_lone_surrogates_and_unreadable_lines_never_stop_the_stdio_server(tmp_path):
+    # Raw JSON-RPC lines: the mcp client itself cannot send text UTF-8 cannot carry, an agent's own code can.
+    process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "mcp", "--sim-script", slow_script(tmp_path, 0.05)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def exchange(line: bytes) -> dict:
+        process.stdin.write(line + b"\n")
+        process.stdin.flush()
+        answer = process.stdout.readline()
+        assert answer, process.stderr.read().decode()
+        return json.loads(answer.decode("ascii"))  # ASCII JSON, whatever the request held
+
+    def tool_call(request_id, name, arguments) -> dict:
+        return exchange(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                                    "params": {"name": name, "arguments": arguments}}).encode())
+
+    try:
+        exchange(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).encode())
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        plan = envelope(seq(do("grip \ud800"), do("lift")), description="bad \udfff text")
+        submitted = tool_call(1, "submit_plan", {"graph": plan, "run_id": "lone-\ud800"})
+        unknown = tool_call(2, "get_plan_status", {"plan_id": "\ud800"})
+        unreadable = exchange(b"{not json")
+        too_deep = exchange(b"[" * 100_000)
+        listed = tool_call(3, "get_all_plans", {})
+    finally:
+        process.stdin.close()
+        process.wait(timeout=20)
+    assert submitted["id"] == 1 and submitted["result"]["content"]  # accepted or refused: an answer
+    assert unknown["result"]["isError"] and "control_refused" in unknown["result"]["content"][0]["text"]
+    assert unreadable["error"]["code"] == -32700 and too_deep["error"]["code"] == -32700
+    assert listed["id"] == 3 and not listed["result"].get("isError")
+    assert process.returncode == 0 and b"Traceback" not in process.stderr.read()
+
+
+def test_an_installed_mcp_2_is_named_with_what_to_install(tmp_path):
+    # A distribution record saying mcp 2.0.0, found first on the path: what an upgraded environment shows.
+    record = tmp_path / "mcp-2.0.0.dist-info"
+    record.mkdir()
+    (record / "METADATA").write_text("Metadata-Version: 2.1\nName: mcp\nVersion: 2.0.0\n")
+    run = subprocess.run([sys.executable, "-m", "bt_exec.cli", "mcp"], capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path),
+                                                                                       os.environ.get("PYTHONPATH")]))})
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "mcp 2.0.0 is installed" in run.stderr and "pip install 'mcp>=1.10,<2'" in run.stderr
+
+
+def http_client_streams(url, headers):
+    """The mcp client's streamable HTTP transport, by whichever name this mcp 1.x gives it."""
+    try:
+        from mcp.client.streamable_http import streamable_http_client
+    except ImportError:  # before 1.24
+        from mcp.client.streamable_http import streamablehttp_client
+
+        return streamablehttp_client(url, headers=headers)
+    import httpx
+
+    return streamable_http_client(url, http_client=httpx.AsyncClient(headers=headers, timeout=30))
+
+
+def run_http_session(url, body, token=TOKEN):
+    result = {}
+
+    async def main():
+        async with http_client_streams(url, {"Authorization": f"Bearer {token}"}) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                result["init"] = await session.initialize()
+                result["value"] = await body(session)
+
+    anyio.run(main)
+    return result
+
+
+@pytest.fixture
+def web_app(make_executor):
+    made = []
+
+    def start(token=TOKEN, **options):
+        executor = make_executor({"default": {"outcome": "success", "duration_s": 0.5}})
+        executor.start()
+        server = WebServer(ControlApi(executor), port=0, token=token, **options)
+        server.start()
+        made.append(server)
+        return executor, server
+
+    yield start
+    for server in made:
+        server.close()
+
+
+def test_an_agent_drives_the_web_app_over_mcp_at_its_own_address(web_app):
+    executor, server = web_app()
+    deep = nested_plan(110)
+
+    async def body(session):
+        listed = await session.list_tools()
+        assert {tool.name for tool in listed.tools} == TOOLS
+        submitted = await call(session, "submit_plan", graph=envelope(seq(do("reach"), do("place"))))
+        assert executor.get_all_plans()["count"] == 1  # the app's own executor: no second process
+        status = await call(session, "get_plan_status", plan_id=submitted["plan_id"])
+        cancelled = await call(session, "cancel_plan", plan_id=submitted["plan_id"], wait_ms=5000)
+        wrong = await refusal(session, "cancel_plan", plan_id="1", wait_ms=1.0)
+        with pytest.raises(McpError) as too_deep:
+            await session.call_tool("validate_plan", {"graph": deep})
+        as_text = await call(session, "validate_plan", graph=json.dumps(deep))
+        return status, cancelled, wrong, too_deep.value, as_text
+
+    result = run_http_session(server.url + "mcp", body)
+    status, cancelled, wrong, too_deep, as_text = result["value"]
+    assert result["init"].serverInfo.name == "bt_exec"
+    assert [op["description"] for op in status["ops"]][1:] == ["reach", "place"] and cancelled["finished"]
+    assert wrong.startswith("bad_arguments:") and "wait_ms" in wrong
+    assert "graph as a string" in str(too_deep)
+    assert as_text["valid"] and as_text["stats"]["ops"] == 110
+
+
+def mcp_post(server, headers, body=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'):
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("POST", "/mcp", body=body, headers={"Content-Type": "application/json",
+                                                           "Accept": "application/json, text/event-stream",
+                                                           **headers})
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    return response.status, answer
+
+
+def test_mcp_over_http_keeps_the_apps_token_and_origin_rules(web_app):
+    executor, server = web_app()
+    assert mcp_post(server, {})[0] == 401
+    assert mcp_post(server, {"Authorization": "Bearer wrong"})[1]["error"]["code"] == "token_required"
+    status, answer = mcp_post(server, {"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"})
+    assert (status, answer["error"]["code"]) == (403, "bad_origin")
+    status, answer = mcp_post(server, {"Authorization": f"Bearer {TOKEN}"})
+    assert status == 200 and {tool["name"] for tool in answer["result"]["tools"]} == TOOLS
+
+
+@pytest.mark.parametrize("body, code", [(b"{not json", -32700), (b"[" * 100_000, -32700),
+                                        (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', -32600)])
+def test_mcp_over_http_answers_what_it_cannot_read(web_app, body, code):
+    _, server = web_app()
+    status, answer = mcp_post(server, {"Authorization": f"Bearer {TOKEN}"}, body)
+    assert status == 200 and answer["error"]["code"] == code and answer["error"]["message"]
