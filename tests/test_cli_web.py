@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from rtdl_plans import do, envelope, seq
 
 from bt_exec.web.client import HttpApi
@@ -86,3 +87,36 @@ def test_mcp_without_the_mcp_package_says_how_to_get_it(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "mcp.types", None)
     assert main(["mcp"]) == 2
     assert "pip install 'bt_exec[mcp]'" in capsys.readouterr().err
+
+
+def test_an_agent_drives_run_web_over_mcp_without_a_second_process(tmp_path):
+    pytest.importorskip("mcp", reason="the mcp package is not installed (pip install -e '.[test]')")
+    import anyio
+    from mcp import ClientSession
+    from test_mcp import http_client_streams
+
+    process, url = start_run(tmp_path, "--keep-serving", duration_s=0.05, env={"BT_EXEC_WEB_TOKEN": "cli-token"})
+    try:
+        assert "still serving" in process.stderr.readline()
+
+        async def main():
+            async with http_client_streams(url + "mcp", {"Authorization": "Bearer cli-token"}) as (read, write, _):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    first = await session.call_tool("get_plan_result", {"plan_id": "1"})
+                    submitted = await session.call_tool("submit_plan", {"graph": envelope(do("by mcp"))})
+                    return first.structuredContent, submitted.structuredContent
+
+        first, submitted = anyio.run(main)
+        assert first["outcome"] == "succeeded" and submitted["accepted"] and submitted["plan_id"] == "2"
+        api = HttpApi(url, token="cli-token")
+        for _ in range(100):
+            if api.call("get_all_plans")["count"] == 0:
+                break
+            time.sleep(0.05)
+        assert api.call("get_plan_result", {"plan_id": "2"})["outcome"] == "succeeded"
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 0
