@@ -314,13 +314,14 @@ def _encodable(text: str) -> bool:
 
 
 def _surrogate_at(text: str) -> int | None:
-    """Where ``text`` has a lone surrogate (valid in JSON text as an escape, "\\ud800"), the one kind of
-    Python text with no UTF-8 form; None if it has none."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return exc.start
-    return None
+    """Where ``text`` has a surrogate code point, the one kind of Python text with no UTF-8 form (JSON
+    text writes a lone one as an escape, "\\ud800"); None if it has none. A search: no encoded copy."""
+    found = _SURROGATE.search(text)
+    return None if found is None else found.start()
+
+
+# The JSON decoder joins an escaped pair into one character: a surrogate left in decoded text is a lone one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _surrogate_message(what: str, text: str, at_char: int) -> str:

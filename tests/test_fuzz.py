@@ -21,7 +21,9 @@ Properties:
   index notation for arenas (through ``args_json``);
 - ``Executor.submit`` (sim backend; for step graphs an executor with a scene) never raises and never
   answers with an ``internal`` issue; an accepted plan runs to its end with exactly one
-  ``plan_complete``, every op final or pending, and leaves no plan in flight.
+  ``plan_complete``, every op final or pending, and leaves no plan in flight;
+- every report, answer and final record encodes as UTF-8 JSON (text with no UTF-8 form, a lone
+  surrogate, is refused at load), so no door can fail to send it.
 
 Short form (CI, a modest number of examples per property, about 25 s on 2 cores)::
 
@@ -161,10 +163,11 @@ WORDS = ["sequence", "parallel", "do", "cancel_plan", "cancel_all", "stop_plan_a
          "pick", "transfer", "release", "inspect_state", "dock_tool", "detect", "tighten", "vacuum", "cap",
          "work", "vacuum_socket", "hatch_seat", "screw_1", "hole_1", "sim.act", "executor.builtin_cancel_all_plans",
          "robonix/system/executor/builtin/get_all_plans", "1", "0", "", " ", "{}", "[]"]
-ODD_STRINGS = ["\x00", "\ud800", "\udfff", "\u202e", "\ufeff", "e\u0301", "\U0001d4e21", "\uff33\uff34\uff2f\uff30",
-               "\u200b", "s1\u200b", "S1", " s1", "s1 ", "\n", "a/b", "~0~1", "..", "[0]", "a.b", "nodes[0]",
-               "NaN", "Infinity", "-Infinity", "1e999", "-0", "0x1F", "\uff11", "1_000", "null", "true"]
-ODD_NUMBERS = [-1, 0, 1, 2, 7, 12, 2 ** 31, 2 ** 63, 2 ** 64 + 1, -(2 ** 63), 1e308, -0.0, 0.5, 1e-320, True, False]
+ODD_STRINGS = ["\x00", "\ud800", "\udfff", "\\ud800", "\\uDC00x", "\u202e", "\ufeff", "e\u0301", "\U0001d4e21",
+               "\uff33\uff34\uff2f\uff30", "\u200b", "s1\u200b", "S1", " s1", "s1 ", "\n", "a/b", "~0~1", "..", "[0]",
+               "a.b", "nodes[0]", "NaN", "Infinity", "-Infinity", "1e999", "-0", "0x1F", "\uff11", "1_000", "null", "true"]
+ODD_NUMBERS = [-1, 0, 1, 2, 7, 12, 2 ** 31, 2 ** 63, 2 ** 64 + 1, -(2 ** 63), 1e308, -0.0, 0.5, 1e-320, True, False,
+               30_001, 10 ** 13, 1e13, 1.0]
 
 scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
            | st.text(max_size=12) | st.sampled_from(WORDS) | st.sampled_from(ODD_STRINGS))
@@ -398,6 +401,11 @@ def arena_path_resolves(doc, path: str) -> bool:
     return True
 
 
+def utf8(answer: dict) -> bytes:
+    """An answer as a door sends it, UTF-8 JSON: text with no UTF-8 form (a lone surrogate) must have been refused."""
+    return json.dumps(answer, ensure_ascii=False).encode("utf-8")
+
+
 def check_paths(doc, issues, arena: bool) -> None:
     for issue in issues:
         if arena and not issue.path.startswith("/"):
@@ -429,6 +437,7 @@ def check_load_and_validate(source, doc, dialect="auto", limits=None, scene=None
         assert isinstance(issue.code, str) and issue.code and isinstance(issue.path, str)
         assert isinstance(issue.message, str) and issue.message
         assert issue.code != "internal"
+    utf8(first.as_dict())  # every door can send the report
     if refusal is not None:
         assert first.verdict == "invalid"
         assert [i.as_dict() for i in first.issues] == [i.as_dict() for i in refusal.issues]
@@ -458,12 +467,14 @@ def check_submit(executor, events, source, run_id=None):
     """Executor.submit never raises; an accepted plan runs to its end, once, leaving nothing in flight."""
     answer = executor.submit(source, run_id=run_id)
     assert isinstance(answer, dict) and isinstance(answer["accepted"], bool)
+    utf8(answer)
     count("submits accepted" if answer["accepted"] else "submits refused")
     assert all(issue["code"] != "internal" for issue in answer["issues"]), answer["issues"]
     if answer["accepted"] and answer["plan_id"] is not None:
         plan_id = answer["plan_id"]
         record = executor.run_until_complete(plan_id, timeout=30)
         assert record["outcome"] is not None
+        utf8(record)
         assert all(op["state"] in FINAL_OR_PENDING for op in record["ops"]), record["ops"]
         events.complete(plan_id)  # exactly one plan_complete
     assert executor.get_all_plans()["count"] == 0

@@ -232,3 +232,23 @@ def refused_with_cap(source):
             bt_exec.load(source)
         assert len(caught.value.issues) == MAX_ISSUES + 1
     return call
+
+
+class TestText:
+    limit = bt_exec.Limits().max_input_bytes
+
+    def test_a_long_string_with_a_lone_surrogate_is_refused_without_a_copy(self):
+        text = json.dumps(do("\u00e9" * (self.limit // 8) + "\ud800"))  # escaped: 6 bytes a character
+        assert len(text) < self.limit
+
+        def call():
+            with pytest.raises(bt_exec.PlanError) as caught:
+                bt_exec.load(text)
+            assert [(i.code, i.path) for i in caught.value.issues] == [("string_too_long", "/description"),
+                                                                        ("bad_text", "/description")]
+        parse = traced_peak(lambda: json.loads(text))
+        assert traced_peak(call) < 1.2 * parse  # the parse and no more: no encoded copy of the string
+
+    def test_a_surrogate_pair_given_as_two_code_points_is_refused_too(self):
+        assert issues_of(do("\ud83d\ude00")) == [("bad_text", "/description")]  # Python text, not JSON's pair
+        assert bt_exec.load(json.dumps(do("\U0001f600"))).description == "\U0001f600"

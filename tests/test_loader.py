@@ -3,6 +3,8 @@ import json
 import pathlib
 
 import pytest
+from qwen3_graphs import envelope as graph_envelope
+from qwen3_graphs import spec_example
 from rtdl_plans import do, envelope, par, seq
 
 import bt_exec
@@ -287,3 +289,104 @@ def test_overflowing_numbers_are_refused():
 def test_behaviour_names_carry_no_control_characters():
     compiled = bt_exec.compile_plan(bt_exec.load(seq(do("bad \x1b[2J\nname"))))
     assert compiled.ops["2"].name == "[2] bad [2J name"
+
+
+# --- text and numbers at the boundary -------------------------------------------------------------------------
+
+def answer_as_utf8(answer: dict) -> bytes:
+    """What a door sends: an answer's JSON as UTF-8 (raises UnicodeEncodeError if some text has no UTF-8 form)."""
+    return json.dumps(answer, ensure_ascii=False).encode("utf-8")
+
+
+class TestTextHygiene:
+    """Text with no UTF-8 form (a lone surrogate, valid in JSON as "\\ud800") is refused at load, located."""
+
+    def test_a_lone_surrogate_anywhere_is_refused_where_it_is(self):
+        assert issues_of('{"op": "do", "description": "bad \\ud800 text", "cap": "a.b"}') == [
+            ("bad_text", "/description")]
+        tree = seq(do(args={"list": ["ok", "x\udfff"]}), description="fine")
+        for source in (tree, json.dumps(tree), json.dumps(envelope(tree))):
+            assert issues_of(source)[0][0] == "bad_text"
+        assert issues_of(tree) == [("bad_text", "/children/0/args/list/1")]
+        assert issues_of(envelope(seq(), description="\ud800")) == [("bad_text", "/rtdl_description")]
+        assert issues_of({"op": "cancel_plan", "plan_id": "\udc00"}) == [("bad_text", "/plan_id")]
+        assert issues_of(arena([arena_do("\ud800")])) == [("bad_text", "nodes[0].op_id"),
+                                                           ("bad_text", "nodes[0].call.call_id")]
+
+    def test_a_key_is_named_at_its_object_and_what_it_holds_is_not_walked(self):
+        [issue] = pytest.raises(bt_exec.PlanError, bt_exec.load, do(args={"k\ud800": "x" * 70_000})).value.issues
+        assert (issue.code, issue.path) == ("bad_text", "/args")
+        assert issue.message.startswith("an object key ('k\\ud800') with a lone surrogate (U+D800 at character 1)")
+
+    def test_a_surrogate_escaped_in_embedded_json_text_is_refused_at_that_field(self):
+        escaped = arena([arena_do("1", args_json='{"text": "a\\ud800"}')])
+        for source in (escaped, json.dumps(escaped)):
+            assert issues_of(source) == [("bad_text", "nodes[0].call.args_json")]
+        graph_text = json.dumps({"status": "ok", "plan": [{"id": "s\udfff", "skill": "grab"}], "transitions": {},
+                                 "entry": "s"})  # json.dumps writes the surrogate as an escape
+        assert issues_of({"run_id": "r", "scene_revision": 1, "response": graph_text}) == [("bad_text", "/response")]
+
+    def test_what_is_text_loads(self):
+        pair = arena([arena_do("1", description="smile \U0001f600", args_json=json.dumps({"e": "\U0001f600"}))])
+        assert bt_exec.load(json.dumps(pair)).ops["1"].args == {"e": "\U0001f600"}  # a pair, written as two escapes
+        literal = arena([arena_do("1", args_json=json.dumps({"path": "C:\\ud800"}))])  # a backslash, then "ud800"
+        assert bt_exec.load(json.dumps(literal)).ops["1"].args == {"path": "C:\\ud800"}
+        assert bt_exec.load(seq(do("caf\u00e9 \u202e \x00"))).ops["2"].description == "caf\u00e9 \u202e \x00"
+
+    def test_submit_refuses_it_with_an_answer_every_door_can_send(self):
+        executor = bt_exec.Executor(bt_exec.SimBackend())
+        try:
+            for source in ('{"op": "do", "description": "\\ud800", "cap": "a.b"}', do(args={"\udfff": 1})):
+                answer = executor.submit(source)
+                assert not answer["accepted"] and answer["issues"][0]["code"] == "bad_text"
+                answer_as_utf8(answer)
+                assert executor.validate_plan(source)["verdict"] == "invalid"
+            assert executor.get_all_plans()["count"] == 0
+        finally:
+            executor.close()
+
+
+class TestNumbers:
+    """Every integer field has a range; a float where an integer is due is refused naming the field."""
+
+    @pytest.mark.parametrize("wait_ms", [30_001, 10 ** 13, 2 ** 64, -1, 1.0, 1e13, True, "5000", None])
+    def test_a_cancel_waits_at_most_30_seconds(self, wait_ms):
+        meta = {"op": "cancel_all", "wait_ms": wait_ms}
+        for source in (meta, envelope(meta, ""), json.dumps(meta)):
+            assert issues_of(source) == [("bad_value", "/rtdl/wait_ms" if "rtdl" in source else "/wait_ms")]
+
+    def test_the_wait_range_itself_loads(self):
+        for wait_ms in (0, 30_000):
+            assert bt_exec.load({"op": "cancel_plan", "plan_id": "1", "wait_ms": wait_ms}).wait_ms == wait_ms
+
+    def test_submit_answers_an_overflowing_wait_with_the_field_not_an_error(self):
+        executor = bt_exec.Executor(bt_exec.SimBackend())
+        try:
+            for text in ('{"op": "cancel_all", "wait_ms": 10000000000000}', '{"op": "cancel_all", "wait_ms": 1.0}'):
+                answer = executor.submit(text)
+                assert not answer["accepted"] and answer["verdict"] == "invalid"
+                assert [(i["code"], i["path"]) for i in answer["issues"]] == [("bad_value", "/wait_ms")]
+        finally:
+            executor.close()
+
+    def test_arena_integers(self):
+        assert bt_exec.load(arena([arena_do("1")], round=2 ** 63 - 1)).meta["round"] == 2 ** 63 - 1
+        assert bt_exec.load(arena([arena_do("1")], round=-2 ** 63)).meta["round"] == -2 ** 63
+        assert issues_of(arena([arena_do("1")], round=2 ** 63)) == [("bad_value", "round")]
+        assert issues_of(arena([arena_do("1")], round=1.0)) == [("type", "round")]
+        assert issues_of(arena([arena_do("1")], root_index=0.0)) == [("type", "root_index")]
+        assert issues_of(arena([arena_do("1")], root_index=10 ** 30)) == [("index_out_of_range", "root_index")]
+        assert issues_of(arena([arena_seq("1", [1.0]), arena_do("2")])) == [("type", "nodes[0].children[0]")]
+        assert issues_of(arena([arena_seq("1", [2 ** 70]), arena_do("2")]))[0] == (
+            "index_out_of_range", "nodes[0].children[0]")
+
+    def test_a_number_is_quoted_short(self):
+        [issue] = pytest.raises(bt_exec.PlanError, bt_exec.load, {"op": "cancel_all", "wait_ms": 10 ** 600}).value.issues
+        assert issue.message == "wait_ms must be an integer from 0 to 30000 (milliseconds), got an integer of 1994 bits"
+
+    def test_scene_revisions_are_64_bit_integers(self):
+        for revision, expected in ((2 ** 63, [("bad_value", "/scene_revision")]), (3.0, [("type", "/scene_revision")]),
+                                   (-2 ** 63 - 1, [("bad_value", "/scene_revision")])):
+            assert issues_of({**spec_example(), "scene_revision": revision}) == expected
+            assert issues_of(graph_envelope(spec_example(), revision=revision)) == expected
+        assert bt_exec.load({**spec_example(), "scene_revision": 2 ** 63 - 1}).meta["scene_revision"] == 2 ** 63 - 1

@@ -9,6 +9,7 @@ import re
 import pytest
 from interface_messages import String, service
 
+import bt_exec
 from bt_exec.ros import convert
 
 Submit, StopAt, Cancel, GetStatus, ListPlans = (service(name) for name in (
@@ -40,6 +41,18 @@ def test_qwen3_with_a_scene_revision_is_wrapped():
     for unwrapped in ({"dialect": "qwen3"}, {"dialect": "", "scene_revision": 3},
                       {"dialect": "rtdl", "scene_revision": 3}):
         assert convert.msg_to_submission(submit(graph_json=graph, **unwrapped), LIMIT).source == graph
+
+
+def test_request_numbers_land_in_the_loaders_ranges():
+    """Whatever an int64 scene_revision or a uint32 wait_ms holds, the plan or cancel built from it is in range."""
+    graph = '{"status": "ok", "entry": "s0", "plan": [{"id": "s0", "skill": "inspect_state"}], "transitions": {}}'
+    for revision in (0, 2 ** 63 - 1):
+        sub = convert.msg_to_submission(submit(graph_json=graph, dialect="qwen3", scene_revision=revision), LIMIT)
+        assert bt_exec.load(sub.source).meta["scene_revision"] == revision
+    for asked in (0, 30_000, 30_001, 2 ** 32 - 1):
+        _, wait_ms, capped = convert.msg_to_cancel(Cancel.Request(wait_ms=asked))
+        assert capped == (asked > 30_000)
+        assert bt_exec.load({"op": "cancel_all", "wait_ms": wait_ms}).wait_ms == min(asked, 30_000)
 
 
 def test_an_envelope_names_its_run_id():
