@@ -70,13 +70,14 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture
 def console_factory(driver, tmp_path, request):
-    """console_factory(script=dict, token=None, backend=None, stream_capacity=N, **executor options) -> a Console.
+    """console_factory(script=dict, token=None, backend=None, stream_capacity=N, host=ADDRESS, **executor options)
+    -> a Console.
 
     The executor runs on ``backend``, else on a SimBackend reading ``script`` (default: every op 1.5 s);
     ``stream_capacity``: events one page may fall behind before the server drops some."""
     made = []
 
-    def make(script=None, token=None, backend=None, stream_capacity=10_000, **options):
+    def make(script=None, token=None, backend=None, stream_capacity=10_000, host="127.0.0.1", **options):
         if backend is None:
             script_path = tmp_path / f"sim-script-{len(made)}.json"
             script_path.write_text(json.dumps(script if script is not None else slow_script()))
@@ -84,9 +85,10 @@ def console_factory(driver, tmp_path, request):
         executor = bt_exec.Executor(backend=backend, **options)
         executor.start()
         api = ControlApi(executor, stream_capacity=stream_capacity)
-        server = WebServer(api, port=0, token=token)
+        server = WebServer(api, host=host, port=0, token=token)
         server.start()
         console = Console(executor, server, driver)
+        console.url = f"http://127.0.0.1:{server.port}/"  # also when bound to every address
         made.append(console)
         _drain_logs(driver)  # each test starts with an empty browser log
         return console

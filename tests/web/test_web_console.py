@@ -209,3 +209,17 @@ def test_a_step_graph_shows_its_steps_and_transitions_live(console_factory):
     console.css('[data-action="cancel-plan"]').click()
     console.wait_text("#status", f"plan {plan_id}: cancelled")
     console.wait_op_class("s2", "state-canceled")
+
+
+def test_beyond_loopback_the_page_reads_and_follows_live_only_with_the_token(console_factory):
+    console = console_factory(token="s3cret-token", host="0.0.0.0")
+    plan_id = console.submit(FOUR_SLOW_STEPS)
+    console.open()
+    console.wait_text("#connection", "disconnected")  # the event stream is refused without the token
+    console.wait_text("#messages", "needs a token")
+    assert not console.all(f'#running-plans [data-plan-id="{plan_id}"]')
+
+    console.css("#token").send_keys("s3cret-token")
+    console.wait_text("#connection", "live")
+    console.wait_for(lambda d: console.all(f'#running-plans [data-plan-id="{plan_id}"]'),
+                     message="the running plan is not listed once the token is given")

@@ -1358,8 +1358,11 @@
       st.token = token.value.trim();
       if (st.token) sessionStorage.setItem(TOKEN_KEY, st.token);
       else sessionStorage.removeItem(TOKEN_KEY);
-      // A stream refused for want of the token (beyond loopback) is opened again with it.
-      if (st.events && st.events.readyState === EventSource.CLOSED) connectEvents();
+      // A stream refused for want of the token (beyond loopback), or still trying, is opened again with it.
+      if (st.events && st.events.readyState !== EventSource.OPEN) {
+        st.events.close();
+        connectEvents();
+      }
     });
     $('#token-field').addEventListener('submit', (event) => event.preventDefault());
     $('#plan-file').addEventListener('change', (event) => loadFile(event.target.files[0]));
