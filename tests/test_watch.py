@@ -20,6 +20,9 @@ from bt_exec.terminal.watch import STREAM_SILENCE_S, EventStream, sse_events
 from bt_exec.web import ControlApi, WebServer
 from bt_exec.web.server import KEEPALIVE_S
 
+# The event stream's reader is a thread: an exception in it fails the test rather than warning.
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT_S = 30
 SCRIPT = {"default": {"outcome": "success", "duration_s": 0.05},

@@ -148,8 +148,8 @@ class EventStream:
         self._closed = False
         try:
             self._connection.connect()
-            # Kept here: the connection lets go of its socket when the answer is the stream (it ends
-            # with the connection), and the socket's timeout must still change to the stream's.
+            # Kept here: the connection lets go of its socket when the stream ends with the connection
+            # (no length, not chunked), and the socket's timeout must still change to the stream's.
             self._sock = self._connection.sock
             self._connection.request("GET", EVENTS_PATH, headers={"Accept": "text/event-stream"})
             response = self._connection.getresponse()
@@ -181,10 +181,9 @@ class EventStream:
     def close(self) -> None:
         self._closed = True
         try:
-            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reading thread, which closes the response
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reading thread, which closes the rest
         except OSError:
             pass
-        self._connection.close()
 
     def _read(self) -> None:
         try:
@@ -193,10 +192,13 @@ class EventStream:
             why = "it closed the event stream"
         except TimeoutError:
             why = f"no word from it in {STREAM_SILENCE_S:.0f} s"
-        except (OSError, ValueError, http.client.HTTPException) as exc:  # ValueError: read after close()
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             why = _reason(exc)
         finally:
-            self._response.close()  # here, not in close(): one thread reads and closes it
+            # Here, not in close(): closing the response (the connection closes it too) while this
+            # thread reads from it breaks http.client.
+            self._response.close()
+            self._connection.close()
         if not self._closed:
             self._queue.put(("gone", why))
 
