@@ -27,7 +27,8 @@ def add_commands(commands) -> None:
                               description="Serve submit_plan, validate_plan, get_all_plans, get_plan_status, "
                                           "get_plan_result, stop_plan_at, cancel_plan and cancel_all as MCP tools "
                                           "over stdio: to a running app (--url) or to an executor of its own on the "
-                                          "sim backend. The token of --url's app comes from $" + TOKEN_ENV + ".")
+                                          "sim backend. The token of --url's app comes from $" + TOKEN_ENV + ". "
+                                          "A running app also serves MCP itself, at its URL's /mcp.")
     mcp.add_argument("--url", metavar="URL", help="drive the app at URL (the ROS node's web_port, bt-exec run --web) "
                                                   "instead of an executor of its own")
     mcp.add_argument("--sim-script", metavar="F", help="own executor: sim backend script")

@@ -29,8 +29,8 @@ log = logging.getLogger(__name__)
 INSTRUCTIONS = ("bt_exec runs behaviour-tree plans on a robot. Inspect before you act: get_all_plans, then "
                 "get_plan_status for a plan's op ids and states, then stop_plan_at (on_enter / on_complete) or "
                 "cancel_plan. validate_plan checks a plan without running it; submit_plan runs it. Every issue "
-                "names where the plan is wrong. A plan nested deeper than about 100 levels goes as JSON text "
-                "(graph as a string).")
+                "names where the plan is wrong. A plan nested deeper than MCP messages carry here (about 60 ops "
+                "deep) goes as its JSON text: graph as a string.")
 # The mcp library parses a message with a JSON reader that stops at 200 levels and serialises with one that stops
 # at 255; a message is refused, with an answer, well before either.
 MAX_MESSAGE_DEPTH = 128
