@@ -6,6 +6,7 @@ Its answers are plain dicts, the same whichever door asked.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from typing import Callable
@@ -16,7 +17,9 @@ from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits,
 from .compilers.dialects import DIALECTS, capability_catalog_of
 from .errors import ControlError, Issue
 from .events import EventBus
+from .compilers.rtdl import MAX_WAIT_MS
 from .runtime.admission import Admission
+from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
 from .runtime.plan_run import STOP_WHENS, PlanRun
@@ -24,6 +27,8 @@ from .runtime.runner import Runner
 from .sim import SimBackend
 
 log = logging.getLogger(__name__)
+
+_PREVIEW_OPS = 4  # the ops a status too large to keep is previewed by
 
 
 class Executor:
@@ -38,7 +43,9 @@ class Executor:
                  limits: Limits | None = None, tick_rate_hz: float = 100.0, keep_finished: int = 1000,
                  remember_run_ids: int = 10_000, skill_catalog: SkillCatalog | str | None = None,
                  scene: Scene | dict | str | None = None, max_active_runs: int = 1, max_steps: int = 1000,
-                 op_timeout_s: float | None = None, max_plans: int = 64, tick_on_news_only: bool = True):
+                 op_timeout_s: float | None = None, max_plans: int = 64, tick_on_news_only: bool = True,
+                 max_result_bytes: int = 16 * 1024, max_plan_result_bytes: int = 4 * 1024 * 1024,
+                 keep_finished_bytes: int = 64 * 1024 * 1024, remember_run_ids_bytes: int = 16 * 1024 * 1024):
         """``catalog``: RTDL capability catalog. Step graphs (Qwen3) use ``skill_catalog`` (default
         grant) and ``scene`` (a Scene, its dict, or a file path): without a scene they are refused.
         ``max_active_runs`` step graphs may run at once (one robot: 1); each executes at most
@@ -47,13 +54,28 @@ class Executor:
         and its op ends ``timeout`` (None: no limit). At most ``max_plans`` plans (any dialect) are in
         flight at once; beyond that a submit is refused as ``busy`` (``too_many_plans``).
         ``tick_on_news_only=False`` ticks every plan every period instead of only when something
-        in it changed (see ``Runner``)."""
+        in it changed (see ``Runner``).
+
+        Byte budgets (sizes are compact JSON, strings by characters, measured once when stored):
+        an op's output larger than ``max_result_bytes``, or past ``max_plan_result_bytes`` kept by its
+        plan in all, is kept as ``{"truncated": true, "bytes": N, "preview": "..."}``; the finished
+        records (``keep_finished`` at most) and the answers remembered per run_id
+        (``remember_run_ids`` at most) are kept within ``keep_finished_bytes`` and
+        ``remember_run_ids_bytes`` in all, oldest evicted first."""
         if tick_rate_hz <= 0:
             raise ValueError(f"tick_rate_hz must be positive, got {tick_rate_hz}")
         if op_timeout_s is not None and not (isinstance(op_timeout_s, (int, float)) and 0 < op_timeout_s < float("inf")):
             raise ValueError(f"op_timeout_s must be a positive number of seconds or None, got {op_timeout_s!r}")
         if not isinstance(max_plans, int) or isinstance(max_plans, bool) or max_plans < 1:
             raise ValueError(f"max_plans must be an integer >= 1, got {max_plans!r}")
+        for name, value in (("keep_finished", keep_finished), ("remember_run_ids", remember_run_ids),
+                            ("max_result_bytes", max_result_bytes), ("max_plan_result_bytes", max_plan_result_bytes),
+                            ("keep_finished_bytes", keep_finished_bytes),
+                            ("remember_run_ids_bytes", remember_run_ids_bytes)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+        self.max_result_bytes = max_result_bytes
+        self.max_plan_result_bytes = max_plan_result_bytes
         self.op_timeout_s = op_timeout_s
         self.max_steps = max_steps
         self.skill_catalog = skill_catalog_of(skill_catalog)
@@ -63,14 +85,16 @@ class Executor:
         if backend is None:
             backend = SimBackend.in_scene(skill_catalog=self.skill_catalog, scene=context.scene)
         self.backend = backend
-        builtins = BuiltinBackend(self)
+        builtins = BuiltinBackend(self, max_result_bytes)
         self._routers = {name: CapabilityRouter(backend, builtins if kind.routes_builtins else None)
                          for name, kind in DIALECTS.items()}
         self._bus = EventBus()
         self._runner = Runner(publish=self._bus.publish, tick_period=1.0 / tick_rate_hz,
-                              keep_finished=keep_finished, on_finished=self._released, tick_on_news_only=tick_on_news_only)
+                              keep_finished=keep_finished, keep_finished_bytes=keep_finished_bytes,
+                              on_finished=self._released, tick_on_news_only=tick_on_news_only)
         self._admission = Admission(context, self.limits, max_plans=max_plans, max_active_runs=max_active_runs,
-                                    remember_run_ids=remember_run_ids, carry_out=self._carry_out,
+                                    remember_run_ids=remember_run_ids, remember_run_ids_bytes=remember_run_ids_bytes,
+                                    carry_out=self._carry_out,
                                     make_run=self._make_run, accept=self._runner.add,
                                     robot_holders=self._robot_holders)
 
@@ -110,10 +134,13 @@ class Executor:
         """
         return self._admission.check(source, dialect)
 
-    def _make_run(self, plan_id: str, plan: Plan, run_id: str | None, control_only: bool, world) -> PlanRun:
+    def _make_run(self, plan_id: str, plan: Plan, run_id: str | None, control_only: bool, world,
+                  text_chars: int | None) -> PlanRun:
         kind = dialect_of(plan)
         compiled = kind.compile(plan, self._admission.context)
-        run = PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus, self._runner.wake)
+        run = PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus, self._runner.wake,
+                      max_result_bytes=self.max_result_bytes, max_plan_result_bytes=self.max_plan_result_bytes,
+                      text_chars=text_chars)
         run.set_up({"capabilities": self._routers[plan.dialect], "op_timeout_s": self.op_timeout_s,
                     "max_steps": self.max_steps})
         return run
@@ -150,18 +177,29 @@ class Executor:
 
     def get_plan_status(self, plan_id: str) -> dict:
         """Live state of every op of an in-flight plan; raises ControlError for any other plan."""
+        return self._plan_status(plan_id, None)
+
+    def _plan_status(self, plan_id: str, max_bytes: int | None) -> dict:
+        """``get_plan_status``; a status whose ops alone are over ``max_bytes`` is answered by its marker,
+        built from its first ops only."""
         run = self._active_run(plan_id, "get_plan_status")
         if run is None:
-            raise ControlError(f"get_plan_status: no active plan {plan_id!r} (it already finished or was "
+            raise ControlError(f"get_plan_status: no active plan {quote(plan_id)} (it already finished or was "
                                "cancelled); call get_all_plans to list running plans, or get_plan_result for "
                                "a finished plan's record")
+        records = run.records.items()
+        too_large = max_bytes is not None and run.status_size() > max_bytes
+        if too_large:
+            records = list(itertools.islice(records, _PREVIEW_OPS))
         ops = [{"op_id": op_id, "kind": record.op.kind, "description": record.op.description,
                 "state": record.state, "stop_point": run.stop_point_of(op_id)}
-               for op_id, record in run.records.items()]
+               for op_id, record in records]
         status = {"plan_id": run.plan_id, "running": not run.finished, "cancelled": run.cancel_requested,
                   "description": run.plan.description, "ops": ops}
         if run.world is not None:  # what the robot holds, always
             status.update(run_id=run.run_id, state=run.state, path=[entry["step"] for entry in run.trace])
+        if too_large:
+            return cut_marker(status, run.status_size() + json_size(status) - json_size(ops))
         return status
 
     def get_plan_tree(self, plan_id: str) -> dict:
@@ -182,14 +220,14 @@ class Executor:
                 view.update(transitions=record["transitions"], path=record["path"], state=record["state"])
             return view
         if run is None:
-            raise ControlError(f"get_plan_tree: no plan {plan_id!r} is running or kept (never submitted, or too "
+            raise ControlError(f"get_plan_tree: no plan {quote(plan_id)} is running or kept (never submitted, or too "
                                "old); call get_all_plans or get_finished_plans to list plans")
         return run.tree_view()
 
     def get_finished_plans(self, limit: int = 50) -> dict:
         """The newest ``limit`` finished plans still kept, newest first: id, description, outcome, times."""
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-            raise ControlError(f"get_finished_plans: limit must be a non-negative integer, got {limit!r}")
+            raise ControlError(f"get_finished_plans: limit must be a non-negative integer, got {quote(limit)}")
         plans = [{key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "outcome",
                                                    "cancel_reason", "error", "started_at", "ended_at", "duration_s")}
                  | {"op_count": len(record["ops"])} for record in reversed(self._runner.finished_records(limit))]
@@ -215,8 +253,8 @@ class Executor:
             # Two levels deep is what callers edit; a deepcopy of 10k op results costs more than the run.
             return {**record, "ops": [dict(op) for op in record["ops"]]}
         if self._runner.active(plan_id) is not None:
-            raise ControlError(f"get_plan_result: plan {plan_id!r} is still running; use get_plan_status")
-        raise ControlError(f"get_plan_result: no record of plan {plan_id!r} (never submitted, or too old to be kept)")
+            raise ControlError(f"get_plan_result: plan {quote(plan_id)} is still running; use get_plan_status")
+        raise ControlError(f"get_plan_result: no record of plan {quote(plan_id)} (never submitted, or too old to be kept)")
 
     # --- control -------------------------------------------------------------------
 
@@ -228,17 +266,17 @@ class Executor:
         """
         _check_id(op_id, "op_id", "stop_plan_at")
         if when not in STOP_WHENS:
-            raise ControlError(f"stop_plan_at: invalid when {when!r} (expected on_enter or on_complete)")
+            raise ControlError(f"stop_plan_at: invalid when {quote(when)} (expected on_enter or on_complete)")
         run = self._active_run(plan_id, "stop_plan_at")
         if run is None:
             return {"success": True, "armed": False,
-                    "message": f"plan {plan_id!r} is not running (already finished or cancelled); no stop point needed."}
+                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); no stop point needed."}
         record = run.records.get(op_id)
         if record is None:
-            raise ControlError(f"stop_plan_at: plan {plan_id!r} has no op {op_id!r}; "
+            raise ControlError(f"stop_plan_at: plan {quote(plan_id)} has no op {quote(op_id)}; "
                                "call get_plan_status to see its op ids")
         run.arm(op_id, when, in_tick=self._runner.in_tick())
-        message = f"Stop point set: plan {plan_id!r} will be cancelled {when} op_id={op_id}."
+        message = f"Stop point set: plan {quote(plan_id)} will be cancelled {when} op_id={cut_text(op_id, QUOTE_CHARS)}."
         too_late = record.state != "pending" if when == "on_enter" else record.state not in ("pending", "running", "paused")
         if too_late:
             message += f" Note: op {op_id} is already {record.state}, so this stop point will not fire."
@@ -257,15 +295,15 @@ class Executor:
         return Cancellation(plan_id, [] if run is None else [run], self._runner.in_tick)
 
     def cancel_plan(self, plan_id: str, wait_ms: int = 5000) -> dict:
-        """Cancel a plan; return once it finished or ``wait_ms`` passed, saying which."""
-        _check_wait(wait_ms)
+        """Cancel a plan; return once it finished or ``wait_ms`` (0 to 30,000) passed, saying which."""
+        _check_wait(wait_ms, "cancel_plan")
         cancellation = self.begin_cancel(plan_id, "cancel_plan")
         self._runner.await_runs(cancellation.runs, wait_ms)
         return cancellation.answer(wait_ms)
 
     def cancel_all(self, wait_ms: int = 5000) -> dict:
-        """Cancel every in-flight plan except control-only ones."""
-        _check_wait(wait_ms)
+        """Cancel every in-flight plan except control-only ones (``wait_ms``: 0 to 30,000)."""
+        _check_wait(wait_ms, "cancel_all")
         cancellation = self.begin_cancel(None, "cancel_all")
         self._runner.await_runs(cancellation.runs, wait_ms)
         return cancellation.answer(wait_ms)
@@ -296,7 +334,7 @@ class Executor:
             raise ControlError("run_until_complete: cannot wait for a plan from inside a tick (an event subscriber)")
         run = self._runner.live(plan_id)
         if run is not None and not self._runner.run_until_done(run, timeout):
-            raise ControlError(f"run_until_complete: plan {plan_id!r} still running after {timeout} s")
+            raise ControlError(f"run_until_complete: plan {quote(plan_id)} still running after {timeout} s")
         return self.get_plan_result(plan_id)
 
     def start(self) -> None:
@@ -308,7 +346,8 @@ class Executor:
         self._runner.stop()
 
     def close(self, wait_ms: int = 5000) -> None:
-        """Cancel every plan (control-only ones too), then stop the tick loop."""
+        """Cancel every plan (control-only ones too), then stop the tick loop (``wait_ms``: 0 to 30,000)."""
+        _check_wait(wait_ms, "close")
         if self._runner.in_tick():
             raise ControlError("close: cannot close the executor from inside a tick (an event subscriber)")
         runs = self._runner.active_runs()
@@ -337,7 +376,7 @@ class Executor:
         _check_id(plan_id, "plan_id", caller)
         run = self._runner.active(plan_id)
         if run is None and not self._admission.ever_submitted(plan_id):
-            raise ControlError(f"{caller}: no plan {plan_id!r} was ever submitted to this executor; "
+            raise ControlError(f"{caller}: no plan {quote(plan_id)} was ever submitted to this executor; "
                                "call get_all_plans to list running plans")
         return run
 
@@ -385,21 +424,24 @@ class Cancellation:
                                ("" if finished else f"; some still tearing down after {wait_ms} ms")}
         if not self.runs:
             return {"plan_id": self.plan_id, "finished": True,
-                    "message": f"plan {self.plan_id!r} already finished; nothing to cancel"}
+                    "message": f"plan {quote(self.plan_id)} already finished; nothing to cancel"}
         if finished:
             state = "finished cancelled"
         elif self._in_tick():
             state = "will be torn down right after the tick in progress"
         else:
             state = f"still tearing down after {wait_ms} ms"
-        return {"plan_id": self.plan_id, "finished": finished, "message": f"plan {self.plan_id!r} {state}"}
+        return {"plan_id": self.plan_id, "finished": finished, "message": f"plan {quote(self.plan_id)} {state}"}
 
 
 def _check_id(value: object, name: str, caller: str) -> None:
     if not isinstance(value, str) or not value.strip():
-        raise ControlError(f"{caller}: {name} must be a non-empty string, got {value!r}")
+        raise ControlError(f"{caller}: {name} must be a non-empty string, got {quote(value)}")
 
 
-def _check_wait(wait_ms: object) -> None:
-    if not isinstance(wait_ms, int) or isinstance(wait_ms, bool) or wait_ms < 0:
-        raise ControlError(f"wait_ms must be a non-negative integer, got {wait_ms!r}")
+def _check_wait(wait_ms: object, caller: str) -> None:
+    """wait_ms: an integer of milliseconds from 0 to MAX_WAIT_MS (Robonix's cap on a meta op's wait),
+    the same range every door takes."""
+    if type(wait_ms) is not int or not 0 <= wait_ms <= MAX_WAIT_MS:
+        raise ControlError(f"{caller}: wait_ms must be an integer from 0 to {MAX_WAIT_MS} (milliseconds), "
+                           f"got {quote(wait_ms)}")

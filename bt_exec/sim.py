@@ -16,6 +16,7 @@ from .compilers.symbolic import World
 
 _STATE_OF_OUTCOME = {"success": "SUCCEEDED", "failure": "FAILED", "timeout": "TIMEOUT"}
 BUILTIN_DEFAULT = {"outcome": "success", "duration_s": 0.0}
+_MAX_DEFAULT_OUTPUTS = 4096  # plans name caps freely: the outputs shared per cap stay bounded
 
 
 @dataclass(slots=True)
@@ -56,6 +57,7 @@ class SimBackend:
         self._runs: dict[str, _SimRun] = {}
         self._run_ids = itertools.count(1)
         self._call_counts: dict[tuple[str, str], int] = {}
+        self._default_outputs: dict[str, dict] = {}
         # Recent history for inspection and tests; bounded so a long-lived executor stays flat.
         self.calls: collections.deque[CapabilityCall] = collections.deque(maxlen=history)
         self.cancelled: collections.deque[str] = collections.deque(maxlen=history)
@@ -91,7 +93,7 @@ class SimBackend:
         else:
             outcome = outcomes
         error = entry.get("error", "")
-        output = entry["output"] if "output" in entry else {"sim": True, "cap": call.cap}
+        output = entry["output"] if "output" in entry else self._default_output(call.cap)
         duration = entry.get("duration_s", BUILTIN_DEFAULT["duration_s"])
         if duration <= 0:
             if skill is None and outcome == "success":  # the common case, without the general path's lookups
@@ -127,6 +129,15 @@ class SimBackend:
     def calls_in_flight(self) -> int:
         """How many calls are started and neither finished nor cancelled (``len(active_calls())``)."""
         return len(self._runs)
+
+    def _default_output(self, cap: str) -> dict:
+        """The output of an unscripted call: one object per cap, so what keeps results measures it once."""
+        output = self._default_outputs.get(cap)
+        if output is None:
+            output = {"sim": True, "cap": cap}
+            if len(self._default_outputs) < _MAX_DEFAULT_OUTPUTS:
+                self._default_outputs[cap] = output
+        return output
 
     def _skill_of(self, call: CapabilityCall):
         if self.world is None:

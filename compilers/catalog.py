@@ -15,12 +15,14 @@ from bt_exec.errors import ConfigError, Issue, Issues
 from .args_schema import ArgsSchema
 from .config_files import check_schema, read_json_file
 from .ir import Op, Plan
+from .rtdl import MAX_WAIT_MS
+from .skill_catalog import SkillCatalog
 
 BUILTIN_PREFIX = "executor.builtin_"
 _ARENA_BUILTIN_PREFIX = "robonix/system/executor/builtin/"
 
 _PLAN_ID = {"type": "string", "pattern": r"\S"}
-_WAIT_MS = {"type": "integer", "minimum": 0}
+_WAIT_MS = {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_MS}
 BUILTIN_ARGS_SCHEMAS: dict[str, dict] = {
     "get_all_plans": {"type": "object", "additionalProperties": False},
     "get_plan_status": {"type": "object", "required": ["plan_id"], "properties": {"plan_id": _PLAN_ID},
@@ -87,8 +89,12 @@ class CapabilityCatalog:
         return self._schemas[cap].problems(args)
 
 
-def check_plan(plan: Plan, catalog: CapabilityCatalog | None) -> list[Issue]:
-    """Issues of the plan's do ops against the builtins and, when given, the catalog."""
+def check_plan(plan: Plan, catalog: CapabilityCatalog | None, skills: SkillCatalog | None = None) -> list[Issue]:
+    """Issues of the plan's do ops against the builtins and, when given, the catalog.
+
+    A cap naming a skill of ``skills`` (the motion cell's step-graph skills, or an alias of one) is
+    refused unless the catalog lists that very name: a skill runs only as a step of a verified step
+    graph, which checks its preconditions and scene revision and holds the robot while it runs."""
     issues = Issues()
     for op in plan.ops.values():
         if op.kind != "do":
@@ -96,6 +102,12 @@ def check_plan(plan: Plan, catalog: CapabilityCatalog | None) -> list[Issue]:
         builtin = builtin_name(op.cap, op.provider)
         if builtin is not None:
             problems = check_args_of_builtin(builtin, op.args)
+        elif skills is not None and skills.resolve(op.cap) is not None and (catalog is None or op.cap not in catalog):
+            issues.append(Issue("motion_skill", _field_path(plan, op, "cap"),
+                                f"{op.cap!r} is a skill of the motion cell: it runs only as a step of a step graph, "
+                                "which is checked against the scene and holds the robot (or list it in the "
+                                "capability catalog to call it directly)"))
+            continue
         elif catalog is None:
             continue
         elif op.cap not in catalog:

@@ -121,7 +121,7 @@ class Rtdl:
         return load_rtdl(doc, limits)
 
     def check(self, plan: Plan, context: CheckContext) -> Report:
-        issues = check_plan(plan, context.capability_catalog)
+        issues = check_plan(plan, context.capability_catalog, context.skills)
         kinds = Counter(op.kind for op in plan.ops.values())
         stats = {"shape": plan.shape, "ops": plan.op_count, "depth": plan.depth,
                  "sequence": kinds["sequence"], "parallel": kinds["parallel"], "do": kinds["do"]}

@@ -179,9 +179,13 @@ def test_beyond_max_plans_a_submit_is_refused_busy_and_control_still_gets_throug
     refused = executor.submit(envelope(do("one too many")))
     assert not refused["accepted"] and refused["verdict"] == "busy"
     assert refused["issues"][0]["code"] == "too_many_plans" and "max_plans" in refused["issues"][0]["message"]
-    control = executor.submit(envelope(do("list plans", cap=BUILTIN_PREFIX + "get_all_plans")))
+    reads = executor.submit(envelope(do("list plans", cap=BUILTIN_PREFIX + "get_all_plans")))
+    assert not reads["accepted"] and reads["verdict"] == "busy", "a plan that reads takes a plan's room"
+    control = executor.submit(envelope(do("cancel one", cap=BUILTIN_PREFIX + "cancel_plan",
+                                          args={"plan_id": first, "wait_ms": 0})))
     assert control["accepted"]
-    assert executor.cancel_plan(first)["finished"]
+    executor.run_until_complete(control["plan_id"], timeout=5)
+    assert executor.get_plan_result(first)["cancelled"]
     assert executor.submit(envelope(do("room again")))["accepted"]
     executor.close()
 

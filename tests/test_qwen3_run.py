@@ -397,8 +397,9 @@ class TestAdmission:
         assert [call.op_id for call in ex.backend.calls] == ["s1"], "no motion for the refused graph"
         assert ex.get_all_plans()["count"] == 1
         ex.cancel_plan(first["plan_id"], wait_ms=1000)
-        assert ex.submit(screw_to_hole(), run_id="r2") == busy, "a run_id's answer does not change"
-        assert ex.submit(screw_to_hole(), run_id="r3")["accepted"]
+        again = ex.submit(screw_to_hole(), run_id="r2")
+        assert again["accepted"], "a busy refusal is not remembered: once the robot is free the run is admitted"
+        assert ex.submit(screw_to_hole(), run_id="r2") == again, "an admitted run's answer does not change"
 
     def test_resubmitting_a_finished_run_does_not_run_it_again(self, make):
         ex = make()

@@ -1,7 +1,6 @@
 """Admission: what may enter the runtime. Load, check, idempotency by run_id, room, and plan ids."""
 from __future__ import annotations
 
-import collections
 import copy
 import logging
 import re
@@ -11,6 +10,8 @@ from typing import Callable
 from bt_exec.compilers import CheckContext, ControlRequest, Limits, Plan, Report, dialect_of, gc_paused, load
 from bt_exec.errors import Issue, PlanError
 
+from .budgets import MESSAGE_CHARS, QUOTE_CHARS, BoundedTable, cut_text, json_size, quote
+from .builtins import reads_plans
 from .plan_run import PlanRun
 
 log = logging.getLogger(__name__)
@@ -22,15 +23,24 @@ class Admission:
     """Turns a submission into an accepted PlanRun or a refusal, never raising for bad input.
 
     It owns what admission decides on: the check context (catalogs and the current
-    scene, which finished runs move on), the answers remembered per run_id, the plans
-    admitted (at most ``max_plans``, control-only ones not counted), the runs holding
-    the robot (at most ``max_active_runs``), and the plan and op id counters.
+    scene, which finished runs move on), the answers remembered per run_id (the newest
+    ``remember_run_ids``, at most ``remember_run_ids_bytes`` of them in all; a ``busy``
+    refusal is not remembered: the same submission may be admitted once there is room),
+    the plans admitted, the runs holding the robot (at most ``max_active_runs``), and the
+    plan and op id counters.
+
+    Room: at most ``max_plans`` plans are in flight, and besides them at most ``max_plans``
+    plans of pure control (every do op a builtin that cancels or arms a stop point), so
+    that control gets through when the plans' room is full. A plan of builtins that also
+    reads (``get_all_plans``, ``get_plan_status``) takes a plan's room.
     ``carry_out(request, run_id)`` answers meta ops; ``make_run(plan_id, plan, run_id,
-    control_only, world)`` builds a run; ``accept(run)`` hands it to the runner.
+    control_only, world, text_chars)`` builds a run (``text_chars``: the length of the text the
+    plan was loaded from, when it came as text); ``accept(run)`` hands it to the runner.
     """
 
     def __init__(self, context: CheckContext, limits: Limits, *, max_plans: int, max_active_runs: int,
-                 remember_run_ids: int, carry_out: Callable[[ControlRequest, str | None], dict],
+                 remember_run_ids: int, remember_run_ids_bytes: int,
+                 carry_out: Callable[[ControlRequest, str | None], dict],
                  make_run: Callable[..., PlanRun], accept: Callable[[PlanRun], None],
                  robot_holders: Callable[[], list[PlanRun]]):
         self.context = context
@@ -42,11 +52,11 @@ class Admission:
         self._accept = accept
         self._robot_holders = robot_holders
         self._lock = threading.Lock()
-        self._answers: collections.OrderedDict[str, dict] = collections.OrderedDict()
-        self._answering: dict[str, threading.Event] = {}
-        self._remember_run_ids = remember_run_ids
+        self._answers = BoundedTable(remember_run_ids, remember_run_ids_bytes)
+        self._answering: dict[str, _Answering] = {}
         self._robot_slots_taken = 0
         self._plans_admitted = 0
+        self._control_plans: set[str] = set()  # ids of the plans of pure control in flight
         self._next_plan_id = 1
         self._next_op_id = 1
 
@@ -63,10 +73,11 @@ class Admission:
 
     def submit(self, source, run_id: str | None, dialect: str) -> dict:
         if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
-            return refusal("invalid", [Issue("bad_run_id", "", f"run_id must be a non-empty string, got {run_id!r}")],
+            return refusal("invalid", [Issue("bad_run_id", "", f"run_id must be a non-empty string, got {quote(run_id)}")],
                            run_id=None)
+        text_chars = len(source) if isinstance(source, (str, bytes)) else None
         if run_id is not None:
-            return self._once(run_id, lambda: self._answer(source, run_id, dialect))
+            return self._once(run_id, lambda: self._answer(source, run_id, dialect, text_chars))
         try:
             with gc_paused():
                 loaded = load(source, dialect=dialect, limits=self.limits)
@@ -74,39 +85,41 @@ class Admission:
             return refusal("invalid", exc.issues, None)
         envelope_run_id = loaded.meta.get("run_id") if isinstance(loaded, Plan) else None
         if envelope_run_id:  # a submit envelope that names its run
-            return self._once(envelope_run_id, lambda: self._answer(loaded, envelope_run_id, dialect))
-        return self._answer(loaded, None, dialect)
+            return self._once(envelope_run_id, lambda: self._answer(loaded, envelope_run_id, dialect, text_chars))
+        return self._answer(loaded, None, dialect, text_chars)
 
     def _once(self, run_id: str, answer_once: Callable[[], dict]) -> dict:
-        """The answer for ``run_id``: computed once, then repeated (also to concurrent callers)."""
+        """The answer for ``run_id``: computed once, then repeated (also to concurrent callers, who get
+        it from the one answering, whether or not the table keeps it)."""
         with self._lock:
             answer = self._answers.get(run_id)
             waiter = self._answering.get(run_id)
             if answer is None and waiter is None:
-                self._answering[run_id] = threading.Event()
+                mine = self._answering[run_id] = _Answering()
         if answer is not None:
             return copy.deepcopy(answer)
         if waiter is not None:  # the same run_id is being answered by another thread right now
-            waiter.wait()
+            waiter.done.wait()
+            return copy.deepcopy(waiter.answer)
+        try:
+            answer = mine.answer = answer_once()
+        finally:
             with self._lock:
-                return copy.deepcopy(self._answers[run_id])
-        answer = answer_once()
-        with self._lock:
-            self._answers[run_id] = answer
-            while len(self._answers) > self._remember_run_ids:
-                self._answers.popitem(last=False)
-            self._answering.pop(run_id).set()
+                if mine.answer is not None and mine.answer["verdict"] != "busy":
+                    self._answers.put(run_id, mine.answer, json_size(mine.answer) or 0)
+                del self._answering[run_id]
+            mine.done.set()
         return copy.deepcopy(answer)
 
-    def _answer(self, source, run_id: str | None, dialect: str) -> dict:
+    def _answer(self, source, run_id: str | None, dialect: str, text_chars: int | None) -> dict:
         try:
             with gc_paused():  # a plan's many new objects all stay alive: nothing for the collector to find
-                return self._admit(source, run_id, dialect)
+                return self._admit(source, run_id, dialect, text_chars)
         except Exception as exc:  # a bug must not escape to a service or leave a run_id waiting
             log.exception("submit failed unexpectedly")
             return refusal("invalid", [Issue("internal", "", f"internal error: {type(exc).__name__}: {exc}")], run_id)
 
-    def _admit(self, source, run_id: str | None, dialect: str) -> dict:
+    def _admit(self, source, run_id: str | None, dialect: str, text_chars: int | None) -> dict:
         if isinstance(source, (Plan, ControlRequest)):
             loaded = source
         else:
@@ -121,8 +134,13 @@ class Admission:
         context = self.context
         report = kind.check(plan, context)
         if not report.ok:
-            return {**refusal(report.verdict, report.issues, run_id), **kind.refusal_details(plan, report, context)}
-        counted = not kind.is_control_only(plan)  # control is never refused for room
+            answer = {**refusal(report.verdict, report.issues, run_id), **kind.refusal_details(plan, report, context)}
+            for key in ("message", "reason"):
+                if type(answer.get(key)) is str and len(answer[key]) > MESSAGE_CHARS:
+                    answer[key] = cut_text(answer[key])
+            return answer
+        control_only = kind.is_control_only(plan)
+        pure_control = control_only and not reads_plans(plan)
         with self._lock:
             if kind.holds_robot and self.context is not context:
                 return refusal("invalid", [Issue("stale_revision", "", "the scene changed to revision "
@@ -132,22 +150,29 @@ class Admission:
                 held = ", ".join(f"plan {run.plan_id} (run {run.run_id})" for run in self._robot_holders())
                 return refusal("busy", [Issue("busy", "", f"the robot is busy with {held or 'another graph'}; wait "
                                                           "for it to end or cancel it", ())], run_id)
-            if counted and self._plans_admitted >= self.max_plans:
+            if pure_control and len(self._control_plans) >= self.max_plans:
+                return refusal("busy", [Issue("too_many_plans", "", f"{self.max_plans} control plans are in flight "
+                                                                    "already (max_plans); wait for one to end", ())],
+                               run_id)
+            if not pure_control and self._plans_admitted >= self.max_plans:
                 return refusal("busy", [Issue("too_many_plans", "", f"{self.max_plans} plans are in flight already "
                                                                     "(max_plans); wait for one to end or cancel one",
                                               ())], run_id)
-            self._plans_admitted += counted
-            self._robot_slots_taken += kind.holds_robot
             plan_id = str(self._next_plan_id)
             self._next_plan_id += 1
+            if pure_control:
+                self._control_plans.add(plan_id)
+            else:
+                self._plans_admitted += 1
+            self._robot_slots_taken += kind.holds_robot
             first_op = self._next_op_id
             if plan.numbered_by_loader:
                 self._next_op_id += plan.op_count
         try:
             plan = plan.renumbered(first_op) if plan.numbered_by_loader else plan
-            run = self._make_run(plan_id, plan, run_id, not counted, kind.world_of(plan, context))
+            run = self._make_run(plan_id, plan, run_id, control_only, kind.world_of(plan, context), text_chars)
         except BaseException:
-            self._release(counted, kind.holds_robot)
+            self._release(plan_id, kind.holds_robot)
             raise
         self._accept(run)
         return {"accepted": True, "run_id": run_id, "plan_id": plan_id, "verdict": "ok", "issues": [],
@@ -159,7 +184,7 @@ class Admission:
     def released(self, run: PlanRun, record: dict) -> None:
         """A run ended: give its room back; a run that moved a world moves the scene on."""
         with self._lock:
-            self._release_locked(not run.control_only, run.world is not None)
+            self._release_locked(run.plan_id, run.world is not None)
             if run.world is not None:
                 scene = run.world.scene_after(self.context.scene)
                 if scene is not self.context.scene:
@@ -167,12 +192,15 @@ class Admission:
                 if record["terminal"] == "replan_required":
                     record["scene"] = scene.as_dict()  # a fresh snapshot for the planner; the model is not called
 
-    def _release(self, counted: bool, holds_robot: bool) -> None:
+    def _release(self, plan_id: str, holds_robot: bool) -> None:
         with self._lock:
-            self._release_locked(counted, holds_robot)
+            self._release_locked(plan_id, holds_robot)
 
-    def _release_locked(self, counted: bool, holds_robot: bool) -> None:
-        self._plans_admitted -= counted
+    def _release_locked(self, plan_id: str, holds_robot: bool) -> None:
+        if plan_id in self._control_plans:
+            self._control_plans.discard(plan_id)
+        else:
+            self._plans_admitted -= 1
         self._robot_slots_taken -= holds_robot
 
     def check(self, source, dialect: str) -> dict:
@@ -181,10 +209,20 @@ class Admission:
         try:
             loaded = load(source, dialect=dialect, limits=self.limits)
         except PlanError as exc:
-            return Report("invalid", None if dialect == "auto" else dialect, exc.issues).as_dict()
+            return _with_issues_cut(Report("invalid", None if dialect == "auto" else dialect, exc.issues).as_dict())
         if isinstance(loaded, ControlRequest):
             return Report("control", loaded.dialect, [], {"control": loaded.as_dict()}).as_dict()
-        return dialect_of(loaded).check(loaded, self.context).as_dict()
+        return _with_issues_cut(dialect_of(loaded).check(loaded, self.context).as_dict())
+
+
+class _Answering:
+    """A run_id's answer being computed: whoever submits the same run_id meanwhile waits for it here."""
+
+    __slots__ = ("done", "answer")
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.answer: dict | None = None
 
 
 def _with_scene(context: CheckContext, scene) -> CheckContext:
@@ -192,8 +230,26 @@ def _with_scene(context: CheckContext, scene) -> CheckContext:
 
 
 def refusal(verdict: str, issues: list[Issue], run_id: str | None) -> dict:
+    """A refusal's answer. What it quotes of the input is cut to a few hundred characters: answers are
+    remembered per run_id and sent by every door."""
     first = issues[0] if issues else None
-    message = f"refused ({verdict}): {first}" + (f" (+{len(issues) - 1} more issues)" if len(issues) > 1 else "") \
+    message = f"refused ({verdict}): {cut_text(str(first))}" + (f" (+{len(issues) - 1} more issues)" if len(issues) > 1 else "") \
         if first else f"refused ({verdict})"
     return {"accepted": False, "run_id": run_id, "plan_id": None, "verdict": verdict,
-            "issues": [issue.as_dict() for issue in issues], "message": message}
+            "issues": [_issue_cut(issue.as_dict()) for issue in issues], "message": message}
+
+
+def _issue_cut(issue: dict) -> dict:
+    """An issue with its path and message cut to what a message may quote."""
+    if len(issue["message"]) > MESSAGE_CHARS:
+        issue["message"] = cut_text(issue["message"])
+    if len(issue["path"]) > MESSAGE_CHARS:
+        issue["path"] = cut_text(issue["path"])
+    if "steps" in issue:
+        issue["steps"] = [cut_text(step, QUOTE_CHARS) if type(step) is str else step for step in issue["steps"]]
+    return issue
+
+
+def _with_issues_cut(answer: dict) -> dict:
+    answer["issues"] = [_issue_cut(issue) for issue in answer["issues"]]
+    return answer

@@ -11,15 +11,28 @@ import threading
 import time
 
 from ..backends import CallStatus, CapabilityCall
+from ..compilers import Plan
 from ..compilers.catalog import builtin_name, check_args_of_builtin
 from ..errors import ControlError
 
+READS = frozenset(("get_all_plans", "get_plan_status"))  # the builtins that read plans rather than control them
+
+
+def reads_plans(plan: Plan) -> bool:
+    """Whether any do op of the plan calls a builtin that reads plans."""
+    return any(op.kind == "do" and builtin_name(op.cap, op.provider) in READS for op in plan.ops.values())
+
 
 class BuiltinBackend:
-    """Backend for ``executor.builtin_*`` capabilities, bound to one executor."""
+    """Backend for ``executor.builtin_*`` capabilities, bound to one executor.
 
-    def __init__(self, executor):
+    A plan's status larger than ``max_result_bytes`` is answered by its marker without being
+    built: a plan reading its own status from each of its ops costs the size of the budget per op,
+    not the size of the plan."""
+
+    def __init__(self, executor, max_result_bytes: int):
         self._executor = executor
+        self._max_result_bytes = max_result_bytes
         self._lock = threading.Lock()
         self._waits: dict[str, tuple[list, float, dict]] = {}
         self._run_ids = itertools.count(1)
@@ -35,7 +48,7 @@ class BuiltinBackend:
             if name == "get_all_plans":
                 return _done(ex.get_all_plans())
             if name == "get_plan_status":
-                return _done(ex.get_plan_status(args["plan_id"]))
+                return _done(ex._plan_status(args["plan_id"], self._max_result_bytes))
             if name == "stop_plan_at":
                 return _done(ex.stop_plan_at(args["plan_id"], args["op_id"], args.get("when", "on_complete")))
             if name == "cancel_plan":

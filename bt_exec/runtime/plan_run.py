@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 import time
+from operator import attrgetter
 from typing import Callable
 
 from py_trees.common import Status
@@ -11,10 +12,18 @@ from bt_exec.behaviours import place_stop_guard
 from bt_exec.compilers import CompiledPlan, Plan
 from bt_exec.events import EventBus
 
+from .budgets import MARKER_CHARS, MESSAGE_CHARS, cut_marker, cut_text, json_size
 from .plan_tree import PlanTree
 
 FINAL_STATES = frozenset(("succeeded", "failed", "canceled", "timeout"))
 STOP_WHENS = ("on_enter", "on_complete")
+_DESCRIPTION = attrgetter("description")
+_KIND = attrgetter("kind")
+_CAP = attrgetter("cap")
+# Compact JSON of one op's entry beyond its own texts: keys, quotes, state, stop point, times.
+_STATUS_ENTRY_CHARS = 90
+_RECORD_ENTRY_CHARS = 180
+_RESULT_FIELDS_CHARS = 90  # a result's keys and flags beyond its output and texts
 
 
 class OpRecord:
@@ -54,7 +63,12 @@ class PlanRun:
     """
 
     def __init__(self, plan_id: str, plan: Plan, compiled: CompiledPlan, run_id: str | None, control_only: bool,
-                 world, bus: EventBus, wake_runner: Callable[[], None]):
+                 world, bus: EventBus, wake_runner: Callable[[], None], *, max_result_bytes: int,
+                 max_plan_result_bytes: int, text_chars: int | None = None):
+        """``max_result_bytes``: the largest op output kept whole; ``max_plan_result_bytes``: all the
+        outputs one plan keeps whole (past it, each output larger than its marker is cut).
+        ``text_chars``: the length of the text the plan was loaded from, if it came as text (it
+        holds every description and cap, so it stands for them when the final record is measured)."""
         self.plan_id = plan_id
         self.plan = plan
         self.ops = compiled.ops
@@ -75,6 +89,13 @@ class PlanRun:
         self.ended_at: float | None = None
         self.error: str | None = None
         self.trace: list[dict] = []
+        self.max_result_bytes = max_result_bytes
+        self.max_plan_result_bytes = max_plan_result_bytes
+        self.result_bytes = 0  # what the results kept so far measure
+        self._op_text_chars: int | None = None
+        self._text_chars = text_chars
+        self._last_output: object = None
+        self._last_output_size: int | None = 4
         self.terminal: str | None = None
         self.terminal_reason: str | None = None
         self.tick_lock = threading.RLock()  # re-entrant: a builtin in this plan's tick may arm a stop point on it
@@ -101,9 +122,13 @@ class PlanRun:
         record.state = state
         if state == "running" and record.started_at is None:
             record.started_at = now
+        if detail is not None and len(detail) > MESSAGE_CHARS:
+            detail = cut_text(detail)
         record.detail = detail
         if state in FINAL_STATES:
             record.ended_at = now
+            if result is not None:
+                result = self._kept(result)
             record.result = result
         if self._bus.listened:
             op = record.op
@@ -114,6 +139,63 @@ class PlanRun:
             if detail is not None:
                 event["detail"] = detail
             self._events.append(event)
+
+    def _kept(self, result: dict) -> dict:
+        """The result as records and events keep it: an output over the budgets replaced by its marker,
+        a long error cut. Measured here, once; the behaviour's own result is left as it is."""
+        if type(result) is not dict:
+            size = json_size(result)
+            if size is not None and size <= self.max_result_bytes:
+                self.result_bytes += size
+                return result
+            self.result_bytes += MARKER_CHARS
+            return cut_marker(result, size)
+        output = result.get("output")
+        if output is self._last_output:  # a backend answering many calls with one object: measured once
+            size = self._last_output_size
+        else:
+            size = json_size(output)
+            self._last_output, self._last_output_size = output, size
+        if size is None or size > self.max_result_bytes or (
+                self.result_bytes + size > self.max_plan_result_bytes and size > MARKER_CHARS):
+            result = {**result, "output": cut_marker(output, size)}
+            size = MARKER_CHARS
+        error = result.get("error")
+        if type(error) is not str:
+            error = ""
+        elif len(error) > MESSAGE_CHARS:
+            error = cut_text(error)
+            result = {**result, "error": error}
+        self.result_bytes += size + _RESULT_FIELDS_CHARS + len(error)
+        return result
+
+    def status_size(self) -> int:
+        """About the compact JSON size of ``get_plan_status``'s op list (at most), without building it."""
+        return self.op_text_chars() + _STATUS_ENTRY_CHARS * len(self.records)
+
+    def record_size(self, record: dict) -> int:
+        """About the compact JSON size of this run's final ``record``, from what was measured as it ran."""
+        ops = self.plan.ops
+        if self._text_chars is None:
+            texts = self.op_text_chars()
+        else:  # the ids: in the text once (arena) or renumbered by the executor; twice in the record
+            texts = self._text_chars + (2 * len(ops) * len(next(reversed(ops), "")) if self.plan.numbered_by_loader
+                                        else sum(map(len, ops)))
+        size = (texts + _RECORD_ENTRY_CHARS * len(ops) + self.result_bytes + len(self.plan.description)
+                + (json_size(record["input"]) or 0) + 400)
+        for key in ("transitions", "trace", "state", "scene", "error", "cancel_reason", "terminal_reason"):
+            if record.get(key) is not None:
+                size += json_size(record[key]) or 0
+        return size
+
+    def op_text_chars(self) -> int:
+        """The characters of every op's id, kind, description and cap: counted once, when first asked."""
+        if self._op_text_chars is None:
+            ops = self.plan.ops
+            self._op_text_chars = (2 * sum(map(len, ops)) + sum(map(len, map(_DESCRIPTION, ops.values())))
+                                   + sum(map(len, map(_KIND, ops.values())))
+                                   + sum(map(len, filter(None, map(_CAP, ops.values())))))
+        return self._op_text_chars
 
     def watch(self, source) -> None:
         self.watched.add(source)

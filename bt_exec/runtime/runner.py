@@ -1,12 +1,12 @@
 """The runner: the table of plans in flight, the tick loop, wake-ups, the watchdog, and finishing."""
 from __future__ import annotations
 
-import collections
 import logging
 import threading
 import time
 from typing import Callable
 
+from .budgets import BoundedTable
 from .plan_run import PlanRun
 
 log = logging.getLogger(__name__)
@@ -24,21 +24,22 @@ class Runner:
     with an error naming the behaviour it waits in.
 
     ``on_finished(run, record)`` runs when a plan ended, before ``plan_complete`` is
-    published.
+    published. The final records of the newest ``keep_finished`` plans are kept, at most
+    ``keep_finished_bytes`` of them in all (each measured once, when the plan ends; the
+    newest is kept whatever its size), oldest evicted first.
     """
 
     def __init__(self, *, publish: Callable[[list[dict]], None], tick_period: float, keep_finished: int,
-                 on_finished: Callable[[PlanRun, dict], None],
+                 keep_finished_bytes: int, on_finished: Callable[[PlanRun, dict], None],
                  tick_on_news_only: bool = True):
         self.tick_period = tick_period
         self.tick_on_news_only = tick_on_news_only
         self._publish = publish
         self._on_finished = on_finished
-        self._keep_finished = keep_finished
         self._lock = threading.Lock()  # guards the tables below; never held while ticking
         self._active: dict[str, PlanRun] = {}
         self._finishing: dict[str, PlanRun] = {}  # left the table, plan_complete not yet delivered
-        self._finished: collections.OrderedDict[str, dict] = collections.OrderedDict()
+        self._finished = BoundedTable(keep_finished, keep_finished_bytes)
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -71,7 +72,7 @@ class Runner:
     def finished_records(self, limit: int) -> list[dict]:
         """The newest ``limit`` records kept, oldest first."""
         with self._lock:
-            return list(self._finished.values())[-limit:] if limit else []
+            return self._finished.values()[-limit:] if limit else []
 
     def wake(self) -> None:
         self._wake.set()
@@ -138,10 +139,9 @@ class Runner:
             self._active.pop(run.plan_id, None)
             self._finishing[run.plan_id] = run
         self._on_finished(run, record)
+        size = run.record_size(record)
         with self._lock:
-            self._finished[run.plan_id] = record
-            while len(self._finished) > self._keep_finished:
-                self._finished.popitem(last=False)
+            self._finished.put(run.plan_id, record, size)
         run.release_tree()
         complete = {"event": "plan_complete", "plan_id": run.plan_id, "run_id": run.run_id,
                     "any_failed": record["any_failed"], "cancelled": record["cancelled"],
