@@ -159,6 +159,22 @@ def test_a_body_that_stalls_is_answered_408_after_the_read_timeout(app):
     assert not executor.get_plan_status(plan_id)["cancelled"]
 
 
+def test_bodies_received_at_once_are_bounded_in_bytes(app):
+    _, server = app(max_body_bytes=1000, max_body_bytes_in_flight=1500, read_timeout_s=3.0)
+    first = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    first.sendall(post_head("/api/validate", "Content-Length: 900\r\n") + b" " * 800)  # and stalls
+    time.sleep(0.3)
+    status, headers, answer = parse(raw_exchange(server, post_head("/api/validate", "Content-Length: 900\r\n")
+                                                 + b" " * 800))
+    assert (status, answer["error"]["code"]) == (503, "too_busy")
+    assert_guarded(headers)
+    assert parse(read_until_closed(first))[2]["error"]["code"] == "body_timeout"  # its bytes are given back
+    first.close()
+    body = json.dumps({"graph": {}}).encode()
+    assert parse(raw_exchange(server, post_head("/api/validate", f"Content-Length: {len(body)}\r\n",
+                                                "Connection: close\r\n") + body))[0] == 200
+
+
 def test_stalled_connections_are_bounded_in_number_and_in_time(app):
     _, server = app(read_timeout_s=1.0, max_connections=6)
     stalled = []

@@ -73,13 +73,15 @@ class WebServer:
 
     ``token``: required (as a bearer token) on every POST and MCP request when set, and on reads too when
     ``host`` is not a loopback address, where it must be set. ``max_body_bytes``: the largest request body;
+    ``max_body_bytes_in_flight``: all bodies being received at once (default: four of the largest);
     ``read_timeout_s``: how long a client may take to send a request's head, or its body, and how long an event
     stream may wait for its reader; ``max_connections``: connections at once, event streams included (keep it
     above ``api.max_streams`` so that requests still get through when every stream is taken).
     """
 
     def __init__(self, api: ControlApi, host: str = "127.0.0.1", port: int = 8080, token: str | None = None,
-                 max_body_bytes: int = 16 * 1024 * 1024, read_timeout_s: float = 10.0, max_connections: int = 64):
+                 max_body_bytes: int = 16 * 1024 * 1024, read_timeout_s: float = 10.0, max_connections: int = 64,
+                 max_body_bytes_in_flight: int | None = None):
         if not is_loopback(host) and not token:
             raise ConfigError(f"the web app bound to {host} (beyond loopback) needs a token: anyone who can reach "
                               "it could drive the robot; set one (bt-exec: $BT_EXEC_WEB_TOKEN; the node: "
@@ -87,6 +89,8 @@ class WebServer:
         self.api = api
         self.token = token or None
         self.max_body_bytes = max_body_bytes
+        self.max_body_bytes_in_flight = 4 * max_body_bytes if max_body_bytes_in_flight is None \
+            else max_body_bytes_in_flight
         self.read_timeout_s = read_timeout_s
         self.max_connections = max_connections
         self.closing = threading.Event()
@@ -236,6 +240,7 @@ class _App:
 
     def __init__(self, web: WebServer):
         self.web = web
+        self._body_bytes_in_flight = 0  # only the event loop's thread counts it
         try:
             self._mcp, self._mcp_lifespan = _mcp_transport(web.api)
             self._mcp_missing = None
@@ -318,18 +323,25 @@ class _App:
         if declared is not None and int(declared) > limit:
             raise ApiError(413, "too_large", f"the request body is {declared} bytes; at most {limit} are accepted")
         chunks, size = [], 0
-        with anyio.move_on_after(self.web.read_timeout_s) as timer:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise _ClientGone
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    raise ApiError(413, "too_large", f"the request body exceeds {limit} bytes")
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    break
+        try:
+            with anyio.move_on_after(self.web.read_timeout_s) as timer:
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise _ClientGone
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    self._body_bytes_in_flight += len(chunk)
+                    if size > limit:
+                        raise ApiError(413, "too_large", f"the request body exceeds {limit} bytes")
+                    if self._body_bytes_in_flight > self.web.max_body_bytes_in_flight:
+                        raise ApiError(503, "too_busy", "other requests' bodies fill what this app receives at "
+                                                        "once; try again shortly")
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        finally:
+            self._body_bytes_in_flight -= size
         if timer.cancelled_caught:
             raise ApiError(408, "body_timeout", f"the request body did not arrive within {self.web.read_timeout_s:g} s")
         return b"".join(chunks)
