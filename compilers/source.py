@@ -42,6 +42,12 @@ class Limits:
 
 DEFAULT_LIMITS = Limits()
 
+# Integers beyond a double's range (JSON readers hold numbers as doubles) are refused anywhere in a
+# document: mixed with a float (an args schema's multipleOf, a division) they overflow, and printed they
+# could pass Python's digit limit.
+MAX_INT_BITS = 1023
+_INT_BOUND = 1 << MAX_INT_BITS  # an integer of more bits is at least this far from 0
+
 # The range of every integer field of a plan that is not a count or an index: what every door's wire
 # types carry (ROS int64), and more than any clock or counter reaches.
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -147,8 +153,8 @@ def check_document(doc: object, limits: Limits, *, arena: bool = False, depth: i
     surrogate in a string or key, or escaped in a string of embedded JSON text, refused here so
     that no answer quoting it can fail to encode. A ``dict`` handed in by a Python caller
     may hold what JSON text cannot, and is also refused for it: a key that is not a
-    string, a value of no JSON type, NaN or infinity, a value that contains itself, an
-    integer too long to print (``type``, ``bad_value``); and, unless ``measured`` (text
+    string, a value of no JSON type, NaN or infinity, a value that contains itself (``type``);
+    anywhere, an integer of more than ``MAX_INT_BITS`` bits (``bad_value``); and, unless ``measured`` (text
     was measured when read), a size over ``max_input_bytes`` written as compact JSON
     (``too_large``), which also bounds the walk over a dict that shares its parts.
 
@@ -182,11 +188,8 @@ def check_document(doc: object, limits: Limits, *, arena: bool = False, depth: i
                                                                  f"limit of {max_chars}"))
             if not value.isascii() and (at_char := _surrogate_at(value)) is not None:
                 issues.append(Issue("bad_text", _path(where, arena), _surrogate_message("a string", value, at_char)))
-            elif embedded is not None and "\\u" in value and (at_char := _escaped_surrogate_at(value)) is not None \
-                    and embedded(path := _path(where, arena)):
-                issues.append(Issue("bad_text", path, f"JSON text with a lone surrogate in a string "
-                                                      f"({value[at_char:at_char + 6]} at character {at_char}): "
-                                                      "decoded, not text, so no answer could carry it"))
+            elif embedded is not None and _may_hide_bad_values(value) and embedded(path := _path(where, arena)):
+                issues.extend(_embedded_issues(value, path))
         elif kind is dict or kind is list or isinstance(value, (dict, list)):
             if level + 1 > max_nesting:
                 if not nested_too_deep:
@@ -226,9 +229,9 @@ def check_document(doc: object, limits: Limits, *, arena: bool = False, depth: i
             size += _SCALAR_SIZES.get(kind, 1)
             if isinstance(value, float) and not math.isfinite(value):
                 issues.append(Issue("type", _path(where, arena), f"{value} is not a JSON number"))
-            elif kind is int and value.bit_length() > _INT_BITS_ALWAYS_PRINTED and _too_long_to_print(value):
-                issues.append(Issue("bad_value", _path(where, arena), f"an integer of {value.bit_length()} bits is "
-                                                                      "too long to be a plan's number"))
+            elif kind is int and value.bit_length() > MAX_INT_BITS:
+                issues.append(Issue("bad_value", _path(where, arena), f"an integer of {value.bit_length()} bits, "
+                                                                      f"over the {MAX_INT_BITS} bits a double holds"))
         else:
             issues.append(Issue("type", _path(where, arena), f"a {type(value).__name__} is not a JSON value"))
         if not measured and size > budget:
@@ -244,13 +247,14 @@ def _clean(doc: object, limits: Limits, depth: int, measured: bool, escapes: boo
     """Whether ``check_document`` would find nothing: the fast pass it makes first (no paths, no
     order; breadth first, one level of nesting at a time).
 
-    A ``measured`` document was decoded from text, so only its strings and nesting can be
-    wrong. In a dict from a caller, anything this pass is unsure of (a container met twice:
+    A ``measured`` document was decoded from text, so only its strings, integers and nesting
+    can be wrong. In a dict from a caller, anything this pass is unsure of (a container met twice:
     shared, or containing itself) sends the document to the thorough pass. ``escapes``: some
-    strings may be JSON text, so a string holding a ``\\u`` escape is sent there too.
+    strings may be JSON text, so one that may hide a bad value once decoded is sent there too.
     """
     max_chars, max_nesting = limits.max_string_chars, limits.max_json_nesting
     size, budget = -2, limits.max_input_bytes  # -2: the list around the top value below is not in the document
+    low, high = -_INT_BOUND, _INT_BOUND
     seen: set[int] = set()
     keys_ok: set = set()  # keys already checked: most keys repeat
     level, containers = depth, [[doc]]  # the top value, as if in a list one level up
@@ -281,22 +285,25 @@ def _clean(doc: object, limits: Limits, depth: int, measured: bool, escapes: boo
                 for item in values:
                     kind = type(item)
                     if kind is str:
-                        if len(item) > max_chars or not (item.isascii() or _encodable(item)) \
-                                or escapes and "\\u" in item:
+                        if len(item) > max_chars or not (item.isascii() or _encodable(item)) or escapes and (
+                                "\\u" in item or len(item) >= 308 and _DIGIT_RUN.search(item) is not None):
                             return False
                     elif kind is dict or kind is list:
                         below.append(item)
+                    elif kind is int and not low < item < high:
+                        return False
                 continue
             for item in values:
                 kind = type(item)
                 if kind is str:
-                    if len(item) > max_chars or not (item.isascii() or _encodable(item)) or escapes and "\\u" in item:
+                    if len(item) > max_chars or not (item.isascii() or _encodable(item)) or escapes and (
+                            "\\u" in item or len(item) >= 308 and _DIGIT_RUN.search(item) is not None):
                         return False
                     size += len(item)
                 elif kind is dict or kind is list:
                     below.append(item)
                 elif kind is int:
-                    if item.bit_length() > _INT_BITS_ALWAYS_PRINTED:
+                    if item.bit_length() > MAX_INT_BITS:
                         return False
                 elif kind is float:
                     if not math.isfinite(item):
@@ -329,29 +336,40 @@ def _surrogate_message(what: str, text: str, at_char: int) -> str:
             "(UTF-8 has no form for it), so no answer could carry it")
 
 
+def _may_hide_bad_values(json_text: str) -> bool:
+    """Whether JSON text held in a string may decode to a lone surrogate or an integer over MAX_INT_BITS:
+    it has a ``\\u`` escape or a run of 308 digits (2 ** MAX_INT_BITS has 308). A cheap test first
+    (written out in ``_clean``'s loops)."""
+    return "\\u" in json_text or len(json_text) >= 308 and _DIGIT_RUN.search(json_text) is not None
+
+
+_DIGIT_RUN = re.compile(r"\d{308}")
 # In JSON text, from the left: an escaped backslash, an escaped surrogate pair, or an escaped lone surrogate.
 _SURROGATE_ESCAPES = re.compile(r"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|"
                                 r"(\\u[dD][89a-fA-F][0-9a-fA-F]{2})")
+# In JSON text, from the left: a string, or an integer of 308 digits or more (not a float's digits).
+_LONG_INTEGERS = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![\d.eE+-])(-?\d{308,})(?![\d.eE])')
 
 
-def _escaped_surrogate_at(json_text: str) -> int | None:
-    """Where JSON text escapes a lone surrogate (decoded, a string would hold one); None if nowhere."""
+def _embedded_issues(json_text: str, path: str) -> list[Issue]:
+    """What JSON text held in a string at ``path`` hides: an escaped lone surrogate, an integer over
+    MAX_INT_BITS. Found in the text, so that no door ever meets them decoded."""
+    issues = []
     for match in _SURROGATE_ESCAPES.finditer(json_text):
         if match.group(1):
-            return match.start()
-    return None
-
-
-_INT_BITS_ALWAYS_PRINTED = 2000  # under 640 digits, the least sys.set_int_max_str_digits allows
-
-
-def _too_long_to_print(value: int) -> bool:
-    """Whether str(value) fails (Python refuses to print integers of more than a set number of digits)."""
-    try:
-        str(value)
-    except ValueError:
-        return True
-    return False
+            issues.append(Issue("bad_text", path, f"JSON text with a lone surrogate in a string ({match.group(1)} "
+                                                  f"at character {match.start()}): decoded, not text, so no answer "
+                                                  "could carry it"))
+            break
+    for match in _LONG_INTEGERS.finditer(json_text):
+        digits = match.group(1)
+        # 400 digits are past MAX_INT_BITS for sure, and past them int() may refuse to read them
+        if digits and (len(digits.lstrip("-")) > 400 or int(digits).bit_length() > MAX_INT_BITS):
+            issues.append(Issue("bad_value", path, f"JSON text with an integer of {len(digits.lstrip('-'))} digits "
+                                                   f"(at character {match.start()}), over the {MAX_INT_BITS} bits "
+                                                   "a double holds"))
+            break
+    return issues
 
 
 def _path(where, arena: bool) -> str:

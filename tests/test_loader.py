@@ -381,8 +381,34 @@ class TestNumbers:
             "index_out_of_range", "nodes[0].children[0]")
 
     def test_a_number_is_quoted_short(self):
-        [issue] = pytest.raises(bt_exec.PlanError, bt_exec.load, {"op": "cancel_all", "wait_ms": 10 ** 600}).value.issues
-        assert issue.message == "wait_ms must be an integer from 0 to 30000 (milliseconds), got an integer of 1994 bits"
+        [issue] = pytest.raises(bt_exec.PlanError, bt_exec.load, {"op": "cancel_all", "wait_ms": 10 ** 300}).value.issues
+        assert issue.message == "wait_ms must be an integer from 0 to 30000 (milliseconds), got an integer of 997 bits"
+
+    def test_no_integer_beyond_a_double_loads_anywhere(self):
+        """Mixed with a float (an args schema's multipleOf, a division) such an integer would overflow."""
+        big = 2 ** 1023
+        for tree in (do(args={"n": big}), do(args={"n": [-big]})):
+            for source in (tree, json.dumps(tree)):
+                assert [code for code, _ in issues_of(source)] == ["bad_value"]
+        assert bt_exec.load(do(args={"n": big - 1, "m": -(big - 1)})).ops["1"].args == {"n": big - 1, "m": -(big - 1)}
+        hidden = arena([arena_do("1", args_json=json.dumps({"n": big, "s": "9" * 400, "f": float("1." + "0" * 400)}))])
+        for source in (hidden, json.dumps(hidden)):
+            assert issues_of(source) == [("bad_value", "nodes[0].call.args_json")]
+        digits_in_a_string = arena([arena_do("1", args_json=json.dumps({"s": "9" * 400, "x": 1.5e300}))])
+        assert bt_exec.load(digits_in_a_string).ops["1"].args["s"] == "9" * 400
+
+    def test_a_catalog_schema_never_meets_an_overflowing_integer(self):
+        catalog = {"a.b": {"async": False, "description": "d",
+                           "args_schema": {"type": "object", "properties": {"n": {"multipleOf": 0.5}}}}}
+        executor = bt_exec.Executor(bt_exec.SimBackend(), catalog=catalog)
+        try:
+            for source in (do(cap="a.b", args={"n": 10 ** 400}),
+                           arena([arena_do("1", contract="a.b", args_json='{"n": 1%s}' % ("0" * 400))])):
+                answer = executor.submit(source)
+                assert [i["code"] for i in answer["issues"]] == ["bad_value"]  # was internal: OverflowError
+                assert bt_exec.validate(source, catalog=catalog).verdict == "invalid"
+        finally:
+            executor.close()
 
     def test_scene_revisions_are_64_bit_integers(self):
         for revision, expected in ((2 ** 63, [("bad_value", "/scene_revision")]), (3.0, [("type", "/scene_revision")]),
