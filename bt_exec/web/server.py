@@ -93,7 +93,6 @@ class WebServer:
             else max_body_bytes_in_flight
         self.read_timeout_s = read_timeout_s
         self.max_connections = max_connections
-        self.closing = threading.Event()
         bare_host = host.strip("[]")
         try:
             self._socket = socket.create_server((bare_host, port), family=socket.AF_INET6 if ":" in bare_host
@@ -135,7 +134,6 @@ class WebServer:
 
     def close(self) -> None:
         """Stop serving: open event streams end, the listening socket closes."""
-        self.closing.set()
         self.api.close()
         if self._thread is not None:
             self._server.should_exit = True
