@@ -184,7 +184,8 @@ def test_stdio_answers_every_request_and_takes_deep_plans_as_text():
 
 def test_lone_surrogates_and_unreadable_lines_never_stop_the_stdio_server(tmp_path):
     # Raw JSON-RPC lines: the mcp client itself cannot send text UTF-8 cannot carry, an agent's own code can.
-    process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "mcp", "--sim-script", slow_script(tmp_path, 0.05)],
+    process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "mcp", "--sim-script",
+                                slow_script(tmp_path, 0.05)],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def exchange(line: bytes) -> dict:
@@ -200,7 +201,8 @@ def test_lone_surrogates_and_unreadable_lines_never_stop_the_stdio_server(tmp_pa
 
     try:
         exchange(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).encode())
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}).encode())
         process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         plan = envelope(seq(do("grip \ud800"), do("lift")), description="bad \udfff text")
         submitted = tool_call(1, "submit_plan", {"graph": plan, "run_id": "lone-\ud800"})

@@ -370,8 +370,9 @@ class _App:
             finally:
                 stream.close()  # the client went away, was too slow, or the server closes: the slot is free at once
 
-        await EventSourceResponse(events(), ping=KEEPALIVE_S, sep="\n", send_timeout=self.web.read_timeout_s,
-                                  ping_message_factory=lambda: ServerSentEvent(comment="keepalive"))(scope, receive, send)
+        response = EventSourceResponse(events(), ping=KEEPALIVE_S, sep="\n", send_timeout=self.web.read_timeout_s,
+                                       ping_message_factory=lambda: ServerSentEvent(comment="keepalive"))
+        await response(scope, receive, send)
 
     async def _serve_mcp(self, scope, receive, send) -> None:
         if self._mcp is None:
