@@ -67,7 +67,9 @@ class Admission:
     def ever_submitted(self, plan_id: str) -> bool:
         """Whether ``plan_id`` is one this executor gave out."""
         with self._lock:
-            return PLAN_ID.fullmatch(plan_id) is not None and int(plan_id) < self._next_plan_id
+            # Digits first: a client's id of thousands of digits is never converted to an int.
+            return (len(plan_id) <= len(str(self._next_plan_id)) and PLAN_ID.fullmatch(plan_id) is not None
+                    and int(plan_id) < self._next_plan_id)
 
     # --- submit -------------------------------------------------------------------
 
