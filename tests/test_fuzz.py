@@ -165,7 +165,8 @@ WORDS = ["sequence", "parallel", "do", "cancel_plan", "cancel_all", "stop_plan_a
          "robonix/system/executor/builtin/get_all_plans", "1", "0", "", " ", "{}", "[]"]
 ODD_STRINGS = ["\x00", "\ud800", "\udfff", "\\ud800", "\\uDC00x", "\u202e", "\ufeff", "e\u0301", "\U0001d4e21",
                "\uff33\uff34\uff2f\uff30", "\u200b", "s1\u200b", "S1", " s1", "s1 ", "\n", "a/b", "~0~1", "..", "[0]",
-               "a.b", "nodes[0]", "NaN", "Infinity", "-Infinity", "1e999", "-0", "0x1F", "\uff11", "1_000", "null", "true"]
+               "a.b", "nodes[0]", "NaN", "Infinity", "-Infinity", "1e999", "-0", "0x1F", "\uff11", "1_000", "null",
+               "true"]
 ODD_NUMBERS = [-1, 0, 1, 2, 7, 12, 2 ** 31, 2 ** 63, 2 ** 64 + 1, -(2 ** 63), 1e308, -0.0, 0.5, 1e-320, True, False,
                30_001, 10 ** 13, 1e13, 1.0, 2 ** 1023, 2 ** 1023 - 1]
 

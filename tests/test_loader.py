@@ -381,7 +381,8 @@ class TestNumbers:
             "index_out_of_range", "nodes[0].children[0]")
 
     def test_a_number_is_quoted_short(self):
-        [issue] = pytest.raises(bt_exec.PlanError, bt_exec.load, {"op": "cancel_all", "wait_ms": 10 ** 300}).value.issues
+        meta = {"op": "cancel_all", "wait_ms": 10 ** 300}
+        [issue] = pytest.raises(bt_exec.PlanError, bt_exec.load, meta).value.issues
         assert issue.message == "wait_ms must be an integer from 0 to 30000 (milliseconds), got an integer of 997 bits"
 
     def test_no_integer_beyond_a_double_loads_anywhere(self):
