@@ -9,6 +9,7 @@ import time
 import pytest
 from rtdl_plans import do, envelope, par, seq
 
+from bt_exec.compilers.rtdl import MAX_WAIT_MS
 from bt_exec.web import ControlApi, WebServer
 
 SLOW = {"default": {"outcome": "success", "duration_s": 2.0}}
@@ -303,7 +304,8 @@ def test_reads_beyond_loopback_need_the_token(app):
     connection.close()
 
 
-@pytest.mark.parametrize("wait_ms, named", [(1.0, "wait_ms"), (1e13, "wait_ms"), (float("inf"), None)])
+@pytest.mark.parametrize("wait_ms, named", [(1.0, "wait_ms"), (1e13, "wait_ms"), (float("inf"), None),
+                                            (MAX_WAIT_MS + 1, "wait_ms"), (10 ** 30, "wait_ms")])
 def test_a_float_or_out_of_range_wait_is_a_400_naming_the_field(app, wait_ms, named):
     executor, server = app()
     plan_id = executor.submit(envelope(seq(do(), do())))["plan_id"]

@@ -15,6 +15,7 @@ from typing import Callable
 
 import jsonschema
 
+from ..compilers.rtdl import MAX_WAIT_MS
 from ..errors import BtExecError, ControlError
 
 _GRAPH = {"description": "the plan: an RTDL envelope or tree, a Qwen3 step graph or submit envelope; a JSON object "
@@ -25,7 +26,7 @@ _DIALECT = {"description": "input dialect (default: auto-detected)", "enum": ["a
 _PLAN_ID = {"description": "plan id, as submit_plan or get_all_plans gave it", "type": "string", "minLength": 1,
             "maxLength": 64}
 _WAIT_MS = {"description": "how long to wait for the plan(s) to finish tearing down, in milliseconds",
-            "type": "integer", "minimum": 0, "maximum": 600_000, "default": 5000}
+            "type": "integer", "minimum": 0, "maximum": MAX_WAIT_MS, "default": 5000}
 
 
 class ApiError(BtExecError):
