@@ -15,6 +15,7 @@ import bt_exec
 
 from ..compilers import DIALECT_NAMES
 from ..compilers.ir import STOP_WHENS
+from ..compilers.rtdl import MAX_WAIT_MS
 from ..errors import Issue, PlanError
 from ..terminal.render import one_line, printable
 from .arguments import non_negative_int, positive_seconds
@@ -74,7 +75,7 @@ def add_commands(commands) -> None:
     cancel = add_client("cancel", "cancel plan PLAN, or every plan when PLAN is left out")
     cancel.add_argument("plan_id", metavar="PLAN", nargs="?", default="")
     cancel.add_argument("--wait-ms", metavar="N", type=non_negative_int, default=5000,
-                        help="wait up to N ms for the plan(s) to finish (node caps it at 60000; default: 5000)")
+                        help="wait up to N ms for the plan(s) to finish (node caps it at 30000; default: 5000)")
     cancel.set_defaults(command=cancel_command)
 
 
@@ -224,7 +225,7 @@ def cancel_command(args: argparse.Namespace) -> int:
         request.plan_id = args.plan_id
         request.wait_ms = min(args.wait_ms, 2**32 - 1)
 
-    response = _call(args, "cancel", fill, extra_wait_s=min(args.wait_ms, 60_000) / 1000.0)
+    response = _call(args, "cancel", fill, extra_wait_s=min(args.wait_ms, MAX_WAIT_MS) / 1000.0)
     if not response.success:
         error(response.message)
         return EXIT_FAILED

@@ -68,4 +68,4 @@ def test_requests_read_from_the_generated_classes():
     submit = generated("Submit").Request(graph_json='{"plan": []}', dialect="QWEN3", scene_revision=3, run_id="h")
     assert convert.msg_to_submission(submit, 1024).source.startswith('{"run_id": "h", "scene_revision": 3')
     assert convert.msg_to_stop_at(generated("StopAt").Request(plan_id="1", op_id="2")) == ("1", "2", "on_complete")
-    assert convert.msg_to_cancel(generated("Cancel").Request(wait_ms=4_000_000_000)) == (None, 60_000, True)
+    assert convert.msg_to_cancel(generated("Cancel").Request(wait_ms=4_000_000_000)) == (None, 30_000, True)

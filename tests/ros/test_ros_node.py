@@ -272,7 +272,7 @@ def test_cancel_all_and_wait_ms_cap(api):
         api.submit(plan(seq(do("sim.slow"))))
     response = api.call("cancel", plan_id="", wait_ms=4_000_000_000)
     assert response.success and response.finished
-    assert response.message == "cancelled 2 plan(s) (wait_ms capped at 60000)"
+    assert response.message == "cancelled 2 plan(s) (wait_ms capped at 30000)"
     empty = api.call("cancel", plan_id="", wait_ms=0)
     assert empty.success and empty.finished and empty.message == "cancelled 0 plan(s)"
 
