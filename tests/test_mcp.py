@@ -15,6 +15,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.shared.exceptions import McpError  # noqa: E402
 
 from bt_exec.web import ControlApi, WebServer  # noqa: E402
+from bt_exec.web.mcp_server import MAX_LINE_CHARS  # noqa: E402
 
 TOOLS = {"submit_plan", "validate_plan", "get_all_plans", "get_plan_status", "get_plan_result", "stop_plan_at",
          "cancel_plan", "cancel_all"}
@@ -209,6 +210,7 @@ def test_lone_surrogates_and_unreadable_lines_never_stop_the_stdio_server(tmp_pa
         unknown = tool_call(2, "get_plan_status", {"plan_id": "\ud800"})
         unreadable = exchange(b"{not json")
         too_deep = exchange(b"[" * 100_000)
+        too_long = exchange(b'"' + b"x" * MAX_LINE_CHARS + b'"')
         listed = tool_call(3, "get_all_plans", {})
     finally:
         process.stdin.close()
@@ -216,6 +218,7 @@ def test_lone_surrogates_and_unreadable_lines_never_stop_the_stdio_server(tmp_pa
     assert submitted["id"] == 1 and submitted["result"]["content"]  # accepted or refused: an answer
     assert unknown["result"]["isError"] and "control_refused" in unknown["result"]["content"][0]["text"]
     assert unreadable["error"]["code"] == -32700 and too_deep["error"]["code"] == -32700
+    assert too_long["error"]["code"] == -32600 and "characters" in too_long["error"]["message"]
     assert listed["id"] == 3 and not listed["result"].get("isError")
     assert process.returncode == 0 and b"Traceback" not in process.stderr.read()
 

@@ -34,6 +34,7 @@ INSTRUCTIONS = ("bt_exec runs behaviour-tree plans on a robot. Inspect before yo
 # The mcp library parses a message with a JSON reader that stops at 200 levels and serialises with one that stops
 # at 255; a message is refused, with an answer, well before either.
 MAX_MESSAGE_DEPTH = 128
+MAX_LINE_CHARS = 16 * 1024 * 1024  # one stdio message, as the executor's input limit (16 MiB)
 SUPPORTED_MAJOR = 1
 INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
@@ -168,7 +169,10 @@ async def _serve_stdio(server) -> None:
     import anyio
     from mcp.shared.message import SessionMessage
 
-    stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+
+    async def read_line(most: int) -> str:
+        return await anyio.to_thread.run_sync(stdin.readline, most)
     stdout = sys.stdout.buffer
     write_lock = anyio.Lock()
     incoming_send, incoming = anyio.create_memory_object_stream(0)
@@ -181,7 +185,12 @@ async def _serve_stdio(server) -> None:
 
     async def read_lines() -> None:
         async with incoming_send:
-            async for line in stdin:
+            while line := await read_line(MAX_LINE_CHARS + 1):
+                if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                    while (rest := await read_line(MAX_LINE_CHARS)) and not rest.endswith("\n"):
+                        pass  # the rest of the line, dropped a piece at a time
+                    await write(_error(None, INVALID_REQUEST, f"the message is over {MAX_LINE_CHARS} characters"))
+                    continue
                 if not line.strip():
                     continue
                 message, refusal = screen_message(line)
