@@ -16,6 +16,7 @@ from .compilers.symbolic import World
 
 _STATE_OF_OUTCOME = {"success": "SUCCEEDED", "failure": "FAILED", "timeout": "TIMEOUT"}
 BUILTIN_DEFAULT = {"outcome": "success", "duration_s": 0.0}
+_DEFAULT_KEY = ("default", "")
 _MAX_DEFAULT_OUTPUTS = 4096  # plans name caps freely: the outputs shared per cap stay bounded
 
 
@@ -51,12 +52,15 @@ class SimBackend:
         """``history``: how many recent calls (and cancelled run ids) ``calls`` (``cancelled``) keep.
         ``clock``: the seconds durations are measured in (a test may step its own)."""
         self.script = load_sim_script(script)
+        self._by_op = self.script.get("ops", {})
+        self._by_cap = self.script.get("caps", {})
+        self._default = self.script.get("default", BUILTIN_DEFAULT)
         self.clock = clock
         self.world = world
         self._lock = threading.Lock()
         self._runs: dict[str, _SimRun] = {}
         self._run_ids = itertools.count(1)
-        self._call_counts: dict[tuple[str, str], int] = {}
+        self._call_counts: dict[tuple[str, str], int] = {}  # calls of each entry whose outcome is a list
         self._default_outputs: dict[str, dict] = {}
         # Recent history for inspection and tests; bounded so a long-lived executor stays flat.
         self.calls: collections.deque[CapabilityCall] = collections.deque(maxlen=history)
@@ -81,14 +85,16 @@ class SimBackend:
                 return CallStatus("FAILED", output={"state": self.world.snapshot()}, event="failed",
                                   error=f"sim: precondition of {skill.name} does not hold: {reasons}")
         key, entry = self._entry_for(call)
+        outcomes = entry.get("outcome", BUILTIN_DEFAULT["outcome"])
+        listed = type(outcomes) is list
         with self._lock:
             self.calls.append(call)
-            count = self._call_counts.get(key, 0)
-            self._call_counts[key] = count + 1
-        outcomes = entry.get("outcome", BUILTIN_DEFAULT["outcome"])
+            if listed:
+                count = self._call_counts.get(key, 0)
+                self._call_counts[key] = count + 1
         if skill is not None and skill.observes and (key[0] == "default" or "outcome" not in entry):
             outcome = self._observe(call.args.get("object"))  # what is there, unless this step is scripted
-        elif type(outcomes) is list:
+        elif listed:
             outcome = outcomes[min(count, len(outcomes) - 1)]
         else:
             outcome = outcomes
@@ -169,13 +175,13 @@ class SimBackend:
         return _final(outcome, error, output)
 
     def _entry_for(self, call: CapabilityCall) -> tuple[tuple[str, str], dict]:
-        by_op = self.script.get("ops", {})
+        by_op = self._by_op
         if call.op_id in by_op:
             return ("ops", call.op_id), by_op[call.op_id]
-        by_cap = self.script.get("caps", {})
+        by_cap = self._by_cap
         if call.cap in by_cap:
             return ("caps", call.cap), by_cap[call.cap]
-        return ("default", ""), self.script.get("default", BUILTIN_DEFAULT)
+        return _DEFAULT_KEY, self._default
 
 
 def _final(outcome: str, error: str, output: object) -> CallStatus:

@@ -94,8 +94,9 @@ class PlanRun:
         self.result_bytes = 0  # what the results kept so far measure
         self._op_text_chars: int | None = None
         self._text_chars = text_chars
-        self._last_output: object = None
-        self._last_output_size: int | None = 4
+        self._last_output: object = None  # the output measured last, its size, and the plan's kept bytes
+        self._last_output_size: int | None = 4  # below which that output is kept whole again
+        self._whole_below = -1
         self.terminal: str | None = None
         self.terminal_reason: str | None = None
         self.tick_lock = threading.RLock()  # re-entrant: a builtin in this plan's tick may arm a stop point on it
@@ -128,7 +129,11 @@ class PlanRun:
         if state in FINAL_STATES:
             record.ended_at = now
             if result is not None:
-                result = self._kept(result)
+                if type(result) is dict and result.get("output") is self._last_output and not result.get("error") \
+                        and self.result_bytes < self._whole_below:
+                    self.result_bytes += self._last_output_size + _RESULT_FIELDS_CHARS  # the common case, inline
+                else:
+                    result = self._kept(result)
             record.result = result
         if self._bus.listened:
             op = record.op
@@ -156,17 +161,22 @@ class PlanRun:
         else:
             size = json_size(output)
             self._last_output, self._last_output_size = output, size
+            # Below this, the same output again is kept whole (op_state checks it inline).
+            self._whole_below = (self.max_plan_result_bytes - size if size is not None and size <= self.max_result_bytes
+                                 else -1)
         if size is None or size > self.max_result_bytes or (
                 self.result_bytes + size > self.max_plan_result_bytes and size > MARKER_CHARS):
             result = {**result, "output": cut_marker(output, size)}
             size = MARKER_CHARS
         error = result.get("error")
-        if type(error) is not str:
-            error = ""
-        elif len(error) > MESSAGE_CHARS:
-            error = cut_text(error)
-            result = {**result, "error": error}
-        self.result_bytes += size + _RESULT_FIELDS_CHARS + len(error)
+        if error:
+            if type(error) is not str:
+                error = ""
+            elif len(error) > MESSAGE_CHARS:
+                error = cut_text(error)
+                result = {**result, "error": error}
+            size += len(error)
+        self.result_bytes += size + _RESULT_FIELDS_CHARS
         return result
 
     def status_size(self) -> int:
