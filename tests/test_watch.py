@@ -306,3 +306,23 @@ def test_an_unknown_plan_is_refused_with_exit_2(app, once):
     assert result.returncode == 2
     assert result.stderr.startswith(f"bt-exec: the app at {url} refused get_plan_tree: get_plan_tree: no plan '42'")
     assert "(HTTP 409)" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_beyond_loopback_the_watch_sends_the_token_from_the_environment(make_executor):
+    executor = make_executor(SCRIPT)
+    executor.start()
+    server = WebServer(ControlApi(executor), host="0.0.0.0", port=0, token="s3cret")
+    server.start()
+    try:
+        plan_id = executor.submit(snapshot_plan())["plan_id"]
+        executor.run_until_complete(plan_id, timeout=TIMEOUT_S)
+        url = f"http://127.0.0.1:{server.port}/"
+        refused = watch("--url", url, "--once")
+        assert refused.returncode == 2 and "token" in refused.stderr, refused.stderr
+        env = {**os.environ, "BT_EXEC_WEB_TOKEN": "s3cret"}
+        shown = subprocess.run([sys.executable, "-m", "bt_exec.cli", "watch", "--url", url, "--once"],
+                               capture_output=True, text=True, timeout=TIMEOUT_S, cwd=REPO, env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.splitlines()[0].startswith("plan 1: snapshot + battery — succeeded")
+    finally:
+        server.close()

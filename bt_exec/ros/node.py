@@ -251,7 +251,7 @@ class ExecutorNode(Node):
         s = self.settings
         if self.web is not None:
             self.web.start()
-            token = "POSTs need its token" if self.web.token else "no token"
+            token = "its token guards POSTs, /mcp and, beyond loopback, reads" if self.web.token else "no token"
             self.get_logger().info(f"web app: {self.web.url} ({token})")
         self.get_logger().info(f"ready: backend {s['backend']}, {s['tick_rate_hz']:g} Hz; services and topics "
                                f"under {self.get_fully_qualified_name()}/")

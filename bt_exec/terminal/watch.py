@@ -17,13 +17,15 @@ Exit codes: 0 done (``--once``; ``--plan``'s plan succeeded); 1 ``--plan``'s pla
 failed or was cancelled, or the app went away while watched; 2 usage errors, the
 app cannot be reached or refused a request (an unknown plan too); 3 an internal
 error; 130 Ctrl-C.
-Reads need no token, so none is asked for.
+An app bound beyond loopback wants its token on reads too: it is taken from
+``$BT_EXEC_WEB_TOKEN`` when set.
 """
 from __future__ import annotations
 
 import http.client
 import json
 import math
+import os
 import queue
 import socket
 import sys
@@ -35,6 +37,7 @@ from typing import TextIO
 
 from ..web.api import ApiError
 from ..web.client import HttpApi
+from ..web_token import TOKEN_ENV
 from .render import event_line, one_line, view_lines
 from .screen import draw_frame, start_screen
 
@@ -72,10 +75,11 @@ def watch(url: str, plan_id: str | None = None, once: bool = False, rate_hz: flo
     """
     stream = sys.stdout if stream is None else stream
     _check_url(url)
-    api = HttpApi(url, timeout_s=TIMEOUT_S)
+    token = os.environ.get(TOKEN_ENV) or None
+    api = HttpApi(url, token=token, timeout_s=TIMEOUT_S)
     if once:
         return _print_once(api, url, plan_id, stream)
-    events = EventStream(url)  # listening first: no event is missed between the first read and the stream
+    events = EventStream(url, token)  # listening first: no event is missed between the first read and the stream
     try:
         terminal = stream.isatty() if terminal is None else terminal
         follower = _Follower(api, url, stream, terminal, plan_id, rate_hz)
@@ -139,7 +143,7 @@ class EventStream:
     or refuses.
     """
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, token: str | None = None):
         self.url = url
         parts = urllib.parse.urlsplit(url)
         connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
@@ -151,7 +155,10 @@ class EventStream:
             # Kept here: the connection lets go of its socket when the stream ends with the connection
             # (no length, not chunked), and the socket's timeout must still change to the stream's.
             self._sock = self._connection.sock
-            self._connection.request("GET", EVENTS_PATH, headers={"Accept": "text/event-stream"})
+            headers = {"Accept": "text/event-stream"}
+            if token:
+                headers["Authorization"] = f"Bearer {token}"
+            self._connection.request("GET", EVENTS_PATH, headers=headers)
             response = self._connection.getresponse()
         except (OSError, http.client.HTTPException) as exc:
             self._connection.close()

@@ -94,11 +94,12 @@ def test_the_node_serves_its_executor_over_http(ros, start_node, sim_script):
     assert f"web app: http://127.0.0.1:{port}/ (no token)" in log and "Traceback" not in log
 
 
-def test_beyond_loopback_post_needs_the_token(ros, start_node, sim_script):
+def test_beyond_loopback_requests_need_the_token(ros, start_node, sim_script):
     port = free_port()
     start_node(sim_script=str(sim_script), web_port=port, web_host="0.0.0.0", web_token=TOKEN)
     body = {"graph": plan(seq(do()))}
-    assert call_http(port, "GET", "/api/plans")[0] == 200  # reads stay open
+    assert call_http(port, "GET", "/api/plans")[0] == 401  # reads too, beyond loopback
+    assert call_http(port, "GET", "/api/plans", headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
     status, refused = call_http(port, "POST", "/api/plans", body)
     assert status == 401 and refused["error"]["code"] == "token_required"
     status, answer = call_http(port, "POST", "/api/plans", body, headers={"Authorization": f"Bearer {TOKEN}"})
