@@ -367,6 +367,9 @@ class _App:
                         await ready.wait()
                     else:
                         yield ServerSentEvent(data=_dumps(event).decode("ascii"))
+                        # Let the loop hear of a client that went away before the next of a backlog is
+                        # written to its dead socket (each such write logs a warning).
+                        await asyncio.sleep(0)
             finally:
                 stream.close()  # the client went away, was too slow, or the server closes: the slot is free at once
 
