@@ -40,9 +40,14 @@ def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | 
         chosen = DIALECTS.get(dialect)
         if chosen is None and isinstance(doc, dict):
             chosen = next((d for d in DIALECTS.values() if d.recognises(doc)), None)
+        measured = not isinstance(source, dict)  # decoded from text: its size was measured, it shares nothing
+        if measured and chosen is not None:
+            plan = chosen.load_within_limits(doc, limits)
+            if plan is not None:
+                return plan
         # Every value first: the loaders then read only JSON values, strings within max_string_chars.
         issues = check_document(doc, limits, arena=chosen is not None and chosen.uses_arena_paths(doc),
-                                measured=not isinstance(source, dict),
+                                measured=measured,
                                 embedded=chosen.embedded_json(doc) if chosen is not None else None)
         if issues:
             raise PlanError(issues)

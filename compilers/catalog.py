@@ -96,13 +96,17 @@ def check_plan(plan: Plan, catalog: CapabilityCatalog | None, skills: SkillCatal
     refused unless the catalog lists that very name: a skill runs only as a step of a verified step
     graph, which checks its preconditions and scene revision and holds the robot while it runs."""
     issues = Issues()
+    builtins: dict[tuple[str, str | None], str | None] = {}  # a plan's many ops share a few caps
+    motion_skills: dict[str, bool] = {}
     for op in plan.ops.values():
         if op.kind != "do":
             continue
-        builtin = builtin_name(op.cap, op.provider)
+        key = (op.cap, op.provider)
+        builtin = builtins[key] if key in builtins else builtins.setdefault(key, builtin_name(op.cap, op.provider))
         if builtin is not None:
             problems = check_args_of_builtin(builtin, op.args)
-        elif skills is not None and skills.resolve(op.cap) is not None and (catalog is None or op.cap not in catalog):
+        elif skills is not None and (motion_skills[op.cap] if op.cap in motion_skills else motion_skills.setdefault(
+                op.cap, skills.resolve(op.cap) is not None)) and (catalog is None or op.cap not in catalog):
             issues.append(Issue("motion_skill", _field_path(plan, op, "cap"),
                                 f"{op.cap!r} is a skill of the motion cell: it runs only as a step of a step graph, "
                                 "which is checked against the scene and holds the robot (or list it in the "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pathlib
 import re
 from collections import Counter
+from operator import attrgetter
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -18,7 +19,7 @@ from .ir import ControlRequest, Plan
 from .qwen3 import load_qwen3, looks_like_qwen3
 from .qwen3_check import check_graph, verdict_of
 from .report import Report
-from .rtdl import detect_shape, load_rtdl
+from .rtdl import detect_shape, load_arena_within_limits, load_rtdl
 from .scene import Scene
 from .skill_catalog import TERMINALS, SkillCatalog
 from .source import Limits
@@ -72,6 +73,10 @@ class Dialect(Protocol):
     def load(self, doc: object, limits: Limits) -> Plan | ControlRequest:
         """The loaded plan; PlanError with every issue found."""
 
+    def load_within_limits(self, doc: object, limits: Limits) -> Plan | None:
+        """The plan, when one walk of this dialect's own proves the decoded document within every limit
+        ``check_document`` enforces (it then needs no walk of its own); None: check and load it the long way."""
+
     def check(self, plan: Plan, context: CheckContext) -> Report:
         """Every issue of a loaded plan and its verdict."""
 
@@ -120,9 +125,13 @@ class Rtdl:
     def load(self, doc: object, limits: Limits) -> Plan | ControlRequest:
         return load_rtdl(doc, limits)
 
+    def load_within_limits(self, doc: object, limits: Limits) -> Plan | None:
+        # The arena: its values are few kinds in fixed places, cheap to prove as they are read.
+        return load_arena_within_limits(doc, limits) if self.uses_arena_paths(doc) else None
+
     def check(self, plan: Plan, context: CheckContext) -> Report:
         issues = check_plan(plan, context.capability_catalog, context.skills)
-        kinds = Counter(op.kind for op in plan.ops.values())
+        kinds = Counter(map(attrgetter("kind"), plan.ops.values()))
         stats = {"shape": plan.shape, "ops": plan.op_count, "depth": plan.depth,
                  "sequence": kinds["sequence"], "parallel": kinds["parallel"], "do": kinds["do"]}
         return Report("invalid" if issues else "ok", plan.dialect, issues, stats)
@@ -170,6 +179,9 @@ class Qwen3:
 
     def load(self, doc: object, limits: Limits) -> Plan:
         return load_qwen3(doc, limits)
+
+    def load_within_limits(self, doc: object, limits: Limits) -> None:
+        return None
 
     def check(self, plan: Plan, context: CheckContext) -> Report:
         graph = plan.steps

@@ -13,7 +13,8 @@ import networkx as nx
 from bt_exec.errors import Issue, Issues, PlanError
 
 from .ir import STOP_WHENS, ControlRequest, Op, Plan
-from .source import INT64_MAX, INT64_MIN, STRICT_JSON as _DECODER, Limits, check_document, number_shown as _number_shown
+from .source import (INT64_MAX, INT64_MIN, STRICT_JSON as _DECODER, Limits, check_document, encodable, has_digit_run,
+                     number_shown as _number_shown)
 
 META_OPS = ("cancel_plan", "cancel_all", "stop_plan_at")
 # Longest a cancel meta op may ask to wait for the plans to end, as Robonix's Pilot caps it.
@@ -30,6 +31,7 @@ _META_FIELDS = {
     "stop_plan_at": frozenset(("op", "op_id", "description", "plan_id", "target_op_id", "when")),
 }
 _ARENA_NODE_FIELDS = frozenset(("node_kind", "children", "op_id", "description", "call"))
+_ARENA_DOC_FIELDS = frozenset(("plan_id", "session_id", "round", "root_index", "nodes"))
 _CALL_FIELDS = frozenset(("call_id", "provider_id", "contract_id", "args_json"))
 
 CAP_PATTERN = re.compile(r"[^\s.]+(\.[^\s.]+)+")
@@ -329,6 +331,44 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
                    or _check_arena_node(node, index, count, limits, issues))
         if issues.dropped:
             raise PlanError(issues)
+    return _arena_plan(doc, nodes, root_index, ops, limits, issues)
+
+
+def load_arena_within_limits(doc: dict, limits: Limits) -> Plan | None:
+    """The plan of a wire arena whose every value this one walk proves within what ``check_document``
+    enforces on decoded JSON text: known keys only, strings within ``max_string_chars`` and with a UTF-8
+    form, small integers, plain ``args_json`` (see ``_well_formed_arena_op``). None when it cannot: the
+    document then takes ``check_document`` and ``load_rtdl``, which say what is wrong. Most arenas
+    pass, and skip a second walk over every value."""
+    nodes, root_index = doc.get("nodes"), doc.get("root_index")
+    if not doc.keys() <= _ARENA_DOC_FIELDS or type(nodes) is not list or not nodes \
+            or len(nodes) > limits.max_ops or type(root_index) is not int or not 0 <= root_index < len(nodes):
+        return None
+    max_chars = limits.max_string_chars
+    for key in ("plan_id", "session_id"):
+        if key in doc and not _plain_text(doc[key], max_chars):
+            return None
+    if "round" in doc and (type(doc["round"]) is not int or not INT64_MIN <= doc["round"] <= INT64_MAX):
+        return None
+    ops: list[Op | None] = []
+    count, max_brackets = len(nodes), limits.max_json_nesting - 4
+    for index, node in enumerate(nodes):
+        op = _well_formed_arena_op(node, index, count, max_chars, max_brackets)
+        if op is None:
+            return None
+        ops.append(op)
+    try:
+        return _arena_plan(doc, nodes, root_index, ops, limits, Issues())
+    except PlanError:
+        return None
+
+
+def _plain_text(text: object, max_chars: int) -> bool:
+    return type(text) is str and len(text) <= max_chars and (text.isascii() or encodable(text))
+
+
+def _arena_plan(doc: dict, nodes: list, root_index: int, ops: list, limits: Limits, issues: Issues) -> Plan:
+    """The plan once every node is read: op ids unique, the arena one tree; PlanError with the issues found."""
     op_ids = [op.op_id for op in ops if op is not None]
     if len(set(op_ids)) != len(op_ids):  # name each duplicate only when there is one
         seen_ids: dict[str, int] = {}
@@ -348,7 +388,9 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
     by_index = {}
     for index in order:
         op = ops[index]
-        op.children = [ops[child].op_id for child in nodes[index]["children"]]
+        children = nodes[index]["children"]
+        if children:  # a do node's op keeps the empty list it was made with
+            op.children = [ops[child].op_id for child in children]
         by_index[op.op_id] = op
     root = ops[root_index]
     meta = {key: doc[key] for key in ("plan_id", "session_id", "round") if key in doc}
@@ -357,17 +399,18 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
 
 
 def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, max_brackets: int) -> Op | None:
-    """The op of an arena node that passes every check of ``_check_arena_node`` at a glance; None sends
-    it to those checks, which say what is wrong. ``args_json`` is short enough and has few enough brackets
-    that its strings and nesting need no walk of their own (``max_brackets``: the nesting left below the
-    call's own four levels)."""
+    """The op of an arena node that passes every check of ``_check_arena_node`` at a glance, with its strings
+    plain (within ``max_chars``, with a UTF-8 form) and its ``args_json`` plain JSON text: ASCII, no escape
+    and no integer long enough to hide a bad value once decoded, few enough brackets (``max_brackets``: the
+    nesting left below the call's own four levels). None sends it to those checks, which say what is wrong."""
     if type(node) is not dict or not node.keys() <= _ARENA_NODE_FIELDS:
         return None
     kind_code, children = node.get("node_kind"), node.get("children")
     op_id, description = node.get("op_id"), node.get("description")
     if type(kind_code) is not int or type(children) is not list or type(op_id) is not str \
             or type(description) is not str or not op_id or op_id.isspace() or not description \
-            or description.isspace():
+            or description.isspace() or len(op_id) > max_chars or len(description) > max_chars \
+            or not (op_id.isascii() or encodable(op_id)) or not (description.isascii() or encodable(description)):
         return None
     kind = ARENA_KINDS.get(kind_code)
     if kind is None:
@@ -380,11 +423,13 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
     call = node.get("call")
     if children or type(call) is not dict or not call.keys() <= _CALL_FIELDS:
         return None
-    contract, provider, call_id = call.get("contract_id"), call.get("provider_id"), call.get("call_id")
+    contract, provider, call_id = call.get("contract_id"), call.get("provider_id", ""), call.get("call_id", "")
     args_json = call.get("args_json", "{}")
-    if type(contract) is not str or type(args_json) is not str \
-            or type(call.get("provider_id", "")) is not str or type(call.get("call_id", "")) is not str \
-            or len(args_json) > max_chars or _NO_WHITESPACE.fullmatch(contract) is None \
+    if type(contract) is not str or type(provider) is not str or type(call_id) is not str \
+            or len(contract) > max_chars or len(provider) > max_chars or len(call_id) > max_chars \
+            or not (contract.isascii() and provider.isascii() and call_id.isascii()) \
+            or _NO_WHITESPACE.fullmatch(contract) is None or type(args_json) is not str or len(args_json) > max_chars or not args_json.isascii() \
+            or "\\u" in args_json or len(args_json) >= 308 and has_digit_run(args_json) \
             or args_json.count("[") + args_json.count("{") > max_brackets:
         return None
     try:
@@ -398,7 +443,8 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
         return None
     if type(args) is not dict:
         return None
-    return Op(op_id, kind, description, [], contract, args, provider, call_id, f"nodes[{index}]")
+    return Op(op_id, kind, description, [], contract, args, call.get("provider_id"), call.get("call_id"),
+              f"nodes[{index}]")
 
 
 def _check_arena_node(node: object, index: int, count: int, limits: Limits, issues: list[Issue]) -> Op | None:

@@ -272,7 +272,7 @@ def _clean(doc: object, limits: Limits, depth: int, measured: bool, escapes: boo
             if type(container) is dict:
                 if not keys_ok.issuperset(container):
                     for key in container:
-                        if type(key) is not str or len(key) > max_chars or not (key.isascii() or _encodable(key)):
+                        if type(key) is not str or len(key) > max_chars or not (key.isascii() or encodable(key)):
                             return False
                         keys_ok.add(key)
                 if not measured:
@@ -285,7 +285,7 @@ def _clean(doc: object, limits: Limits, depth: int, measured: bool, escapes: boo
                 for item in values:
                     kind = type(item)
                     if kind is str:
-                        if len(item) > max_chars or not (item.isascii() or _encodable(item)) or escapes and (
+                        if len(item) > max_chars or not (item.isascii() or encodable(item)) or escapes and (
                                 "\\u" in item or len(item) >= 308 and _DIGIT_RUN.search(item) is not None):
                             return False
                     elif kind is dict or kind is list:
@@ -296,7 +296,7 @@ def _clean(doc: object, limits: Limits, depth: int, measured: bool, escapes: boo
             for item in values:
                 kind = type(item)
                 if kind is str:
-                    if len(item) > max_chars or not (item.isascii() or _encodable(item)) or escapes and (
+                    if len(item) > max_chars or not (item.isascii() or encodable(item)) or escapes and (
                             "\\u" in item or len(item) >= 308 and _DIGIT_RUN.search(item) is not None):
                         return False
                     size += len(item)
@@ -316,8 +316,14 @@ def _clean(doc: object, limits: Limits, depth: int, measured: bool, escapes: boo
     return True
 
 
-def _encodable(text: str) -> bool:
+def encodable(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form (no lone surrogate)."""
     return _surrogate_at(text) is None
+
+
+def has_digit_run(json_text: str) -> bool:
+    """Whether JSON text has a run of 308 digits, the length of the smallest integer over MAX_INT_BITS."""
+    return _DIGIT_RUN.search(json_text) is not None
 
 
 def _surrogate_at(text: str) -> int | None:
