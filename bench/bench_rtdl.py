@@ -19,9 +19,8 @@ Figures:
    (``{"ops": {"<op id>": {"duration_s": 3600}}}``) and a stop point armed (``stop_plan_at``,
    on_enter) on the last do op, which is never reached; submitted to an ``Executor`` and ticked
    until steady (that op running). One ``tick_once()`` of our compiled tree's root, taken from
-   ``ex.behaviour_trees()[plan_id]`` and ticked directly (every behaviour the plan has, guards
-   included, and a poll of the running call), vs one ``root.tick_once()`` of the raw tree, ticked
-   to the same steady state.
+   ``ex.behaviour_trees()[plan_id]`` and ticked directly (the guard of the armed stop point is in
+   the tree; the running call's news comes from the runner's poll, so the tick asks no backend), vs one ``root.tick_once()`` of the raw tree, ticked to the same steady state.
 2. Idle tick. On the same executor: one ``Executor.tick_once()`` when nothing changed (the
    executor skips the py_trees tick), vs the same raw ``root.tick_once()``. Gated on the flat
    1000-op plan; also shown (info) for flat plans of 100 and 10,000 ops: the idle tick follows
