@@ -11,6 +11,27 @@ def events():
 
 
 @pytest.fixture
+def serve_web(make_executor):
+    """``start(script, token=None, api_options=None, **server_options) -> (executor, server)``: an executor
+    ticking in its own thread behind a WebServer on a free loopback port, closed after the test."""
+    from bt_exec.web import ControlApi, WebServer
+
+    made = []
+
+    def start(script, token=None, api_options=None, **server_options):
+        executor = make_executor(script)
+        executor.start()
+        server = WebServer(ControlApi(executor, **(api_options or {})), port=0, token=token, **server_options)
+        server.start()
+        made.append(server)
+        return executor, server
+
+    yield start
+    for server in made:
+        server.close()
+
+
+@pytest.fixture
 def make_executor(events):
     made = []
 

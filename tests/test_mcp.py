@@ -263,20 +263,9 @@ def run_http_session(url, body, token=TOKEN):
 
 
 @pytest.fixture
-def web_app(make_executor):
-    made = []
-
-    def start(token=TOKEN, **options):
-        executor = make_executor({"default": {"outcome": "success", "duration_s": 0.5}})
-        executor.start()
-        server = WebServer(ControlApi(executor), port=0, token=token, **options)
-        server.start()
-        made.append(server)
-        return executor, server
-
-    yield start
-    for server in made:
-        server.close()
+def web_app(serve_web):
+    return lambda token=TOKEN, **options: serve_web({"default": {"outcome": "success", "duration_s": 0.5}}, token,
+                                                    **options)
 
 
 def test_an_agent_drives_the_web_app_over_mcp_at_its_own_address(web_app):

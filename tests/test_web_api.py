@@ -21,20 +21,8 @@ def slow_plan(count=3):
 
 
 @pytest.fixture
-def app(make_executor):
-    made = []
-
-    def start(script=SLOW, token=None, **server_options):
-        executor = make_executor(script)
-        executor.start()
-        server = WebServer(ControlApi(executor), port=0, token=token, **server_options)
-        server.start()
-        made.append(server)
-        return executor, server
-
-    yield start
-    for server in made:
-        server.close()
+def app(serve_web):
+    return lambda script=SLOW, token=None, **server_options: serve_web(script, token, **server_options)
 
 
 def request(server, method, path, body=None, headers=None, raw=None):

@@ -10,27 +10,15 @@ import pytest
 from rtdl_plans import do, envelope, par, seq
 
 from bt_exec.compilers.rtdl import MAX_WAIT_MS
-from bt_exec.web import ControlApi, WebServer
 
 SLOW = {"default": {"outcome": "success", "duration_s": 2.0}}
 TOKEN = "hostile-test-token"
 
 
 @pytest.fixture
-def app(make_executor):
-    made = []
-
-    def start(script=SLOW, api_options=None, **server_options):
-        executor = make_executor(script)
-        executor.start()
-        server = WebServer(ControlApi(executor, **(api_options or {})), port=0, **server_options)
-        server.start()
-        made.append(server)
-        return executor, server
-
-    yield start
-    for server in made:
-        server.close()
+def app(serve_web):
+    return lambda script=SLOW, api_options=None, token=None, **server_options: serve_web(
+        script, token, api_options, **server_options)
 
 
 def raw_exchange(server, data: bytes, timeout=10.0, host="127.0.0.1") -> bytes:
