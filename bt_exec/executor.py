@@ -22,6 +22,7 @@ from .runtime.admission import Admission
 from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
+from .runtime.feedback import OUTPUT_CHARS, check_output_chars, finished_calls, snapshot_op
 from .runtime.plan_run import STOP_WHENS, PlanRun
 from .runtime.runner import Runner
 from .sim import SimBackend
@@ -379,6 +380,50 @@ class Executor:
             raise ControlError(f"{caller}: no plan {quote(plan_id)} was ever submitted to this executor; "
                                "call get_all_plans to list running plans")
         return run
+
+    # --- feedback for the planner ----------------------------------------------------
+
+    def get_plan_feedback(self, plan_id: str, max_output_chars: int = OUTPUT_CHARS) -> dict:
+        """What a planner reads back about a plan, finished or in flight: ``{plan_id, running, outcome, error,
+        cancel_reason, ops}``, ``ops`` holding each finished call's ``{op_id, cap, success, output, error}`` in
+        the order they finished (step graphs add ``path``). An output whose compact JSON is over
+        ``max_output_chars`` (100 to 1,000,000) becomes ``{"truncated": true, "bytes": N, "preview": TEXT}``
+        of about that size; an error is cut to it too. ``outcome`` is None while the plan runs."""
+        _check_id(plan_id, "plan_id", "get_plan_feedback")
+        check_output_chars(max_output_chars, "get_plan_feedback")
+        run = self._runner.live(plan_id)
+        record = self._runner.finished_record(plan_id)
+        if record is not None:
+            ops = ((op["op_id"], op.get("cap"), op["state"], op["result"], op["detail"], op["ended_at"])
+                   for op in record["ops"])
+            feedback = {"plan_id": plan_id, "running": False, "outcome": record["outcome"], "error": record["error"],
+                        "cancel_reason": record["cancel_reason"], "ops": finished_calls(ops, max_output_chars)}
+            if "path" in record:
+                feedback["path"] = record["path"]
+            return feedback
+        if run is None:
+            raise ControlError(f"get_plan_feedback: no plan {quote(plan_id)} is running or kept (never submitted, "
+                               "or too old); call get_all_plans or get_finished_plans to list plans")
+        ops = ((op_id, op.op.cap, op.state, op.result, op.detail, op.ended_at) for op_id, op in run.records.items())
+        feedback = {"plan_id": plan_id, "running": not run.finished, "outcome": None, "error": run.error,
+                    "cancel_reason": run.cancel_reason, "ops": finished_calls(ops, max_output_chars)}
+        if run.world is not None:
+            feedback["path"] = [entry["step"] for entry in run.trace]
+        return feedback
+
+    def get_plans_snapshot(self) -> dict:
+        """The plans in flight as the next prompt shows them: ``get_all_plans``' entries, each with its ``ops``,
+        ``{op_id, kind, cap?, state, stop_point?}`` (``cap`` on calls only, ``stop_point`` where one is armed)."""
+        plans = []
+        for run in self._runner.active_runs():
+            if run.control_only:
+                continue
+            ops = [snapshot_op(op_id, op.op.kind, op.op.cap, op.state, run.stop_point_of(op_id))
+                   for op_id, op in run.records.items()]
+            plans.append({"plan_id": run.plan_id, "description": run.plan.description,
+                          "op_count": run.plan.op_count, "cancelled": run.cancel_requested,
+                          "stop_points": len(run.stop_points), "ops": ops})
+        return {"count": len(plans), "plans": plans}
 
 
 class Cancellation:
