@@ -14,6 +14,7 @@ import bt_exec
 from ..compilers import Plan, dialect_of
 from ..compilers.dialects import DIALECTS
 from ..errors import Issue, PlanError
+from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
 from ..terminal.render import one_line, printable
 from ..terminal.run_view import EventLines, LiveView
 from ..web import ControlApi
@@ -64,6 +65,12 @@ def add_commands(commands) -> None:
     add_web(run)
     run.add_argument("--keep-serving", action="store_true",
                      help="with --web: keep serving after the plan ended, until Ctrl-C (more plans can be submitted)")
+    run.add_argument("--feedback", action="store_true",
+                     help="print the planner's feedback on the run (each finished call's op_id, cap, success, output, "
+                          "error) as one JSON line, the last of the output")
+    run.add_argument("--feedback-chars", metavar="N", type=feedback_chars, default=OUTPUT_CHARS,
+                     help=f"with --feedback: longest output kept whole, in characters of its JSON (default: "
+                          f"{OUTPUT_CHARS}); longer ones are cut to a marker")
     run.set_defaults(command=run_command)
 
 
@@ -152,6 +159,8 @@ def run_command(args: argparse.Namespace) -> int:
                 raise CommandError(_missing_op_message(op_id, plan, args.file))
             executor.stop_plan_at(plan_id, op_id, when)
         code = _run_to_end(executor, plan_id, args.events)
+        if args.feedback:
+            print(json.dumps(executor.get_plan_feedback(plan_id, args.feedback_chars)), flush=True)
         if args.keep_serving and code != EXIT_INTERRUPTED:
             error(f"the plan ended; still serving {web.url} until Ctrl-C")
             _wait_for_ctrl_c()
@@ -280,3 +289,13 @@ def _missing_op_message(op_id: str, plan: Plan, name: str) -> str:
     shown = ", ".join(ids[:LISTED_OP_IDS]) + (f", ... ({len(ids)} ops)" if len(ids) > LISTED_OP_IDS else "")
     return (f"--stop-at: the plan has no op {op_id!r} (its op ids: {shown}; expected OP, OP:on_enter or "
             f"OP:on_complete). See each op with its id: bt-exec compile {name} --render ascii")
+
+def feedback_chars(text: str) -> int:
+    """``--feedback-chars``: a whole number of characters in the range ``get_plan_feedback`` takes."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not MIN_OUTPUT_CHARS <= value <= MAX_OUTPUT_CHARS:
+        raise argparse.ArgumentTypeError(f"expected {MIN_OUTPUT_CHARS} to {MAX_OUTPUT_CHARS} characters, got {text!r}")
+    return value

@@ -17,6 +17,7 @@ import jsonschema
 
 from ..compilers.rtdl import MAX_WAIT_MS
 from ..errors import BtExecError, ControlError
+from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
 
 _GRAPH = {"description": "the plan: an RTDL envelope or tree, a Qwen3 step graph or submit envelope; a JSON object "
                          "or its JSON text",
@@ -76,6 +77,20 @@ ROUTES: tuple[Route, ...] = (
     Route("get_plan_result", "GET", "/api/plans/{plan_id}/result",
           "The final record of a finished plan: outcome, each op's state, result and timings.",
           lambda ex, plan_id: ex.get_plan_result(plan_id), {"plan_id": _PLAN_ID}, ("plan_id",)),
+    Route("get_plan_feedback", "GET", "/api/plans/{plan_id}/feedback",
+          "After a run (or during one), what to tell the planner: each finished call's {op_id, cap, success, output, "
+          "error} in the order they finished, outputs over max_output_chars cut to a marker {truncated, bytes, "
+          "preview}, plus the plan's outcome. Use it instead of get_plan_result to feed a run back to a model.",
+          lambda ex, plan_id, max_output_chars=OUTPUT_CHARS: ex.get_plan_feedback(plan_id, max_output_chars),
+          {"plan_id": _PLAN_ID,
+           "max_output_chars": {"description": "longest one output's JSON is kept whole, in characters",
+                                "type": "integer", "minimum": MIN_OUTPUT_CHARS, "maximum": MAX_OUTPUT_CHARS,
+                                "default": OUTPUT_CHARS}},
+          ("plan_id",)),
+    Route("get_plans_snapshot", "GET", "/api/snapshot",
+          "The plans in flight with every op's id, kind, cap and state (and armed stop points), compact: put it in "
+          "the next prompt before planning again, to stop or cancel by op id.",
+          lambda ex: ex.get_plans_snapshot()),
     Route("get_plan_tree", "GET", "/api/plans/{plan_id}/tree",
           "A plan's ops with their children, states, stop points and results, in flight or finished.",
           lambda ex, plan_id: ex.get_plan_tree(plan_id), {"plan_id": _PLAN_ID}, ("plan_id",), tool=False),
