@@ -13,6 +13,7 @@ from .catalog import CapabilityCatalog
 from .dialects import DIALECTS, FALLBACK_DIALECT, CheckContext, Dialect, dialect_of, scene_of, skill_catalog_of
 from .ir import ControlRequest, Op, Plan
 from .report import Report
+from .rtdl import capped_wait_warnings
 from .scene import Scene
 from .skill_catalog import SkillCatalog
 from .source import DEFAULT_LIMITS, Limits, check_document, parse_document
@@ -22,44 +23,63 @@ DIALECT_NAMES = ("auto", *DIALECTS)
 
 __all__ = ["CapabilityCatalog", "CheckContext", "CompiledPlan", "ControlRequest", "DIALECT_NAMES", "Dialect",
            "Limits", "Op", "Plan", "Report", "Scene", "SkillCatalog", "compile_plan", "dialect_of", "load",
-           "gc_paused", "scene_of", "skill_catalog_of", "validate"]
+           "gc_paused", "load_with_warnings", "scene_of", "skill_catalog_of", "validate"]
 
 
 def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | ControlRequest:
     """Load a plan (or a root meta op) from a dict, JSON text (str/bytes) or pathlib.Path.
 
     Raises PlanError carrying every issue found. Tree-shaped plans are numbered
-    "1", "2", ... in pre-order.
+    "1", "2", ... in pre-order. Text around the JSON (a model's reply) is skipped:
+    ``load_with_warnings`` also says so.
     """
+    return load_with_warnings(source, dialect, limits)[0]
+
+
+def load_with_warnings(source, dialect: str = "auto", limits: Limits | None = None) \
+        -> tuple[Plan | ControlRequest, list[dict]]:
+    """``load``, and the warnings (``{code, message}``) about what was read but changed or skipped on the
+    way: text around the JSON, a wait capped at ``limits.max_wait_ms``."""
     limits = limits or DEFAULT_LIMITS
     if dialect not in DIALECT_NAMES:
         raise PlanError([Issue("unknown_dialect", "", f"unknown dialect {dialect!r} (expected one of "
                                                       f"{', '.join(DIALECT_NAMES)})")])
     with gc_paused():
-        doc = parse_document(source, limits)
-        chosen = DIALECTS.get(dialect)
-        if chosen is None and isinstance(doc, dict):
-            chosen = next((d for d in DIALECTS.values() if d.recognises(doc)), None)
-        measured = not isinstance(source, dict)  # decoded from text: its size was measured, it shares nothing
-        if measured and chosen is not None:
-            plan = chosen.load_within_limits(doc, limits)
-            if plan is not None:
-                return plan
-        # Every value first: the loaders then read only JSON values, strings within max_string_chars.
-        issues = check_document(doc, limits, arena=chosen is not None and chosen.uses_arena_paths(doc),
-                                measured=measured,
-                                embedded=chosen.embedded_json(doc) if chosen is not None else None)
-        if issues:
-            raise PlanError(issues)
-        if chosen is None:
-            if isinstance(doc, dict):
-                raise PlanError([Issue("unknown_shape", "", "not a plan of any known dialect: expected an RTDL "
-                                                           "envelope (key 'rtdl'), tree (key 'op') or wire arena "
-                                                           "(keys 'nodes', 'root_index'), or a Qwen3 graph (keys "
-                                                           "'status', 'entry', 'plan', 'transitions') or its "
-                                                           "submit envelope (key 'response')")])
-            chosen = FALLBACK_DIALECT
-        return chosen.load(doc, limits)
+        named = DIALECTS.get(dialect)
+        doc, warnings = parse_document(source, limits, named.recognises if named is not None else _recognised)
+        loaded = _load_document(doc, named, not isinstance(source, dict), limits)
+    if isinstance(loaded, ControlRequest) and isinstance(doc, dict):
+        warnings.extend(capped_wait_warnings(doc, loaded))
+    return loaded, warnings
+
+
+def _recognised(doc: dict) -> bool:
+    return any(kind.recognises(doc) for kind in DIALECTS.values())
+
+
+def _load_document(doc: object, chosen: Dialect | None, measured: bool, limits: Limits) -> Plan | ControlRequest:
+    """``measured``: decoded from text, so its size was measured and it shares nothing."""
+    if chosen is None and isinstance(doc, dict):
+        chosen = next((d for d in DIALECTS.values() if d.recognises(doc)), None)
+    if measured and chosen is not None:
+        plan = chosen.load_within_limits(doc, limits)
+        if plan is not None:
+            return plan
+    # Every value first: the loaders then read only JSON values, strings within max_string_chars.
+    issues = check_document(doc, limits, arena=chosen is not None and chosen.uses_arena_paths(doc),
+                            measured=measured,
+                            embedded=chosen.embedded_json(doc) if chosen is not None else None)
+    if issues:
+        raise PlanError(issues)
+    if chosen is None:
+        if isinstance(doc, dict):
+            raise PlanError([Issue("unknown_shape", "", "not a plan of any known dialect: expected an RTDL "
+                                                       "envelope (key 'rtdl'), tree (key 'op') or wire arena "
+                                                       "(keys 'nodes', 'root_index'), or a Qwen3 graph (keys "
+                                                       "'status', 'entry', 'plan', 'transitions') or its "
+                                                       "submit envelope (key 'response')")])
+        chosen = FALLBACK_DIALECT
+    return chosen.load(doc, limits)
 
 
 def validate(plan, catalog=None, dialect: str = "auto", limits: Limits | None = None,
@@ -71,15 +91,18 @@ def validate(plan, catalog=None, dialect: str = "auto", limits: Limits | None = 
     ``scene``: for step graphs, the scene to check objects, revision and
     preconditions against.
     """
+    warnings: list[dict] = []
     if not isinstance(plan, (Plan, ControlRequest)):
         try:
-            plan = load(plan, dialect=dialect, limits=limits)
+            plan, warnings = load_with_warnings(plan, dialect=dialect, limits=limits)
         except PlanError as exc:
             return Report("invalid", None if dialect == "auto" else dialect, exc.issues)
     if isinstance(plan, ControlRequest):
-        return Report("control", plan.dialect, [], {"control": plan.as_dict()})
+        return Report("control", plan.dialect, [], {"control": plan.as_dict()}, warnings)
     chosen = dialect_of(plan)
-    return chosen.check(plan, chosen.context_for(catalog, scene))
+    report = chosen.check(plan, chosen.context_for(catalog, scene))
+    report.warnings.extend(warnings)
+    return report
 
 
 def compile_plan(plan: Plan, catalog=None) -> CompiledPlan:

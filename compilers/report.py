@@ -12,12 +12,15 @@ class Report:
 
     ``verdict``: "ok"; "invalid"; "control" (an RTDL meta op); for step graphs
     also "replan_required" and "blocked". Only "ok" and "control" may run.
+    ``warnings``: what was read but skipped or changed, never a reason to refuse
+    (``{code, message}``: text around the JSON, a wait capped); listed only when there are some.
     """
 
     verdict: str
     dialect: str | None
     issues: list[Issue] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
+    warnings: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -25,4 +28,5 @@ class Report:
 
     def as_dict(self) -> dict:
         return {"valid": self.ok, "verdict": self.verdict, "dialect": self.dialect,
-                "issues": [i.as_dict() for i in self.issues], "stats": self.stats}
+                "issues": [i.as_dict() for i in self.issues], "stats": self.stats,
+                **({"warnings": list(self.warnings)} if self.warnings else {})}

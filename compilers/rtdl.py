@@ -13,12 +13,13 @@ import networkx as nx
 from bt_exec.errors import Issue, Issues, PlanError
 
 from .ir import STOP_WHENS, ControlRequest, Op, Plan
-from .source import (INT64_MAX, INT64_MIN, STRICT_JSON as _DECODER, Limits, check_document, encodable, has_digit_run,
-                     number_shown as _number_shown)
+from .source import (DEFAULT_LIMITS, INT64_MAX, INT64_MIN, STRICT_JSON as _DECODER, Limits, check_document, encodable,
+                     has_digit_run, number_shown as _number_shown)
 
 META_OPS = ("cancel_plan", "cancel_all", "stop_plan_at")
-# Longest a cancel meta op may ask to wait for the plans to end, as Robonix's Pilot caps it.
-MAX_WAIT_MS = 30_000
+# Longest a cancel may wait for the plans to end by default, as Robonix's Pilot caps it: a meta op asking
+# for more waits this long (Limits.max_wait_ms).
+MAX_WAIT_MS = DEFAULT_LIMITS.max_wait_ms
 TREE_OPS = ("sequence", "parallel", "do")
 ARENA_KINDS = {0: "sequence", 1: "parallel", 2: "do"}
 TASK_STATUSES = ("in_progress", "done", "succeeded", "failed")
@@ -33,6 +34,11 @@ _META_FIELDS = {
 _ARENA_NODE_FIELDS = frozenset(("node_kind", "children", "op_id", "description", "call"))
 _ARENA_DOC_FIELDS = frozenset(("plan_id", "session_id", "round", "root_index", "nodes"))
 _CALL_FIELDS = frozenset(("call_id", "provider_id", "contract_id", "args_json"))
+# How the caps of the executor's builtins begin (compilers.catalog names them): their args name plans and
+# ops by id. The arena's form is a builtin only from the executor's own provider.
+_BUILTIN_CAP_PREFIX, _ARENA_BUILTIN_CAP_PREFIX = "executor.builtin_", "robonix/system/executor/builtin/"
+_BUILTIN_CAP_PREFIXES = (_BUILTIN_CAP_PREFIX, _ARENA_BUILTIN_CAP_PREFIX)
+_ID_ARGS = ("plan_id", "op_id", "target_op_id")
 
 CAP_PATTERN = re.compile(r"[^\s.]+(\.[^\s.]+)+")
 _NON_BLANK = re.compile(r"\S")
@@ -119,7 +125,7 @@ def _check_task_update(task_update: object, issues: list[Issue]) -> None:
 
 def _load_tree_root(root: dict, path: str, limits: Limits, description: str | None, meta: dict) -> Plan | ControlRequest:
     if root.get("op") in META_OPS:
-        return _load_meta(root, path)
+        return _load_meta(root, path, limits)
     issues = Issues()
     ops: dict[str, Op] = {}
     depth = _walk_tree(root, path, limits, ops, issues)
@@ -202,6 +208,8 @@ def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue]) -
         args = node.get("args", {})
         if not isinstance(args, dict):
             issues.append(Issue("type", f"{path}/args", f"args must be an object, got {_type_name(args)}"))
+        elif len(issues) == before and cap.startswith(_BUILTIN_CAP_PREFIX):
+            args = _builtin_ids_as_text(args, f"{path}/args", issues)
         if len(issues) > before:
             return None
         return Op(op_id, "do", description, cap=cap, args=args, provider=cap.split(".", 1)[0], path=path)
@@ -227,7 +235,8 @@ def _well_formed_op(node: object, path: str, op_id: str) -> Op | None:
     if kind == "do":
         cap, args = node.get("cap"), node.get("args", _NO_ARGS)
         if (node.keys() <= _DO_FIELDS and type(cap) is str and type(args) is dict
-                and CAP_PATTERN.fullmatch(cap) is not None):
+                and CAP_PATTERN.fullmatch(cap) is not None
+                and not (cap.startswith(_BUILTIN_CAP_PREFIX) and _has_id_not_text(args))):
             return Op(op_id, "do", description, cap=cap, args={} if args is _NO_ARGS else args,
                       provider=cap.split(".", 1)[0], path=path)
         return None
@@ -253,7 +262,7 @@ def _check_description(node: dict, path: str, issues: list[Issue]) -> str:
     return ""
 
 
-def _load_meta(node: dict, path: str) -> ControlRequest:
+def _load_meta(node: dict, path: str, limits: Limits) -> ControlRequest:
     issues = Issues()
     kind = node["op"]
     allowed = _META_FIELDS[kind]
@@ -271,24 +280,67 @@ def _load_meta(node: dict, path: str) -> ControlRequest:
         if when not in STOP_WHENS:
             issues.append(Issue("bad_value", f"{path}/when", f"when must be on_enter or on_complete, got {when!r}"))
     wait_ms = node.get("wait_ms", 5000)
-    if kind != "stop_plan_at" and not (_is_int(wait_ms) and 0 <= wait_ms <= MAX_WAIT_MS):
-        issues.append(Issue("bad_value", f"{path}/wait_ms", f"wait_ms must be an integer from 0 to {MAX_WAIT_MS} "
-                                                            f"(milliseconds), got {_number_shown(wait_ms)}"))
+    if kind != "stop_plan_at" and not (_is_int(wait_ms) and wait_ms >= 0):
+        issues.append(Issue("bad_value", f"{path}/wait_ms", f"wait_ms must be a non-negative integer (milliseconds, "
+                                                            f"at most {limits.max_wait_ms} are waited), got "
+                                                            f"{_number_shown(wait_ms)}"))
     if issues:
         raise PlanError(issues)
     return ControlRequest(op=kind, dialect="rtdl", plan_id=plan_id, target_op_id=target, when=when,
-                          wait_ms=wait_ms if kind != "stop_plan_at" else 0)
+                          wait_ms=min(wait_ms, limits.max_wait_ms) if kind != "stop_plan_at" else 0)
+
+
+def capped_wait_warnings(doc: dict, request: ControlRequest) -> list[dict]:
+    """A warning when the meta op of ``doc`` (alone or an envelope's rtdl) asked to wait longer than
+    ``request``, the control it loaded as, waits."""
+    meta = doc.get("rtdl", doc)
+    asked = meta.get("wait_ms") if type(meta) is dict else None
+    if not _is_int(asked) or asked <= request.wait_ms or request.op == "stop_plan_at":
+        return []
+    return [{"code": "wait_capped", "message": f"wait_ms {_number_shown(asked)} capped at {request.wait_ms} "
+                                               "(the longest a cancel waits)"}]
 
 
 def _required_id(node: dict, key: str, path: str, issues: list[Issue]) -> str | None:
-    value = node.get(key)
     if key not in node:
         issues.append(Issue("required", path, f"{node['op']} needs '{key}'"))
-    elif not isinstance(value, str) or not value.strip():
-        issues.append(Issue("bad_value", f"{path}/{key}", f"{key} must be a non-empty string, got {value!r}"))
-    else:
+        return None
+    return id_text(node[key], key, f"{path}/{key}", issues)
+
+
+def id_text(value: object, key: str, path: str, issues: list[Issue]) -> str | None:
+    """A plan or op id as text: a non-empty string as it is, a non-negative integer (as Robonix's Pilot
+    writes ids) as its decimal string; anything else is an issue at ``path``."""
+    if type(value) is str and value.strip():
         return value
+    if _is_int(value) and 0 <= value <= INT64_MAX:
+        return str(value)
+    issues.append(Issue("bad_value", path, f"{key} must be a non-empty string or a non-negative integer, got "
+                                           f"{_number_shown(value)}"))
     return None
+
+
+def _builtin_ids_as_text(args: dict, path: str, issues: list[Issue]) -> dict:
+    """The args of a builtin call with their integer ids as decimal strings (a copy when one changes);
+    a negative, fractional or boolean id is an issue at its arg."""
+    if not _has_id_not_text(args):
+        return args
+    args = dict(args)
+    for key in _ID_ARGS:
+        if key in args and type(args[key]) is not str:
+            text = id_text(args[key], key, f"{path}/{key}", issues)
+            if text is not None:
+                args[key] = text
+    return args
+
+
+def _names_builtin(cap: str, provider: str | None) -> bool:
+    return cap.startswith(_BUILTIN_CAP_PREFIX) or cap.startswith(_ARENA_BUILTIN_CAP_PREFIX) and \
+        provider in (None, "executor")
+
+
+def _has_id_not_text(args: dict) -> bool:
+    return any(key in args and type(args[key]) is not str for key in _ID_ARGS)
 
 
 # --- wire arena -----------------------------------------------------------
@@ -380,6 +432,8 @@ def _arena_plan(doc: dict, nodes: list, root_index: int, ops: list, limits: Limi
                 issues.append(Issue("duplicate_op_id", f"nodes[{index}].op_id",
                                     f"op_id {op.op_id!r} is already used by nodes[{first}]"))
     if issues:
+        if not issues.dropped:
+            issues.extend(_cycles_among_faults(nodes))
         raise PlanError(issues)
 
     order, depth = _check_arena_graph(nodes, root_index, limits, issues)
@@ -418,8 +472,8 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
     for child in children:
         if type(child) is not int or not 0 <= child < count:
             return None
-    if kind != "do":
-        return None if "call" in node else Op(op_id, kind, description, path=f"nodes[{index}]")
+    if kind != "do":  # Robonix writes an absent call as null
+        return None if node.get("call") is not None else Op(op_id, kind, description, path=f"nodes[{index}]")
     call = node.get("call")
     if children or type(call) is not dict or not call.keys() <= _CALL_FIELDS:
         return None
@@ -441,7 +495,7 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
             args = _DECODER.decode(args_json or "{}")
     except (ValueError, RecursionError):
         return None
-    if type(args) is not dict:
+    if type(args) is not dict or contract.startswith(_BUILTIN_CAP_PREFIXES) and _has_id_not_text(args):
         return None
     return Op(op_id, kind, description, [], contract, args, call.get("provider_id"), call.get("call_id"),
               f"nodes[{index}]")
@@ -498,7 +552,9 @@ def _check_arena_node(node: object, index: int, count: int, limits: Limits, issu
             issues.append(Issue("required", path, "do node (node_kind 2) has no 'call'"))
         else:
             cap, provider, call_id, args = _check_call(call, f"{path}.call", limits, issues)
-    elif "call" in node and kind is not None:
+            if args is not None and len(issues) == before and _names_builtin(cap, provider):
+                args = _builtin_ids_as_text(args, f"{path}.call.args_json at ", issues)
+    elif call is not None and kind is not None:  # null is how Robonix writes an absent call
         issues.append(Issue("unknown_field", f"{path}.call", f"only do nodes (node_kind 2) carry a call, not {kind}"))
     if len(issues) > before:
         return None
@@ -576,6 +632,22 @@ def _check_arena_graph(nodes: list, root_index: int, limits: Limits, issues: lis
         issues.extend(_cycle_issues(_digraph(nodes), set()))
         return [], 0
     return _tree_order(nodes, root_index, limits, issues)
+
+
+def _cycles_among_faults(nodes: list) -> list[Issue]:
+    """The cycles of an arena whose nodes have faults of their own, over the child indices that are sound: a
+    cycle is named as one whatever else is wrong. (A node reached twice or not at all may follow from a
+    faulty node; those are told once the nodes are sound.)"""
+    count = len(nodes)
+    sound = [{"children": [child for child in node["children"] if _is_int(child) and 0 <= child < count]}
+             if type(node) is dict and type(node.get("children")) is list else {"children": []} for node in nodes]
+    issues = Issues()
+    for index, node in enumerate(sound):
+        if index in node["children"]:
+            position = nodes[index]["children"].index(index)
+            issues.append(Issue("cycle", f"nodes[{index}].children[{position}]", f"node {index} lists itself as a child"))
+    issues.extend(_cycle_issues(_digraph(sound), set()))
+    return issues
 
 
 def _listed_once(nodes: list, root_index: int) -> bool:

@@ -19,6 +19,9 @@ class Limits:
     input, in characters (descriptions, ids, args, ...). JSON text held in a
     field (a submit envelope's ``response``, an arena's ``args_json``) counts as
     part of the document: the strings inside it are checked instead.
+
+    ``max_wait_ms`` is not a refusal but a cap: a cancel meta op asking to wait
+    longer waits this long (Robonix's Pilot caps it the same way).
     """
 
     max_input_bytes: int = 16 * 1024 * 1024
@@ -26,9 +29,11 @@ class Limits:
     max_depth: int = 128
     max_graph_steps: int = 256
     max_string_chars: int = 65_536
+    max_wait_ms: int = 30_000
 
     def __post_init__(self):
-        for name in ("max_input_bytes", "max_ops", "max_depth", "max_graph_steps", "max_string_chars"):
+        for name in ("max_input_bytes", "max_ops", "max_depth", "max_graph_steps", "max_string_chars",
+                     "max_wait_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"limit {name} must be a positive integer, got {value!r}")
@@ -81,11 +86,13 @@ def _finite_float(text: str) -> float:
 STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
-def parse_document(source, limits: Limits) -> object:
-    """Return the JSON document held by ``source``; raise PlanError if it cannot be read.
+def parse_document(source, limits: Limits, wanted: Callable[[dict], bool] | None = None) -> tuple[object, list[dict]]:
+    """The JSON document held by ``source`` and the warnings met reading it; PlanError if it cannot be read.
 
     A ``str`` is always JSON text, never a file name: only a ``pathlib.Path``
     opens a file, so text arriving over a network can never make us read one.
+    Text that is not JSON may be a model's reply with prose around the JSON: see
+    ``_json_in_reply`` (``wanted``: whether an object found there is a plan).
     """
     if isinstance(source, pathlib.Path):
         try:
@@ -108,10 +115,20 @@ def parse_document(source, limits: Limits) -> object:
             len(source) * 4 > limits.max_input_bytes and _utf8_size(source) > limits.max_input_bytes
         ):
             raise PlanError([_too_large(_utf8_size(source), limits)])
-        return _parse_json(source)
+        return _parse_text(source, wanted)
     if isinstance(source, dict):
-        return source
+        return source, []
     raise PlanError([Issue("type", "", f"expected a dict, JSON text or pathlib.Path, got {type(source).__name__}")])
+
+
+def _parse_text(text: str, wanted: Callable[[dict], bool] | None) -> tuple[object, list[dict]]:
+    try:
+        return _parse_json(text), []
+    except PlanError as exc:
+        if exc.issues[0].code != "json_syntax" or not _NOT_JSON.match(text):
+            raise
+        malformed = exc.issues[0].message
+    return _json_in_reply(text, wanted, malformed)
 
 
 def _parse_json(text: str) -> object:
@@ -124,6 +141,90 @@ def _parse_json(text: str) -> object:
     except RecursionError:
         # The C decoder counts nesting against the interpreter's limit; far past our depth limit anyway.
         raise PlanError([Issue("too_deep", "", "JSON nesting is too deep to be a plan within the depth limit")]) from None
+
+
+# --- a model's reply: JSON with text around it -----------------------------------------------------------
+
+# Text read as a reply: it starts with something other than JSON, or with an object followed by more text.
+# A document that starts as an array, a string or a number and breaks is malformed JSON, said as such.
+_NOT_JSON = re.compile(r"\s*(?:\{|[^\s\[\"\-0-9])")
+# One fenced code block: a line opening with ``` (and perhaps a language), up to a line opening with ```.
+_FENCE = re.compile(r"^[ \t]*```[^\n`]*\n(.*?)^[ \t]*```", re.MULTILINE | re.DOTALL)
+# Inside braces: a JSON string (to its end, or to the end of the text when it never closes), or a brace.
+_BRACE_OR_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[{}]', re.DOTALL)
+
+
+def _json_in_reply(text: str, wanted: Callable[[dict], bool] | None, malformed: str) -> tuple[dict, list[dict]]:
+    """The JSON object a reply carries among text, as Robonix's Pilot reads it, with a warning saying
+    what was skipped; PlanError when there is none, or several that differ.
+
+    The one fenced code block, when its content is a JSON object; otherwise the first balanced
+    top-level ``{...}`` that parses as JSON, of those a dialect recognises (``wanted``) when there
+    are any. Another such object that differs makes the reply ambiguous. Linear time: every
+    character is scanned once, and the spans decoded do not overlap.
+    """
+    fences = _FENCE.finditer(text)
+    fence = next(fences, None)
+    if fence is not None and next(fences, None) is None:
+        try:
+            doc = STRICT_JSON.decode(fence.group(1))
+        except (ValueError, RecursionError):
+            doc = None
+        if type(doc) is dict:
+            return doc, [_skipped_warning("the fenced code block", fence.start(1), fence.end(1), len(text))]
+    first = chosen = None  # (doc, start, end): the first object, the first that is wanted
+    for start, end in _balanced_objects(text):
+        try:
+            doc = STRICT_JSON.decode(text[start:end])
+        except ValueError:
+            continue
+        except RecursionError:
+            raise PlanError([Issue("too_deep", "", "JSON nesting is too deep to be a plan within the depth limit")]) from None
+        if first is None:
+            first = (doc, start, end)
+        if wanted is not None and not wanted(doc):
+            continue
+        if chosen is None:
+            chosen = (doc, start, end)
+        elif doc != chosen[0]:
+            raise PlanError([Issue("ambiguous_reply", "", f"the text holds two different JSON objects that could be "
+                                                          f"the plan (at characters {chosen[1]} and {start}): send "
+                                                          "one, alone or with text around it")])
+    found = chosen or first
+    if found is None:
+        if text.lstrip()[:1] == "{":  # an object that breaks: malformed JSON, said as such
+            raise PlanError([Issue("json_syntax", "", malformed)])
+        raise PlanError([Issue("json_syntax", "", f"no JSON object in this text ({malformed}); a plan may come "
+                                                  "with text around it: the first balanced {...}, or the one fenced "
+                                                  "code block, is read")])
+    doc, start, end = found
+    return doc, [_skipped_warning("the JSON object", start, end, len(text))]
+
+
+def _balanced_objects(text: str):
+    """(start, end) of each top-level balanced ``{...}`` of ``text``, in order; braces inside JSON strings
+    do not count. Outside braces quotes are prose (an apostrophe, a quotation) and are not read."""
+    position = 0
+    while (start := text.find("{", position)) >= 0:
+        depth = 0
+        for token in _BRACE_OR_STRING.finditer(text, start):
+            mark = token.group()
+            if mark == "{":
+                depth += 1
+            elif mark == "}":
+                depth -= 1
+                if depth == 0:
+                    yield start, token.end()
+                    position = token.end()
+                    break
+        else:
+            return  # open to the end of the text
+
+
+def _skipped_warning(what: str, start: int, end: int, length: int) -> dict:
+    return {"code": "text_skipped", "message": f"read {what} at characters {start} to {end} of the input and "
+                                              f"skipped the text around it ({start} characters before, "
+                                              f"{length - end} after)"}
 
 
 def _utf8_size(text: str, chunk: int = 1 << 16) -> int:

@@ -7,7 +7,7 @@ import re
 import threading
 from typing import Callable
 
-from bt_exec.compilers import CheckContext, ControlRequest, Limits, Plan, Report, dialect_of, gc_paused, load
+from bt_exec.compilers import CheckContext, ControlRequest, Limits, Plan, Report, dialect_of, gc_paused, load_with_warnings
 from bt_exec.errors import Issue, PlanError
 
 from .budgets import MESSAGE_CHARS, QUOTE_CHARS, BoundedTable, cut_text, json_size, quote
@@ -82,10 +82,10 @@ class Admission:
             return self._once(run_id, lambda: self._answer(source, run_id, dialect, text_chars))
         try:
             with gc_paused():
-                loaded = load(source, dialect=dialect, limits=self.limits)
+                loaded = load_with_warnings(source, dialect=dialect, limits=self.limits)
         except PlanError as exc:
             return refusal("invalid", exc.issues, None)
-        envelope_run_id = loaded.meta.get("run_id") if isinstance(loaded, Plan) else None
+        envelope_run_id = loaded[0].meta.get("run_id") if isinstance(loaded[0], Plan) else None
         if envelope_run_id:  # a submit envelope that names its run
             return self._once(envelope_run_id, lambda: self._answer(loaded, envelope_run_id, dialect, text_chars))
         return self._answer(loaded, None, dialect, text_chars)
@@ -114,6 +114,7 @@ class Admission:
         return copy.deepcopy(answer)
 
     def _answer(self, source, run_id: str | None, dialect: str, text_chars: int | None) -> dict:
+        """``source``: what was handed in, or what it loaded as with its warnings."""
         try:
             with gc_paused():  # a plan's many new objects all stay alive: nothing for the collector to find
                 return self._admit(source, run_id, dialect, text_chars)
@@ -122,13 +123,16 @@ class Admission:
             return refusal("invalid", [Issue("internal", "", f"internal error: {type(exc).__name__}: {exc}")], run_id)
 
     def _admit(self, source, run_id: str | None, dialect: str, text_chars: int | None) -> dict:
-        if isinstance(source, (Plan, ControlRequest)):
-            loaded = source
+        if type(source) is tuple:
+            loaded, warnings = source
         else:
             try:
-                loaded = load(source, dialect=dialect, limits=self.limits)
+                loaded, warnings = load_with_warnings(source, dialect=dialect, limits=self.limits)
             except PlanError as exc:
                 return refusal("invalid", exc.issues, run_id)
+        return _with_warnings(self._admit_loaded(loaded, run_id, text_chars), warnings)
+
+    def _admit_loaded(self, loaded: Plan | ControlRequest, run_id: str | None, text_chars: int | None) -> dict:
         if isinstance(loaded, ControlRequest):
             return self._carry_out(loaded, run_id)
         plan = loaded
@@ -209,12 +213,14 @@ class Admission:
         """What submitting would answer about the plan itself, running nothing:
         ``{valid, verdict, dialect, issues, stats}``."""
         try:
-            loaded = load(source, dialect=dialect, limits=self.limits)
+            loaded, warnings = load_with_warnings(source, dialect=dialect, limits=self.limits)
         except PlanError as exc:
             return _with_issues_cut(Report("invalid", None if dialect == "auto" else dialect, exc.issues).as_dict())
         if isinstance(loaded, ControlRequest):
-            return Report("control", loaded.dialect, [], {"control": loaded.as_dict()}).as_dict()
-        return _with_issues_cut(dialect_of(loaded).check(loaded, self.context).as_dict())
+            return Report("control", loaded.dialect, [], {"control": loaded.as_dict()}, warnings).as_dict()
+        report = dialect_of(loaded).check(loaded, self.context)
+        report.warnings.extend(warnings)
+        return _with_issues_cut(report.as_dict())
 
 
 class _Answering:
@@ -250,6 +256,13 @@ def _issue_cut(issue: dict) -> dict:
     if "steps" in issue:
         issue["steps"] = [cut_text(step, QUOTE_CHARS) if type(step) is str else step for step in issue["steps"]]
     return issue
+
+
+def _with_warnings(answer: dict, warnings: list[dict]) -> dict:
+    """An answer with the warnings of reading its input (text skipped, a wait capped), when there are any."""
+    if warnings:
+        answer["warnings"] = warnings
+    return answer
 
 
 def _with_issues_cut(answer: dict) -> dict:
