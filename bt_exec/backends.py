@@ -4,6 +4,11 @@ A backend serves ``start(call)``. A synchronous capability answers with a
 terminal ``CallStatus`` straight away; an asynchronous one answers with a run
 id (a non-empty string), after which ``status(run_id)`` is polled until a
 terminal state and ``cancel(run_id)`` may be called at any time before that.
+
+A backend may also serve ``state()``: a snapshot of what the robot reports (a dict of
+JSON values, e.g. ``{"battery": 15, "holding": "cup"}``), read by the call guard at
+call time for rules with state conditions. A backend without it reports no state,
+and such rules then deny (the guard fails closed).
 """
 from __future__ import annotations
 
@@ -52,3 +57,6 @@ class Backend(Protocol):
     def status(self, run_id: str) -> CallStatus: ...
 
     def cancel(self, run_id: str) -> None: ...
+
+    # Optional: ``def state(self) -> dict`` (see the module's description); not part of the protocol,
+    # so a backend without it still is one.

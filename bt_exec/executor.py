@@ -14,6 +14,7 @@ from typing import Callable
 from .backends import Backend
 from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits, Plan, Scene, SkillCatalog,
                         dialect_of, scene_of, skill_catalog_of)
+from .compilers.call_guard import CallGuard, load_call_guard
 from .compilers.dialects import DIALECTS, capability_catalog_of
 from .errors import ControlError, Issue
 from .events import EventBus
@@ -46,7 +47,8 @@ class Executor:
                  scene: Scene | dict | str | None = None, max_active_runs: int = 1, max_steps: int = 1000,
                  op_timeout_s: float | None = None, max_plans: int = 64, tick_on_news_only: bool = True,
                  max_result_bytes: int = 16 * 1024, max_plan_result_bytes: int = 4 * 1024 * 1024,
-                 keep_finished_bytes: int = 64 * 1024 * 1024, remember_run_ids_bytes: int = 16 * 1024 * 1024):
+                 keep_finished_bytes: int = 64 * 1024 * 1024, remember_run_ids_bytes: int = 16 * 1024 * 1024,
+                 call_guard: CallGuard | dict | str | None = None):
         """``catalog``: RTDL capability catalog. Step graphs (Qwen3) use ``skill_catalog`` (default
         grant) and ``scene`` (a Scene, its dict, or a file path): without a scene they are refused.
         ``max_active_runs`` step graphs may run at once (one robot: 1); each executes at most
@@ -62,7 +64,12 @@ class Executor:
         plan in all, is kept as ``{"truncated": true, "bytes": N, "preview": "..."}``; the finished
         records (``keep_finished`` at most) and the answers remembered per run_id
         (``remember_run_ids`` at most) are kept within ``keep_finished_bytes`` and
-        ``remember_run_ids_bytes`` in all, oldest evicted first."""
+        ``remember_run_ids_bytes`` in all, oldest evicted first.
+
+        ``call_guard``: allow/deny rules every capability call but the builtins passes (a CallGuard, its
+        rules dict, or a rules file path, JSON or YAML; ConfigError saying where it is wrong). A denied
+        call ends its op ``failed`` with the rule's name and never reaches the backend; RTDL plans whose
+        do ops it denies whatever the robot's state are refused at submit (``call_denied``)."""
         if tick_rate_hz <= 0:
             raise ValueError(f"tick_rate_hz must be positive, got {tick_rate_hz}")
         if op_timeout_s is not None and not (isinstance(op_timeout_s, (int, float)) and 0 < op_timeout_s < float("inf")):
@@ -82,12 +89,14 @@ class Executor:
         self.skill_catalog = skill_catalog_of(skill_catalog)
         self.catalog = capability_catalog_of(catalog)
         self.limits = limits or Limits()
-        context = CheckContext(self.catalog, self.skill_catalog, scene_of(scene), require_scene=True)
+        self.call_guard = load_call_guard(call_guard)
+        context = CheckContext(self.catalog, self.skill_catalog, scene_of(scene), require_scene=True,
+                               call_guard=self.call_guard)
         if backend is None:
             backend = SimBackend.in_scene(skill_catalog=self.skill_catalog, scene=context.scene)
         self.backend = backend
         builtins = BuiltinBackend(self, max_result_bytes)
-        self._routers = {name: CapabilityRouter(backend, builtins if kind.routes_builtins else None)
+        self._routers = {name: CapabilityRouter(backend, builtins if kind.routes_builtins else None, self.call_guard)
                          for name, kind in DIALECTS.items()}
         self._bus = EventBus()
         self._runner = Runner(publish=self._bus.publish, tick_period=1.0 / tick_rate_hz,

@@ -33,12 +33,14 @@ class _SimRun:
 class SimBackend:
     """Serves every capability from a script; nothing moves.
 
-    Script: ``{"default": ENTRY, "caps": {cap: ENTRY}, "ops": {op_id: ENTRY}}``
+    Script: ``{"default": ENTRY, "caps": {cap: ENTRY}, "ops": {op_id: ENTRY}, "state": {...}}``
     with ENTRY ``{"outcome", "duration_s", "error", "output"}``. The most
     specific entry wins as a whole (ops, then caps, then default); fields it
     omits take the built-in defaults. ``outcome`` is success, failure,
     timeout or an event name; a list gives successive calls, its last value
     repeating. Calls with a duration are asynchronous and can be cancelled.
+    ``state`` is the robot's state snapshot ``state()`` reports (what the call
+    guard's state rules read), e.g. ``{"battery": 15}``; without it, ``{}``.
 
     With a ``world`` (a symbolic World of a skill catalog and scene), calls
     whose cap is one of its skills are simulated on it: a precondition that does
@@ -55,6 +57,7 @@ class SimBackend:
         self._by_op = self.script.get("ops", {})
         self._by_cap = self.script.get("caps", {})
         self._default = self.script.get("default", BUILTIN_DEFAULT)
+        self._state = self.script.get("state", {})
         self.clock = clock
         self.world = world
         self._lock = threading.Lock()
@@ -125,6 +128,10 @@ class SimBackend:
         with self._lock:
             if self._runs.pop(run_id, None) is not None:
                 self.cancelled.append(run_id)
+
+    def state(self) -> dict:
+        """The script's state snapshot (a copy: a reader cannot change what later calls see)."""
+        return dict(self._state)
 
     def active_calls(self) -> list[CapabilityCall]:
         """Calls started and neither finished (polled to the end) nor cancelled."""

@@ -12,8 +12,9 @@ from operator import attrgetter
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from bt_exec.errors import ConfigError, Issue
+from bt_exec.errors import ConfigError, Issue, Issues
 
+from .call_guard import CallGuard
 from .catalog import CapabilityCatalog, check_plan, is_control_only
 from .ir import ControlRequest, Plan
 from .qwen3 import load_qwen3, looks_like_qwen3
@@ -41,12 +42,15 @@ class CheckContext:
     checked). ``skill_catalog``: step graphs' skills. ``scene``: the world step graphs are
     checked against; ``require_scene``: an executor runs step graphs only against one, so
     without it they are refused (``no_scene``) with every other issue listed beside it.
+    ``call_guard``: the rules every capability call passes; RTDL do ops it denies whatever the
+    robot's state are refused (``call_denied``).
     """
 
     capability_catalog: CapabilityCatalog | None = None
     skill_catalog: SkillCatalog | None = None
     scene: Scene | None = None
     require_scene: bool = False
+    call_guard: CallGuard | None = None
 
     @property
     def skills(self) -> SkillCatalog:
@@ -131,6 +135,8 @@ class Rtdl:
 
     def check(self, plan: Plan, context: CheckContext) -> Report:
         issues = check_plan(plan, context.capability_catalog, context.skills)
+        if context.call_guard is not None:
+            issues = (Issues(issues) + context.call_guard.check_plan(plan)).listed()
         kinds = Counter(map(attrgetter("kind"), plan.ops.values()))
         stats = {"shape": plan.shape, "ops": plan.op_count, "depth": plan.depth,
                  "sequence": kinds["sequence"], "parallel": kinds["parallel"], "do": kinds["do"]}

@@ -20,6 +20,12 @@ def add_catalog(command: argparse.ArgumentParser) -> None:
                               "catalog, shipped (grant, the default) or a file")
 
 
+def add_guard(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--guard", metavar="RULES",
+                         help="call guard rules file (JSON or YAML): allow/deny rules every capability call passes; "
+                              "plans with calls it denies are refused, and a call denied at run time fails its op")
+
+
 def add_op_timeout(command: argparse.ArgumentParser) -> None:
     command.add_argument("--op-timeout", metavar="S", type=positive_seconds,
                          help="longest one capability call may run; past it the call is cancelled and its op ends "

@@ -18,7 +18,7 @@ from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
 from ..terminal.render import one_line, printable
 from ..terminal.run_view import EventLines, LiveView
 from ..web import ControlApi
-from .arguments import add_catalog, add_input, add_op_timeout, add_web, positive_int, stop_point, tick_rate
+from .arguments import add_catalog, add_guard, add_input, add_op_timeout, add_web, positive_int, stop_point, tick_rate
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
 from .inputs import label, read_input, read_plan
 from .web_commands import start_web
@@ -39,6 +39,7 @@ def add_commands(commands) -> None:
     add_catalog(validate)
     validate.add_argument("--scene", metavar="SCENE.json", help="Qwen3: the scene to check the graph against")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_guard(validate)
     validate.set_defaults(command=validate_command)
 
     compile_ = commands.add_parser("compile", help="print the behaviour tree a plan compiles to")
@@ -62,6 +63,7 @@ def add_commands(commands) -> None:
                      help="append a run header and every event to this JSONL file; exit 1 if it cannot be written")
     run.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
     add_op_timeout(run)
+    add_guard(run)
     add_web(run)
     run.add_argument("--keep-serving", action="store_true",
                      help="with --web: keep serving after the plan ended, until Ctrl-C (more plans can be submitted)")
@@ -85,7 +87,7 @@ def validate_command(args: argparse.Namespace) -> int:
     else:
         catalogs = _catalogs(args.catalog, _dialect_of(source, args.dialect)) if args.catalog else {}
         # Never started (no tick thread) and running nothing: the sim backend is never called.
-        executor = bt_exec.Executor(backend=bt_exec.SimBackend(), scene=scene, **catalogs)
+        executor = bt_exec.Executor(backend=bt_exec.SimBackend(), scene=scene, call_guard=args.guard, **catalogs)
         try:
             report = executor.validate_plan(source, dialect=args.dialect)
         finally:
@@ -142,7 +144,7 @@ def run_command(args: argparse.Namespace) -> int:
     catalogs = {kind.executor_option: catalog} if catalog is not None else {}
     backend = bt_exec.SimBackend.in_scene(args.sim_script, catalog if scene is not None else None, scene)
     executor = bt_exec.Executor(backend=backend, scene=scene, max_steps=args.max_steps, tick_rate_hz=args.tick_rate,
-                                op_timeout_s=args.op_timeout, **catalogs)
+                                op_timeout_s=args.op_timeout, call_guard=args.guard, **catalogs)
     if args.keep_serving and args.web is None:
         raise CommandError("--keep-serving goes with --web PORT")
     web = start_web(ControlApi(executor), args)
@@ -289,6 +291,7 @@ def _missing_op_message(op_id: str, plan: Plan, name: str) -> str:
     shown = ", ".join(ids[:LISTED_OP_IDS]) + (f", ... ({len(ids)} ops)" if len(ids) > LISTED_OP_IDS else "")
     return (f"--stop-at: the plan has no op {op_id!r} (its op ids: {shown}; expected OP, OP:on_enter or "
             f"OP:on_complete). See each op with its id: bt-exec compile {name} --render ascii")
+
 
 def feedback_chars(text: str) -> int:
     """``--feedback-chars``: a whole number of characters in the range ``get_plan_feedback`` takes."""

@@ -34,6 +34,9 @@ PARAMETERS: tuple[Param, ...] = (
     Param("sim_script", "", "sim backend: a sim script file (outcomes and durations per cap or op); "
                             "empty: everything succeeds at once."),
     Param("catalog", "", "RTDL capability catalog file to check caps and args against; empty: none."),
+    Param("call_guard_file", "", "Call guard rules file (JSON or YAML): allow/deny rules every capability call "
+                                 "passes; plans with calls it denies are refused, and a call denied at run time "
+                                 "fails its op. Empty: no guard."),
     Param("skill_catalog", "grant", "Qwen3 skill catalog: a shipped name (grant) or a file."),
     Param("scene_file", "", "Qwen3 scene file the step graphs are checked against and run in; empty: "
                             "step graphs are refused (no_scene)."),
