@@ -15,6 +15,7 @@ class CapabilityRouter:
         self.backend = backend
         self.builtins = builtins
         self.guard = guard
+        self._guarded = None if guard is None else GuardedBackend(backend, guard)
         self._known: dict[tuple[str, str | None], Backend] = {}  # a plan's many ops share a few capabilities
 
     def backend_for(self, cap: str, provider: str | None) -> Backend:
@@ -26,7 +27,7 @@ class CapabilityRouter:
             elif self.guard is None or self.guard.passes_untouched(cap, provider):
                 backend = self.backend
             else:
-                backend = GuardedBackend(self.backend, self.guard)
+                backend = self._guarded
             if len(self._known) < _MAX_KNOWN:
                 self._known[key] = backend
         return backend
