@@ -23,8 +23,8 @@ from .runtime.admission import Admission
 from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
-from .runtime.feedback import OUTPUT_CHARS, check_output_chars, finished_calls, snapshot_op
-from .runtime.plan_run import STOP_WHENS, PlanRun
+from .runtime.feedback import OUTPUT_CHARS, call_entries, check_output_chars, snapshot_op
+from .runtime.plan_run import FINAL_STATES, STOP_WHENS, PlanRun
 from .runtime.runner import Runner
 from .sim import SimBackend
 
@@ -403,19 +403,23 @@ class Executor:
         run = self._runner.live(plan_id)
         record = self._runner.finished_record(plan_id)
         if record is not None:
-            ops = ((op["op_id"], op.get("cap"), op["state"], op["result"], op["detail"], op["ended_at"])
-                   for op in record["ops"])
+            calls = [(op["op_id"], op["cap"], op["state"], op["result"], op["detail"], op["ended_at"])
+                     for op in record["ops"] if op["state"] in FINAL_STATES and op.get("cap") is not None]
             feedback = {"plan_id": plan_id, "running": False, "outcome": record["outcome"], "error": record["error"],
-                        "cancel_reason": record["cancel_reason"], "ops": finished_calls(ops, max_output_chars)}
+                        "cancel_reason": record["cancel_reason"], "ops": call_entries(calls, max_output_chars)}
             if "path" in record:
                 feedback["path"] = record["path"]
             return feedback
         if run is None:
             raise ControlError(f"get_plan_feedback: no plan {quote(plan_id)} is running or kept (never submitted, "
                                "or too old); call get_all_plans or get_finished_plans to list plans")
-        ops = ((op_id, op.op.cap, op.state, op.result, op.detail, op.ended_at) for op_id, op in run.records.items())
+        calls = []
+        for op_id, op in run.records.items():
+            state, ended_at = op.state, op.ended_at  # read once: the ticking thread moves them on
+            if state in FINAL_STATES and op.op.cap is not None and ended_at is not None:
+                calls.append((op_id, op.op.cap, state, op.result, op.detail, ended_at))
         feedback = {"plan_id": plan_id, "running": not run.finished, "outcome": None, "error": run.error,
-                    "cancel_reason": run.cancel_reason, "ops": finished_calls(ops, max_output_chars)}
+                    "cancel_reason": run.cancel_reason, "ops": call_entries(calls, max_output_chars)}
         if run.world is not None:
             feedback["path"] = [entry["step"] for entry in run.trace]
         return feedback

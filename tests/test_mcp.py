@@ -17,8 +17,8 @@ from mcp.shared.exceptions import McpError  # noqa: E402
 from bt_exec.web import ControlApi, WebServer  # noqa: E402
 from bt_exec.web.mcp_server import MAX_LINE_CHARS  # noqa: E402
 
-TOOLS = {"submit_plan", "validate_plan", "get_all_plans", "get_plan_status", "get_plan_result", "stop_plan_at",
-         "cancel_plan", "cancel_all"}
+TOOLS = {"submit_plan", "validate_plan", "get_all_plans", "get_plan_status", "get_plan_result", "get_plan_feedback",
+         "get_plans_snapshot", "stop_plan_at", "cancel_plan", "cancel_all"}
 TOKEN = "mcp-test-token"
 
 

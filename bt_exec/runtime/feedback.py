@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from ..errors import ControlError
 from .budgets import MESSAGE_CHARS, cut_text, json_preview, json_size, quote
-from .plan_run import FINAL_STATES
 
 OUTPUT_CHARS = 2000        # default limit on one output in feedback
 MIN_OUTPUT_CHARS = 100     # below this a marker would hold no useful preview
@@ -61,13 +60,11 @@ def cut_output(output: object, max_chars: int) -> object:
     return {"truncated": True, "bytes": size, "preview": json_preview(output, max_chars - _MARKER_KEYS_CHARS)}
 
 
-def finished_calls(ops, max_chars: int) -> list[dict]:
-    """The entries of the calls among ``ops`` (``(op_id, cap, state, result, detail, ended_at)`` each) that
-    finished, in the order they finished. Composite ops (no cap) and ops not finished yet are left out."""
-    ended = sorted((op for op in ops if op[1] is not None and op[2] in FINAL_STATES and op[5] is not None),
-                   key=lambda op: op[5])
+def call_entries(calls, max_chars: int) -> list[dict]:
+    """The entries of finished ``calls`` (``(op_id, cap, state, result, detail, ended_at)`` each), in the order
+    they ended."""
     return [op_feedback(op_id, cap, state, result, detail, max_chars)
-            for op_id, cap, state, result, detail, _ended_at in ended]
+            for op_id, cap, state, result, detail, _ended_at in sorted(calls, key=lambda call: call[5])]
 
 
 def snapshot_op(op_id: str, kind: str, cap: str | None, state: str, stop_point: str | None) -> dict:
