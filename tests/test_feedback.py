@@ -85,6 +85,17 @@ class TestFeedback:
         wait = after["ops"][1]
         assert (wait["op_id"], wait["cap"], wait["success"]) == ("3", "sim.slow", False) and wait["error"]
 
+    def test_a_call_stopped_on_complete_after_it_succeeded_says_it_succeeded(self, make_executor):
+        ex = make_executor(SCRIPT)
+        plan_id = ex.submit(envelope(seq(do("say"), do("then"))))["plan_id"]
+        ex.stop_plan_at(plan_id, "2", "on_complete")
+        finished(ex, {"accepted": True, "plan_id": plan_id})
+        assert [op["state"] for op in ex.get_plan_result(plan_id)["ops"]] == ["canceled", "canceled", "pending"]
+        feedback = ex.get_plan_feedback(plan_id)
+        assert feedback["cancel_reason"] == "stop point on_complete at op 2"
+        assert feedback["ops"] == [{"op_id": "2", "cap": "sim.act", "success": True,
+                                    "output": {"sim": True, "cap": "sim.act"}, "error": ""}]
+
     def test_a_step_graph_says_its_path(self, make_executor):
         ex = make_executor(scene=scene())
         plan_id = finished(ex, ex.submit(vacuum_to_work()))
