@@ -115,20 +115,20 @@ def parse_document(source, limits: Limits, wanted: Callable[[dict], bool] | None
             len(source) * 4 > limits.max_input_bytes and _utf8_size(source) > limits.max_input_bytes
         ):
             raise PlanError([_too_large(_utf8_size(source), limits)])
-        return _parse_text(source, wanted)
+        return _parse_text(source, wanted, limits.max_json_nesting)
     if isinstance(source, dict):
         return source, []
     raise PlanError([Issue("type", "", f"expected a dict, JSON text or pathlib.Path, got {type(source).__name__}")])
 
 
-def _parse_text(text: str, wanted: Callable[[dict], bool] | None) -> tuple[object, list[dict]]:
+def _parse_text(text: str, wanted: Callable[[dict], bool] | None, max_nesting: int) -> tuple[object, list[dict]]:
     try:
         return _parse_json(text), []
     except PlanError as exc:
         if exc.issues[0].code != "json_syntax" or not _NOT_JSON.match(text):
             raise
         malformed = exc.issues[0].message
-    return _json_in_reply(text, wanted, malformed)
+    return _json_in_reply(text, wanted, malformed, max_nesting)
 
 
 def _parse_json(text: str) -> object:
@@ -152,16 +152,20 @@ _NOT_JSON = re.compile(r"\s*(?:\{|[^\s\[\"\-0-9])")
 _FENCE = re.compile(r"^[ \t]*```[^\n`]*\n(.*?)^[ \t]*```", re.MULTILINE | re.DOTALL)
 # Inside braces: a JSON string (to its end, or to the end of the text when it never closes), or a brace.
 _BRACE_OR_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[{}]', re.DOTALL)
+# Most balanced {...} a reply may hold: each is decoded, and a reply is a plan with a few words around it.
+MAX_REPLY_OBJECTS = 256
 
 
-def _json_in_reply(text: str, wanted: Callable[[dict], bool] | None, malformed: str) -> tuple[dict, list[dict]]:
+def _json_in_reply(text: str, wanted: Callable[[dict], bool] | None, malformed: str,
+                   max_nesting: int) -> tuple[dict, list[dict]]:
     """The JSON object a reply carries among text, as Robonix's Pilot reads it, with a warning saying
     what was skipped; PlanError when there is none, or several that differ.
 
     The one fenced code block, when its content is a JSON object; otherwise the first balanced
     top-level ``{...}`` that parses as JSON, of those a dialect recognises (``wanted``) when there
     are any. Another such object that differs makes the reply ambiguous. Linear time: every
-    character is scanned once, and the spans decoded do not overlap.
+    character is scanned once, and the spans decoded do not overlap; at most ``MAX_REPLY_OBJECTS``,
+    none nested deeper than ``max_nesting``.
     """
     fences = _FENCE.finditer(text)
     fence = next(fences, None)
@@ -173,7 +177,11 @@ def _json_in_reply(text: str, wanted: Callable[[dict], bool] | None, malformed: 
         if type(doc) is dict:
             return doc, [_skipped_warning("the fenced code block", fence.start(1), fence.end(1), len(text))]
     first = chosen = None  # (doc, start, end): the first object, the first that is wanted
-    for start, end in _balanced_objects(text):
+    for count, (start, end) in enumerate(_balanced_objects(text, max_nesting)):
+        if count == MAX_REPLY_OBJECTS:
+            raise PlanError([Issue("ambiguous_reply", "", f"the text holds more than {MAX_REPLY_OBJECTS} {{...}} "
+                                                          "blocks: send the plan alone, or with a few words around "
+                                                          "it")])
         try:
             doc = STRICT_JSON.decode(text[start:end])
         except ValueError:
@@ -201,9 +209,10 @@ def _json_in_reply(text: str, wanted: Callable[[dict], bool] | None, malformed: 
     return doc, [_skipped_warning("the JSON object", start, end, len(text))]
 
 
-def _balanced_objects(text: str):
+def _balanced_objects(text: str, max_nesting: int):
     """(start, end) of each top-level balanced ``{...}`` of ``text``, in order; braces inside JSON strings
-    do not count. Outside braces quotes are prose (an apostrophe, a quotation) and are not read."""
+    do not count. Outside braces quotes are prose (an apostrophe, a quotation) and are not read. PlanError
+    for braces nested deeper than ``max_nesting``: no plan within the limits, however it ends."""
     position = 0
     while (start := text.find("{", position)) >= 0:
         depth = 0
@@ -211,6 +220,9 @@ def _balanced_objects(text: str):
             mark = token.group()
             if mark == "{":
                 depth += 1
+                if depth > max_nesting:
+                    raise PlanError([Issue("too_deep", "", f"the text nests braces deeper than the limit of "
+                                                           f"{max_nesting} levels (at character {token.start()})")])
             elif mark == "}":
                 depth -= 1
                 if depth == 0:

@@ -234,13 +234,22 @@ class TestReplyWithProse:
         assert answer["warnings"][0]["code"] == "text_skipped"
 
     @pytest.mark.parametrize("junk", ["{" * 400_000, '{"' * 300_000, '"' * 500_000 + "{", "} {" * 300_000,
-                                      "```\n" * 200_000])
+                                      "```\n" * 200_000],
+                             ids=["open-braces", "open-strings", "quotes", "closed-pairs", "fences"])
     def test_hostile_text_is_read_in_linear_time(self, junk):
         # Quadratic work on these would take hours; the limit is loose for a busy machine.
         started = time.perf_counter()
         with pytest.raises(bt_exec.PlanError):
             bt_exec.load("prose " + junk)
         assert time.perf_counter() - started < 10
+
+    def test_a_reply_of_many_blocks_or_deep_braces_is_refused(self):
+        with pytest.raises(bt_exec.PlanError) as caught:
+            bt_exec.load("notes: " + "{} " * 300 + json.dumps(self.PLAN))
+        assert [i.code for i in caught.value.issues] == ["ambiguous_reply"]
+        with pytest.raises(bt_exec.PlanError) as caught:
+            bt_exec.load("deep: " + "{" * 400 + "}" * 400)
+        assert [i.code for i in caught.value.issues] == ["too_deep"]
 
     def test_text_over_the_input_limit_is_refused_unread(self):
         limits = bt_exec.Limits(max_input_bytes=1000)
