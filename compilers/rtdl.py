@@ -639,13 +639,20 @@ def _cycles_among_faults(nodes: list) -> list[Issue]:
     cycle is named as one whatever else is wrong. (A node reached twice or not at all may follow from a
     faulty node; those are told once the nodes are sound.)"""
     count = len(nodes)
-    sound = [{"children": [child for child in node["children"] if _is_int(child) and 0 <= child < count]}
-             if type(node) is dict and type(node.get("children")) is list else {"children": []} for node in nodes]
     issues = Issues()
-    for index, node in enumerate(sound):
-        if index in node["children"]:
-            position = nodes[index]["children"].index(index)
-            issues.append(Issue("cycle", f"nodes[{index}].children[{position}]", f"node {index} lists itself as a child"))
+    sound = []
+    for index, node in enumerate(nodes):
+        children = node.get("children") if type(node) is dict else None
+        kept = []
+        for position, child in enumerate(children if type(children) is list else ()):
+            if not _is_int(child) or not 0 <= child < count:
+                continue
+            if child == index:
+                issues.append(Issue("cycle", f"nodes[{index}].children[{position}]",
+                                    f"node {index} lists itself as a child"))
+            else:
+                kept.append(child)
+        sound.append({"children": kept})
     issues.extend(_cycle_issues(_digraph(sound), set()))
     return issues
 

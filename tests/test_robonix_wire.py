@@ -99,6 +99,12 @@ class TestNullCalls:
         assert issues_of(arena(node(0, [0], "1", extra=1))) == [("unknown_field", "nodes[0].extra"),
                                                                 ("cycle", "nodes[0].children[0]")]
 
+    def test_a_self_listing_is_located_past_entries_equal_to_it(self):
+        # True == 1 in Python: the issue must point at the integer, not at the boolean before it
+        doc = arena(node(0, [1], "1", extra=1), node(0, [True, 1], "2"))
+        assert issues_of(doc) == [("unknown_field", "nodes[0].extra"), ("type", "nodes[1].children[0]"),
+                                  ("cycle", "nodes[1].children[1]")]
+
     def test_cli_validates_the_example(self):
         code, report = validate_cli(ARENA_NULL_CALLS)
         assert (code, report["valid"], report["verdict"]) == (0, True, "ok")
