@@ -236,7 +236,7 @@ def _well_formed_op(node: object, path: str, op_id: str) -> Op | None:
         cap, args = node.get("cap"), node.get("args", _NO_ARGS)
         if (node.keys() <= _DO_FIELDS and type(cap) is str and type(args) is dict
                 and CAP_PATTERN.fullmatch(cap) is not None
-                and not (cap.startswith(_BUILTIN_CAP_PREFIX) and _has_id_not_text(args))):
+                and not (args and cap.startswith(_BUILTIN_CAP_PREFIX) and _has_id_not_text(args))):
             return Op(op_id, "do", description, cap=cap, args={} if args is _NO_ARGS else args,
                       provider=cap.split(".", 1)[0], path=path)
         return None
@@ -495,7 +495,9 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
             args = _DECODER.decode(args_json or "{}")
     except (ValueError, RecursionError):
         return None
-    if type(args) is not dict or contract.startswith(_BUILTIN_CAP_PREFIXES) and _has_id_not_text(args):
+    # '_id"' ends each id arg's key (no escapes here): most args_json have none, and skip the rest of the test
+    if type(args) is not dict or '_id"' in args_json and contract.startswith(_BUILTIN_CAP_PREFIXES) \
+            and _has_id_not_text(args):
         return None
     return Op(op_id, kind, description, [], contract, args, call.get("provider_id"), call.get("call_id"),
               f"nodes[{index}]")

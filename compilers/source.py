@@ -125,7 +125,7 @@ def _parse_text(text: str, wanted: Callable[[dict], bool] | None, max_nesting: i
     try:
         return _parse_json(text), []
     except PlanError as exc:
-        if exc.issues[0].code != "json_syntax" or not _NOT_JSON.match(text):
+        if exc.issues[0].code != "json_syntax":
             raise
         malformed = exc.issues[0].message
     return _json_in_reply(text, wanted, malformed, max_nesting)
@@ -145,9 +145,6 @@ def _parse_json(text: str) -> object:
 
 # --- a model's reply: JSON with text around it -----------------------------------------------------------
 
-# Text read as a reply: it starts with something other than JSON, or with an object followed by more text.
-# A document that starts as an array, a string or a number and breaks is malformed JSON, said as such.
-_NOT_JSON = re.compile(r"\s*(?:\{|[^\s\[\"\-0-9])")
 # One fenced code block: a line opening with ``` (and perhaps a language), up to a line opening with ```.
 _FENCE = re.compile(r"^[ \t]*```[^\n`]*\n(.*?)^[ \t]*```", re.MULTILINE | re.DOTALL)
 # Inside braces: a JSON string (to its end, or to the end of the text when it never closes), or a brace.
@@ -200,7 +197,7 @@ def _json_in_reply(text: str, wanted: Callable[[dict], bool] | None, malformed: 
                                                           "one, alone or with text around it")])
     found = chosen or first
     if found is None:
-        if text.lstrip()[:1] == "{":  # an object that breaks: malformed JSON, said as such
+        if text.lstrip()[:1] in ("{", "["):  # a document that breaks: malformed JSON, said as such
             raise PlanError([Issue("json_syntax", "", malformed)])
         raise PlanError([Issue("json_syntax", "", f"no JSON object in this text ({malformed}); a plan may come "
                                                   "with text around it: the first balanced {...}, or the one fenced "
