@@ -125,6 +125,8 @@ class Admission:
     def _admit(self, source, run_id: str | None, dialect: str, text_chars: int | None) -> dict:
         if type(source) is tuple:
             loaded, warnings = source
+        elif isinstance(source, (Plan, ControlRequest)):
+            loaded, warnings = source, []
         else:
             try:
                 loaded, warnings = load_with_warnings(source, dialect=dialect, limits=self.limits)
