@@ -264,3 +264,15 @@ class TestCli:
             result = bt_exec_cli(command, plan, "--guard", rules)
             assert result.returncode == 2, result
             assert "/rules/0" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_guard_still_refuses_up_front_after_a_step_graph_moved_the_scene():
+    from qwen3_graphs import cap_to_hatch, scene
+    with executor_of(call_guard=NO_ARM_WHEN_LOW, scene=scene()) as executor:
+        revision = executor.scene.revision
+        answer = executor.submit(cap_to_hatch())
+        assert answer["accepted"], answer
+        executor.run_until_complete(answer["plan_id"], timeout=10)
+        assert executor.scene.revision == revision + 1  # the run moved the scene: admission took a new context
+        refused = executor.submit({"op": "do", "description": "fire", "cap": "laser.fire", "args": {}})
+        assert not refused["accepted"] and [issue["code"] for issue in refused["issues"]] == ["call_denied"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import re
 import threading
@@ -236,7 +237,7 @@ class _Answering:
 
 
 def _with_scene(context: CheckContext, scene) -> CheckContext:
-    return CheckContext(context.capability_catalog, context.skill_catalog, scene, context.require_scene)
+    return dataclasses.replace(context, scene=scene)
 
 
 def refusal(verdict: str, issues: list[Issue], run_id: str | None) -> dict:
