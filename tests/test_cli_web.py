@@ -13,6 +13,17 @@ from rtdl_plans import do, envelope, seq
 from bt_exec.web.client import HttpApi
 
 
+
+def finish_and_interrupt(api, process):
+    """Wait for plan 2 to end (it must succeed), then Ctrl-C the serving command."""
+    for _ in range(100):
+        if api.call("get_all_plans")["count"] == 0:
+            break
+        time.sleep(0.05)
+    assert api.call("get_plan_result", {"plan_id": "2"})["outcome"] == "succeeded"
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=20)
+
 def start_run(tmp_path, *options, duration_s=0.4, env=None):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(envelope(seq(do("one"), do("two"), do("three")), description="web run")))
@@ -58,13 +69,7 @@ def test_keep_serving_accepts_more_plans_until_ctrl_c(tmp_path):
         api = HttpApi(url)
         answer = api.call("submit_plan", {"graph": envelope(do("another"))})
         assert answer["accepted"] and answer["plan_id"] == "2"
-        for _ in range(100):
-            if api.call("get_all_plans")["count"] == 0:
-                break
-            time.sleep(0.05)
-        assert api.call("get_plan_result", {"plan_id": "2"})["outcome"] == "succeeded"
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=20)
+        finish_and_interrupt(api, process)
     finally:
         process.kill()
     assert process.returncode == 0  # the plan run by the command succeeded
@@ -110,13 +115,7 @@ def test_an_agent_drives_run_web_over_mcp_without_a_second_process(tmp_path):
         first, submitted = anyio.run(main)
         assert first["outcome"] == "succeeded" and submitted["accepted"] and submitted["plan_id"] == "2"
         api = HttpApi(url, token="cli-token")
-        for _ in range(100):
-            if api.call("get_all_plans")["count"] == 0:
-                break
-            time.sleep(0.05)
-        assert api.call("get_plan_result", {"plan_id": "2"})["outcome"] == "succeeded"
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=20)
+        finish_and_interrupt(api, process)
     finally:
         process.kill()
     assert process.returncode == 0
