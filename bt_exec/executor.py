@@ -18,7 +18,6 @@ from .compilers.call_guard import CallGuard, load_call_guard
 from .compilers.dialects import DIALECTS, capability_catalog_of
 from .errors import ControlError, Issue
 from .events import EventBus
-from .compilers.rtdl import MAX_WAIT_MS
 from .runtime.admission import Admission
 from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote
 from .runtime.builtins import BuiltinBackend
@@ -306,14 +305,14 @@ class Executor:
 
     def cancel_plan(self, plan_id: str, wait_ms: int = 5000) -> dict:
         """Cancel a plan; return once it finished or ``wait_ms`` (0 to 30,000) passed, saying which."""
-        _check_wait(wait_ms, "cancel_plan")
+        _check_wait(wait_ms, "cancel_plan", self.limits.max_wait_ms)
         cancellation = self.begin_cancel(plan_id, "cancel_plan")
         self._runner.await_runs(cancellation.runs, wait_ms)
         return cancellation.answer(wait_ms)
 
     def cancel_all(self, wait_ms: int = 5000) -> dict:
         """Cancel every in-flight plan except control-only ones (``wait_ms``: 0 to 30,000)."""
-        _check_wait(wait_ms, "cancel_all")
+        _check_wait(wait_ms, "cancel_all", self.limits.max_wait_ms)
         cancellation = self.begin_cancel(None, "cancel_all")
         self._runner.await_runs(cancellation.runs, wait_ms)
         return cancellation.answer(wait_ms)
@@ -357,7 +356,7 @@ class Executor:
 
     def close(self, wait_ms: int = 5000) -> None:
         """Cancel every plan (control-only ones too), then stop the tick loop (``wait_ms``: 0 to 30,000)."""
-        _check_wait(wait_ms, "close")
+        _check_wait(wait_ms, "close", self.limits.max_wait_ms)
         if self._runner.in_tick():
             raise ControlError("close: cannot close the executor from inside a tick (an event subscriber)")
         runs = self._runner.active_runs()
@@ -497,9 +496,9 @@ def _check_id(value: object, name: str, caller: str) -> None:
         raise ControlError(f"{caller}: {name} must be a non-empty string, got {quote(value)}")
 
 
-def _check_wait(wait_ms: object, caller: str) -> None:
-    """wait_ms: an integer of milliseconds from 0 to MAX_WAIT_MS (Robonix's cap on a meta op's wait),
-    the same range every door takes."""
-    if type(wait_ms) is not int or not 0 <= wait_ms <= MAX_WAIT_MS:
-        raise ControlError(f"{caller}: wait_ms must be an integer from 0 to {MAX_WAIT_MS} (milliseconds), "
+def _check_wait(wait_ms: object, caller: str, maximum: int) -> None:
+    """wait_ms: an integer of milliseconds from 0 to ``maximum`` (the executor's ``Limits.max_wait_ms``,
+    by default Robonix's cap on a meta op's wait), the range every door takes."""
+    if type(wait_ms) is not int or not 0 <= wait_ms <= maximum:
+        raise ControlError(f"{caller}: wait_ms must be an integer from 0 to {maximum} (milliseconds), "
                            f"got {quote(wait_ms)}")

@@ -308,3 +308,30 @@ def test_well_formed_input_answers_as_before(executor):
     for path in (EXAMPLES / "snapshot_battery.json", EXAMPLES / "three_commands_arena.json", EXAMPLES / "cancel_all.json"):
         assert "warnings" not in bt_exec.validate(path).as_dict()
         assert "warnings" not in executor.validate_plan(path.read_bytes())
+
+
+def test_a_capped_wait_is_said_in_the_control_answers_message_and_a_larger_limit_is_waited():
+    ex = bt_exec.Executor(bt_exec.SimBackend())
+    try:
+        answer = ex.submit({"op": "cancel_all", "wait_ms": 60000})
+        assert answer["accepted"] and answer["control"]["wait_ms"] == 30000
+        assert answer["message"].endswith("(wait_ms 60000 capped at 30000 (the longest a cancel waits))")
+    finally:
+        ex.close()
+    roomy = bt_exec.Executor(bt_exec.SimBackend(), limits=bt_exec.Limits(max_wait_ms=60000))
+    try:
+        answer = roomy.submit({"op": "cancel_all", "wait_ms": 60000})
+        assert answer["accepted"] and answer["control"]["wait_ms"] == 60000 and "warnings" not in answer
+        assert roomy.cancel_all(wait_ms=60000)["count"] == 0
+    finally:
+        roomy.close()
+
+
+def test_the_cli_text_report_shows_each_warning_under_the_verdict():
+    path = EXAMPLES / "pilot_reply_with_prose.txt"
+    proc = subprocess.run([sys.executable, "-m", "bt_exec.cli", "validate", str(path)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    verdict, warning = proc.stdout.splitlines()
+    assert verdict.endswith(": ok: rtdl envelope, 5 ops (1 sequence, 1 parallel, 3 do), depth 3")
+    assert warning.startswith("  warning: read the fenced code block") and warning.endswith("[text_skipped]")

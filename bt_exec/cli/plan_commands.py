@@ -245,7 +245,13 @@ def _open_journal(path: str) -> bt_exec.JsonlJournal:
 
 
 def report_text(name: str, report: dict) -> str:
-    """The readable validation report (``validate_plan``'s answer): a verdict line, then one line per issue."""
+    """The readable validation report (``validate_plan``'s answer): a verdict line, one line per issue, then
+    one line per warning (text skipped around the JSON, a wait capped)."""
+    warnings = [f"  warning: {warning['message']} [{warning['code']}]" for warning in report.get("warnings", ())]
+    return "\n".join([_verdict_text(name, report), *warnings])
+
+
+def _verdict_text(name: str, report: dict) -> str:
     verdict, dialect, stats = report["verdict"], report["dialect"], report["stats"]
     if verdict == "control":
         control = stats["control"]

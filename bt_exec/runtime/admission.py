@@ -262,9 +262,14 @@ def _issue_cut(issue: dict) -> dict:
 
 
 def _with_warnings(answer: dict, warnings: list[dict]) -> dict:
-    """An answer with the warnings of reading its input (text skipped, a wait capped), when there are any."""
+    """An answer with the warnings of reading its input (text skipped, a wait capped), when there are any;
+    a control answer's message says its wait was capped."""
     if warnings:
         answer["warnings"] = warnings
+        if answer.get("verdict") == "control":
+            capped = [warning["message"] for warning in warnings if warning["code"] == "wait_capped"]
+            if capped:
+                answer["message"] = f"{answer['message']} ({capped[0]})"
     return answer
 
 
