@@ -2,11 +2,11 @@
 """Check the import contracts of .importlinter against bt_exec laid out as it installs.
 
 compilers/ and behaviours/ sit at the top of the repository and install as
-bt_exec.compilers and bt_exec.behaviours (setup.py ``package_dir``).
-import-linter builds its graph from the package folder it finds on disk,
-where they are absent, so this script first has setuptools' own ``build_py``
-copy the packages into a temporary folder exactly as they install, then runs
-import-linter on that copy.
+bt_exec.compilers and bt_exec.behaviours (setup.py ``package_dir``). In this
+checkout links put them in bt_exec/ as well, so a plain ``lint-imports`` works
+here; this script checks what setuptools' own ``build_py`` lays out (in a
+temporary folder), and can check another checkout, where the installed
+bt_exec would otherwise be the one import-linter finds.
 
     python scripts/lint_imports.py               # the report; exit 1 when a contract is broken
     python scripts/lint_imports.py --json        # {contract id: {name, kept, chains}} for programs
