@@ -88,7 +88,8 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
         self.status = new_status
 
     def initialise(self) -> None:
-        if self.final_state is not None or self._news is not None:  # entered again: forget the last call
+        if self.final_state is not None or self._news is not None or self._deadline is not None \
+                or self._reported_state != "RUNNING":  # entered again: forget everything of the last call
             self.result = self.final_state = self._run_id = self._news = self._deadline = None
             self._reported_state = "RUNNING"
         self.report_to.op_state(self.op_id, "running", None, None)

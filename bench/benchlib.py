@@ -116,19 +116,15 @@ def _bound(f: Figure, bound: float | None) -> str:
     return f"{bound:g}"
 
 
+def _cell(seconds: float | None, value, unit) -> str:
+    """A time where there is one, else a value in its unit, else '-'."""
+    if seconds is not None:
+        return fmt_time(seconds)
+    return fmt_value(value, unit) if value is not None else "-"
+
+
 def cells(f: Figure) -> list[str]:
-    if f.ours_s is not None:
-        ours = fmt_time(f.ours_s)
-    elif f.value is not None:
-        ours = fmt_value(f.value, f.unit)
-    else:
-        ours = "-"
-    if f.raw_s is not None:
-        raw = fmt_time(f.raw_s)
-    elif f.raw_value is not None:
-        raw = fmt_value(f.raw_value, f.unit)
-    else:
-        raw = "-"
+    ours, raw = _cell(f.ours_s, f.value, f.unit), _cell(f.raw_s, f.raw_value, f.unit)
     return [f.bench, f.name, ours, raw,
             f"{f.ratio:.3f}" if f.ratio is not None else "-", _bound(f, f.bar), _bound(f, f.target), f.verdict]
 

@@ -53,14 +53,19 @@ def load_with_warnings(source, dialect: str = "auto", limits: Limits | None = No
     return loaded, warnings
 
 
+def _recognising(doc: dict) -> Dialect | None:
+    """The first dialect that recognises ``doc`` as its own."""
+    return next((kind for kind in DIALECTS.values() if kind.recognises(doc)), None)
+
+
 def _recognised(doc: dict) -> bool:
-    return any(kind.recognises(doc) for kind in DIALECTS.values())
+    return _recognising(doc) is not None
 
 
 def _load_document(doc: object, chosen: Dialect | None, measured: bool, limits: Limits) -> Plan | ControlRequest:
     """``measured``: decoded from text, so its size was measured and it shares nothing."""
     if chosen is None and isinstance(doc, dict):
-        chosen = next((d for d in DIALECTS.values() if d.recognises(doc)), None)
+        chosen = _recognising(doc)
     if measured and chosen is not None:
         plan = chosen.load_within_limits(doc, limits)
         if plan is not None:

@@ -116,6 +116,7 @@ class Rtdl:
     holds_robot = False
     needs_scene = False
     routes_builtins = True
+    executor_option = "catalog"
 
     def recognises(self, doc: dict) -> bool:
         return detect_shape(doc) is not None
@@ -157,8 +158,6 @@ class Rtdl:
     def is_control_only(self, plan: Plan) -> bool:
         return is_control_only(plan)
 
-    executor_option = "catalog"
-
     def read_catalog(self, name_or_path: str) -> CapabilityCatalog:
         return CapabilityCatalog.from_file(name_or_path)
 
@@ -173,6 +172,7 @@ class Qwen3:
     holds_robot = True
     needs_scene = True
     routes_builtins = False
+    executor_option = "skill_catalog"
 
     def recognises(self, doc: dict) -> bool:
         return looks_like_qwen3(doc)
@@ -225,8 +225,6 @@ class Qwen3:
 
     def is_control_only(self, plan: Plan) -> bool:
         return False
-
-    executor_option = "skill_catalog"
 
     def read_catalog(self, name_or_path: str) -> SkillCatalog:
         return SkillCatalog.named(name_or_path)
