@@ -78,7 +78,7 @@ class PlanRun:
         self.world = world          # a dialect's symbolic world the run moves on, or None
         self.state: dict | None = world.snapshot() if world is not None else None  # safe to read anywhere
         self.records = {op_id: OpRecord(op) for op_id, op in plan.ops.items()}
-        self.stop_points: set[tuple[str, str]] = set()
+        self.stop_points: dict[tuple[str, str], str] = {}  # (op id, when) -> the door that armed it
         self.watched: set = set()
         self.cancel_reason: str | None = None
         self.ready = False     # its tree is set up
@@ -115,6 +115,7 @@ class PlanRun:
         return (op_id, when) in self.stop_points
 
     def stop_point_fired(self, op_id: str, when: str) -> None:
+        self._stop_point_event(op_id, when, "fired", self.stop_points.get((op_id, when), "api"))
         self.request_cancel(f"stop point {when} at op {op_id}")
 
     def op_state(self, op_id: str, state: str, result: dict | None = None, detail: str | None = None) -> None:
@@ -252,21 +253,36 @@ class PlanRun:
                 self.cancel_reason = reason
         self.wake()
 
-    def arm(self, op_id: str, when: str, in_tick: bool) -> None:
-        """Arm a stop point and place its guard above the op, under the tick lock.
+    def arm(self, op_id: str, when: str, in_tick: bool, source: str = "api") -> None:
+        """Arm a stop point and place its guard above the op, under the tick lock; ``source`` names the
+        door that asked (api, http, mcp, ros, builtin), for the ``stop_point`` events.
 
         From inside a tick (a builtin or an event subscriber) while another thread holds
         that lock, the guard is placed before this plan's next tick instead.
         """
         with self._control_lock:
-            self.stop_points.add((op_id, when))
+            self.stop_points[(op_id, when)] = source
             self._guards_to_place.append(op_id)
+        self._stop_point_event(op_id, when, "armed", source)
         if self.ready and self.tick_lock.acquire(blocking=not in_tick):
             try:
                 self.place_guards()
             finally:
                 self.tick_lock.release()
         self.wake()
+
+    def disarm(self, op_id: str, when: str, source: str = "api") -> bool:
+        """Disarm a stop point; False when none was armed there. Its guard stays in place, checking nothing."""
+        with self._control_lock:
+            armed = self.stop_points.pop((op_id, when), None) is not None
+        if armed:
+            self._stop_point_event(op_id, when, "disarmed", source)
+            self.wake()
+        return armed
+
+    def _stop_point_event(self, op_id: str, when: str, state: str, source: str) -> None:
+        self.emit({"event": "stop_point", "plan_id": self.plan_id, "op_id": op_id, "when": when, "state": state,
+                   "source": source, "time": time.time()})
 
     def place_guards(self) -> None:
         """Place the StopGuards armed since the last call (caller holds ``tick_lock``)."""

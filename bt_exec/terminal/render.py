@@ -123,6 +123,10 @@ def event_line(event: dict) -> str | None:
         if event.get("detail"):
             notes.append(one_line(event["detail"]))
         return line + (f" [{'; '.join(notes)}]" if notes else "")
+    if kind == "stop_point":  # "armed (over http)", "fired (armed over http)"
+        where = f"stop point {event['when']} at op {one_line(str(event['op_id']))}"
+        door = f"armed over {event['source']}" if event["state"] == "fired" else f"over {event['source']}"
+        return f"{where} {event['state']} ({door})"
     if kind == "step_transition":
         return f"step {event['step']} {event['skill']} -> {event['outcome']} -> {event['next']}"
     if kind == "plan_complete":
