@@ -332,9 +332,10 @@ class PlanRun:
         """The first tick is due: report the plan started."""
         self.started = True
         self.started_at = time.time()
-        self.emit({"event": "plan_started", "plan_id": self.plan_id, "run_id": self.run_id,
-                   "description": self.plan.description, "op_count": self.plan.op_count,
-                   "dialect": self.plan.dialect, "time": self.started_at})
+        if self._bus.listened:  # first in its plan's stream, before stop points armed while it was queued
+            self._events.insert(0, {"event": "plan_started", "plan_id": self.plan_id, "run_id": self.run_id,
+                                    "description": self.plan.description, "op_count": self.plan.op_count,
+                                    "dialect": self.plan.dialect, "time": self.started_at})
 
     def poll_watched(self) -> bool:
         """Poll every watched source once; True when any has news for the tree."""
