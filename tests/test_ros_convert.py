@@ -78,6 +78,24 @@ def test_answers_to_submit_responses():
     assert refused.issues_json.isascii() and json.loads(refused.issues_json)[0]["message"] == "\ud800"
     internal = convert.refusal_to_submit_msg(Submit.Response(), "r", "internal", "boom")
     assert not internal.accepted and json.loads(internal.issues_json)[0]["code"] == "internal"
+    assert json.loads(accepted.warnings_json) == [] and json.loads(internal.warnings_json) == []
+
+
+def test_warnings_of_reading_the_input_reach_the_submit_response():
+    warning = {"code": "text_skipped", "path": "", "message": "text around the JSON was skipped"}
+    answer = {"accepted": True, "run_id": "r", "plan_id": "3", "verdict": "ok", "issues": [], "message": "ok",
+              "warnings": [warning]}
+    response = convert.answer_to_submit_msg(answer, Submit.Response(), "r")
+    assert json.loads(response.warnings_json) == [warning] and response.warnings_json.isascii()
+
+
+def test_feedback_and_snapshot_requests():
+    assert convert.msg_to_status_request(GetStatus.Request(plan_id="2")) == ("2", None)
+    assert convert.msg_to_status_request(GetStatus.Request(plan_id="2", feedback=True)) == ("2", 2000)
+    assert convert.msg_to_status_request(GetStatus.Request(plan_id="2", feedback=True, feedback_chars=150)) == (
+        "2", 150)
+    assert convert.msg_to_plans_request(ListPlans.Request()) is False
+    assert convert.msg_to_plans_request(ListPlans.Request(ops=True)) is True
 
 
 def test_control_requests_and_answers():

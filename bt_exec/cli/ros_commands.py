@@ -18,9 +18,11 @@ from ..compilers.ir import STOP_WHENS
 from ..compilers.rtdl import MAX_WAIT_MS
 from ..errors import Issue, PlanError
 from ..terminal.render import one_line, printable
+from ..runtime.feedback import OUTPUT_CHARS
 from .arguments import non_negative_int, positive_seconds
 from .console import EXIT_FAILED, EXIT_OK, CommandError, configure_logging, error, make_output_safe
 from .inputs import label, read_input
+from .plan_commands import feedback_chars
 
 ROS_COMMANDS = ("serve", "sim-robot", "submit", "plans", "status", "stop-at", "cancel")
 ROS_SETUP = "bash scripts/setup-ros.sh && . build/ros/env.sh (see docs/ros.md)"
@@ -59,10 +61,19 @@ def add_commands(commands) -> None:
 
     plans = add_client("plans", "list the plans running on a bt_exec node")
     plans.add_argument("--json", action="store_true", help="print the node's answer as JSON")
+    plans.add_argument("--ops", action="store_true",
+                       help="each plan with its ops (op_id, kind, cap, state, stop_point): the snapshot for the "
+                            "planner's next prompt")
     plans.set_defaults(command=plans_command)
 
     status = add_client("status", "print a plan's live status or final record as JSON; exit 1 if unknown")
     status.add_argument("plan_id", metavar="PLAN")
+    status.add_argument("--feedback", action="store_true",
+                        help="print the planner's feedback on the plan instead (each finished call's op_id, cap, "
+                             "success, output, error)")
+    status.add_argument("--feedback-chars", metavar="N", type=feedback_chars, default=OUTPUT_CHARS,
+                        help=f"with --feedback: longest output kept whole, in characters of its JSON "
+                             f"(default: {OUTPUT_CHARS})")
     status.set_defaults(command=status_command)
 
     stop_at = add_client("stop-at", "arm a stop point: cancel plan PLAN when it reaches op OP")
@@ -167,11 +178,15 @@ def submit_command(args: argparse.Namespace) -> int:
     if args.json:
         answer = _response_dict(response)
         answer["issues"] = json.loads(answer.pop("issues_json") or "[]")
+        answer["warnings"] = json.loads(answer.pop("warnings_json") or "[]")
         print(json.dumps(answer, indent=2))
     elif response.accepted and response.plan_id:
         print(printable(f"accepted: plan {response.plan_id} (run {response.run_id}): {response.message}"))
     elif response.accepted:
         print(printable(f"{response.verdict}: {response.message}"))
+    if not args.json:
+        for warning in json.loads(response.warnings_json or "[]"):
+            print(printable(f"  warning: {warning['message']} [{warning['code']}]"), file=sys.stderr)
     if response.accepted:
         return EXIT_OK
     if not args.json:
@@ -182,7 +197,10 @@ def submit_command(args: argparse.Namespace) -> int:
 
 
 def plans_command(args: argparse.Namespace) -> int:
-    plans = json.loads(_call(args, "list_plans").plans_json)
+    def fill(request) -> None:
+        request.ops = args.ops
+
+    plans = json.loads(_call(args, "list_plans", fill).plans_json)
     if args.json:
         print(json.dumps(plans, indent=2))
         return EXIT_OK
@@ -198,6 +216,8 @@ def plans_command(args: argparse.Namespace) -> int:
 def status_command(args: argparse.Namespace) -> int:
     def fill(request) -> None:
         request.plan_id = args.plan_id
+        request.feedback = args.feedback
+        request.feedback_chars = args.feedback_chars
 
     response = _call(args, "get_status", fill)
     status = json.loads(response.status_json)

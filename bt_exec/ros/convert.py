@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..compilers.rtdl import MAX_WAIT_MS
 from ..errors import Issue
+from ..runtime.feedback import OUTPUT_CHARS
 
 DIALECT_OF_REQUEST = {"": "auto", "auto": "auto", "rtdl": "rtdl", "qwen3": "qwen3"}
 
@@ -86,6 +87,7 @@ def answer_to_submit_msg(answer: dict, response, run_id: str):
     response.verdict = str(answer.get("verdict") or "")
     response.message = one_line(answer.get("message") or "")
     response.issues_json = to_json(answer.get("issues") or [])
+    response.warnings_json = to_json(answer.get("warnings") or [])
     response.scene_json = to_json(answer["scene"]) if answer.get("scene") else ""
     return response
 
@@ -124,11 +126,24 @@ def cancel_to_msg(success: bool, finished: bool, message: str, response):
     return response
 
 
+def msg_to_status_request(request) -> tuple[str, int | None]:
+    """(plan_id, feedback_chars): ``feedback_chars`` is None for the status, else the feedback's output limit
+    (``request.feedback_chars``, its default when 0)."""
+    if not request.feedback:
+        return request.plan_id, None
+    return request.plan_id, int(request.feedback_chars) or OUTPUT_CHARS
+
+
 def status_to_msg(status: dict | None, error: str | None, response):
     """A GetStatus response: the plan's live status or final record, or ``{"error": ...}`` when not found."""
     response.found = status is not None
     response.status_json = to_json(status if status is not None else {"error": one_line(error or "not found")})
     return response
+
+
+def msg_to_plans_request(request) -> bool:
+    """Whether the plans are listed with their ops (the snapshot for the planner's next prompt)."""
+    return bool(request.ops)
 
 
 def plans_to_msg(plans: dict, response):

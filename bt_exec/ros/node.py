@@ -443,8 +443,13 @@ class ExecutorNode(Node):
             return convert.stop_at_to_msg(False, f"internal error: {type(exc).__name__}: {exc}", response)
 
     def _on_get_status(self, request, response):
-        plan_id = request.plan_id
+        plan_id, feedback_chars = convert.msg_to_status_request(request)
         try:
+            if feedback_chars is not None:
+                try:
+                    return convert.status_to_msg(self.bt.get_plan_feedback(plan_id, feedback_chars), None, response)
+                except ControlError as exc:
+                    return convert.status_to_msg(None, str(exc), response)
             try:
                 return convert.status_to_msg(self.bt.get_plan_status(plan_id), None, response)
             except ControlError:
@@ -459,7 +464,8 @@ class ExecutorNode(Node):
 
     def _on_list_plans(self, request, response):
         try:
-            return convert.plans_to_msg(self.bt.get_all_plans(), response)
+            plans = self.bt.get_plans_snapshot() if convert.msg_to_plans_request(request) else self.bt.get_all_plans()
+            return convert.plans_to_msg(plans, response)
         except Exception as exc:
             self.get_logger().error(f"list_plans: {type(exc).__name__}: {exc}")
             return convert.plans_to_msg({"count": 0, "plans": [], "error": f"internal error: {exc}"}, response)
