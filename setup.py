@@ -37,6 +37,7 @@ setup(
         f"{PACKAGE}.events",
         f"{PACKAGE}.motion",
         f"{PACKAGE}.ros",
+        f"{PACKAGE}.ros.iiwa",
         f"{PACKAGE}.runtime",
         f"{PACKAGE}.terminal",
         f"{PACKAGE}.web",
@@ -62,6 +63,7 @@ setup(
     ],
     install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18", "fastjsonschema>=2.19,<3",
                       "pyyaml>=5.4",
+                      "jsonpatch>=1.32",  # applies the repairs validation reports as JSON Patch
                       # the web app (console, API, event stream, MCP over HTTP); the mcp package needs them too
                       "uvicorn>=0.31.1,<1", "starlette>=0.37,<2", "sse-starlette>=2.1,<4", "anyio>=4"],
     extras_require={
@@ -75,5 +77,6 @@ setup(
         # ROS executables (setup.cfg installs scripts under lib/bt_exec, where `ros2 run bt_exec ...` finds them)
         "bt_exec_node = bt_exec.cli.ros_commands:node_main",
         "bt_exec_sim_robot = bt_exec.cli.ros_commands:sim_robot_main",
+        "bt_exec_iiwa_node = bt_exec.ros.iiwa.entry:iiwa_node_main",
     ]},
 )
