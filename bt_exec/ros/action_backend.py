@@ -189,6 +189,7 @@ class _Goal:
     handle: Any = None            # the ClientGoalHandle once accepted
     cancel_wanted: bool = False   # cancel it on the server (asked by cancel(), or the goal was given up)
     cancel_sent: bool = False
+    cancel_answered: bool = False  # the server answered the cancel request (whatever its code)
     cancelled_at: float | None = None
     polled_out: bool = False      # cancel() was called: nobody polls this record any more
     goal_uuid: str = ""
@@ -299,7 +300,8 @@ class RosActionBackend:
         self._send_cancel_if_due(goal)
 
     def close(self, wait_s: float = 1.0) -> None:
-        """Cancel what is still in flight, wait up to ``wait_s`` for pending acceptances, destroy the clients."""
+        """Cancel what is still in flight, wait up to ``wait_s`` for pending acceptances and for the servers to
+        answer the cancels (so that no goal runs on unknown to them), destroy the clients."""
         with self._lock:
             if self._closed:
                 return
@@ -311,7 +313,7 @@ class RosActionBackend:
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             with self._lock:
-                if not any(g.phase == "sent" for g in self._goals.values()):
+                if not any(_unsettled(g) for g in self._goals.values()):
                     break
             time.sleep(0.01)
         with self._lock:
@@ -462,6 +464,8 @@ class RosActionBackend:
             self._forget_if_unpolled(goal)
 
     def _on_cancel_response(self, goal: _Goal, future) -> None:
+        with self._lock:
+            goal.cancel_answered = True
         exc = future.exception()
         if exc is not None:
             log.warning("cancel of goal %s on %s failed: %s", goal.goal_uuid, goal.server, exc)
@@ -516,6 +520,11 @@ class RosActionBackend:
                      or (g.final is not None and g.ended_at is not None and now - g.ended_at > _FORGET_AFTER_S)]
             for run_id in stale:
                 self._goals.pop(run_id, None)
+
+
+def _unsettled(goal: _Goal) -> bool:
+    """Closing waits for it: awaiting acceptance, or cancelled on its server with no answer yet."""
+    return goal.phase == "sent" or (goal.phase == "active" and goal.cancel_sent and not goal.cancel_answered)
 
 
 def _outcome(response, server: str) -> CallStatus:

@@ -35,6 +35,7 @@ import rclpy
 from bt_exec_interfaces.srv import Cancel, GetStatus, ListPlans, StopAt, Submit
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.duration import Duration
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
@@ -66,7 +67,11 @@ DROP_REPORT_PERIOD_S = 1.0
 STATUS_QUEUE = params.STATUS_QUEUE  # default of status_queue: events waiting for the ~/status publisher
 REMEMBER_RUN_IDS = 10_000  # as many as the executor remembers answers for
 SUBMIT_WORKERS = 2
-SHUTDOWN_CANCEL_MS = 2000
+SHUTDOWN_CANCEL_MS = 2000  # of shutdown_timeout_s, the most spent waiting for plans to finish
+LAST_EVENTS_S = 1.0        # of shutdown_timeout_s, what is kept for the last events to reach the subscribers
+SIGNAL_GRACE_S = 2.0       # a second SIGINT/SIGTERM this soon after the first is the same request (ros2 launch's)
+FORCED_EXIT = 1            # the teardown outlived shutdown_timeout_s
+CLOSE_MARGIN_S = 1.0       # beyond shutdown_timeout_s, for the parts of the stop the bound does not cover
 TREE_EVENTS = frozenset(("plan_started", "node_state", "step_transition", "plan_complete"))
 
 _settle_lock = threading.Lock()
@@ -81,6 +86,10 @@ def _settle(future: Future, value=None, exception: BaseException | None = None) 
             future.set_exception(exception)
         else:
             future.set_result(value)
+
+
+def _ms_left(deadline: float) -> int:
+    return max(0, int((deadline - time.monotonic()) * 1000))
 
 
 def _wake(_future: Future) -> None:
@@ -258,17 +267,20 @@ class ExecutorNode(Node):
                                f"under {self.get_fully_qualified_name()}/")
 
     def close(self) -> None:
-        """Cancel every plan, answer waiting cancels, stop the threads. The executor may still spin (ros backend)."""
+        """Cancel every plan, answer waiting cancels, let the backend's action goals be cancelled and answered,
+        send the last events (``plan_complete`` of each plan, then ``node_shutdown``) and stop the threads, all
+        within ``shutdown_timeout_s`` as far as each part allows. The node must still spin (ros backend)."""
         if self._closed:
             return
         self._closed = True
+        deadline = time.monotonic() + self.settings["shutdown_timeout_s"]
         if self.web is not None:  # first: no plan comes in over HTTP while the others are cancelled
             try:
                 self.web.close()
             except Exception as exc:
                 self.get_logger().error(f"closing the web app: {type(exc).__name__}: {exc}")
         try:
-            self.bt.close(wait_ms=SHUTDOWN_CANCEL_MS)
+            self.bt.close(wait_ms=min(SHUTDOWN_CANCEL_MS, _ms_left(deadline)))
         except Exception as exc:
             self.get_logger().error(f"closing the executor: {type(exc).__name__}: {exc}")
         with self._cancel_futures_lock:
@@ -277,23 +289,41 @@ class ExecutorNode(Node):
             _settle(future, False)
         for unsubscribe in self._unsubscribes:
             unsubscribe()
-        deadline = time.monotonic() + 1.0  # let waiting service callbacks send their answers
-        while self._in_flight and time.monotonic() < deadline:
+        answers_due = min(deadline, time.monotonic() + 1.0)  # let waiting service callbacks send their answers
+        while self._in_flight and time.monotonic() < answers_due:
             time.sleep(0.01)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._outbox.close(last={"event": "node_shutdown", "dropped": self._outbox.dropped, "time": time.time()})
-        if self._outbox.dropped:
-            self.get_logger().warning(f"~/status dropped {self._outbox.dropped} events in all (queue full)")
-        if self._journal is not None:
-            self._journal.close()
         close_backend = getattr(self._backend, "close", None)
-        if close_backend is not None:
+        if close_backend is not None:  # before node_shutdown: that event says the robot was told to stop
             try:
-                close_backend()
+                close_backend(wait_s=max(0.0, deadline - time.monotonic() - LAST_EVENTS_S))
             except Exception as exc:
                 self.get_logger().warning(f"closing the backend: {type(exc).__name__}: {exc}")
+        self._outbox.close(last={"event": "node_shutdown", "dropped": self._outbox.dropped, "time": time.time()},
+                           timeout_s=max(0.1, min(2.0, deadline - time.monotonic())))
+        if self._outbox.dropped:
+            self.get_logger().warning(f"~/status dropped {self._outbox.dropped} events in all (queue full)")
+        try:  # the process may end right after: let the subscribers have the last events first
+            self.status_publisher.wait_for_all_acked(
+                Duration(seconds=max(0.0, min(LAST_EVENTS_S, deadline - time.monotonic()))))
+        except Exception as exc:
+            self.get_logger().debug(f"~/status: last events not acknowledged: {exc}")
+        if self._journal is not None:
+            self._journal.close()
         if self.watcher is not None:
             self.watcher.close()
+
+    def left_running(self) -> str:
+        """What a forced exit leaves behind: the plans in flight and the action goals not yet ended on a server."""
+        try:
+            plans = [plan["plan_id"] for plan in self.bt.get_all_plans()["plans"]]
+        except Exception as exc:
+            plans = [f"unknown ({type(exc).__name__})"]
+        in_flight = getattr(self._backend, "in_flight", None)
+        goals = [f"{goal['cap']} (op {goal['op_id']}, goal {goal['goal_id'] or 'not accepted yet'}) on "
+                 f"{goal['server']}" for goal in (in_flight() if in_flight is not None else [])]
+        return (f"plans in flight: {', '.join(plans) or 'none'}; action goals not ended on their server: "
+                f"{', '.join(goals) or 'none'}")
 
     # --- events (called in the executor's ticking thread) --------------------------
 
@@ -488,12 +518,32 @@ def _spin(ros_executor: MultiThreadedExecutor, stop: threading.Event) -> None:
             time.sleep(0.01)
 
 
+def _close_within_bound(node: ExecutorNode, force_exit) -> None:
+    """``node.close()`` in a thread of its own; past ``shutdown_timeout_s`` (and a margin), a forced exit."""
+    def close() -> None:
+        try:
+            node.close()
+        except Exception as exc:
+            node.get_logger().error(f"closing the node: {type(exc).__name__}: {exc}")
+
+    closer = threading.Thread(target=close, name="bt_exec-close", daemon=True)
+    closer.start()
+    bound = node.settings["shutdown_timeout_s"]
+    closer.join(bound + CLOSE_MARGIN_S)
+    if closer.is_alive():
+        force_exit(FORCED_EXIT, f"the clean stop took more than shutdown_timeout_s ({bound:g} s)")
+
+
 def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
     """Run the node until SIGINT or SIGTERM; exit 0 after a clean stop, 2 on bad arguments or parameters.
 
     ``argv`` is a full command line (program name first) whose ``--ros-args ...`` go to rclpy.
     Signals are handled here, not by rclpy (which can miss a SIGTERM while spinning):
-    the main thread only waits, so it acts on a signal at once.
+    the main thread only waits, so it acts on a signal at once. The first SIGINT or SIGTERM starts the
+    clean stop (``ExecutorNode.close``); another within SIGNAL_GRACE_S is the same request (``ros2 launch``
+    forwards the terminal's Ctrl-C as a second SIGINT). Only a signal after that, or a clean stop past
+    ``shutdown_timeout_s``, ends the process at once (128 + the signal, or FORCED_EXIT), saying on stderr
+    what was left running.
     """
     argv = list(sys.argv if argv is None else argv)
     if not logging.getLogger().handlers:
@@ -505,11 +555,29 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
 
     stop = threading.Event()
     previous = {}
+    first_signal_at: list[float] = []
+    started: list[ExecutorNode] = []
+
+    def force_exit(code: int, why: str) -> None:
+        left = ["the node had not started"]
+        if started:  # asked in a thread of its own: a stuck teardown may hold what it needs
+            left = []
+            reporter = threading.Thread(target=lambda: left.append(started[0].left_running()), daemon=True)
+            reporter.start()
+            reporter.join(0.5)
+        print(f"{prog}: forced exit: {why}; {left[0] if left else 'what was left running is unknown (busy)'}",
+              file=sys.stderr, flush=True)
+        os._exit(code)
 
     def on_signal(signum, _frame):
-        if stop.is_set():  # a second signal: the clean stop is stuck somewhere; go now
-            os._exit(128 + signum)
-        stop.set()
+        now = time.monotonic()
+        if not first_signal_at:
+            first_signal_at.append(now)
+            stop.set()
+        elif now - first_signal_at[0] > SIGNAL_GRACE_S:  # asked again, later: the clean stop is stuck; go now
+            force_exit(128 + signum, f"{signal.Signals(signum).name} {now - first_signal_at[0]:.1f} s after the "
+                                     "first stop signal")
+        # else: the same request again (ros2 launch forwards the terminal's SIGINT): the clean stop goes on
 
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -533,6 +601,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
             node = ExecutorNode()
         except (ConfigError, ValueError) as exc:
             return fail(f"cannot start: {exc}", 2)
+        started.append(node)
         ros_executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
         ros_executor.add_node(node)
         if node.watcher is not None and node.watcher.own_node is not None:
@@ -549,7 +618,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
     finally:
         try:
             if node is not None:
-                node.close()
+                _close_within_bound(node, force_exit)
             if ros_executor is not None:
                 ros_executor.shutdown(timeout_sec=2.0)
             if spin_thread is not None:

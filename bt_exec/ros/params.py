@@ -58,6 +58,11 @@ PARAMETERS: tuple[Param, ...] = (
     Param("capability_server_timeout_s", 5.0, "ros backend: how long a call waits for its action server "
                                               "(and for the goal's acceptance) before it fails.",
           "a positive number"),
+    Param("shutdown_timeout_s", 5.0, "Longest the clean stop on SIGINT/SIGTERM may take (plans cancelled, action "
+                                     "goals cancelled and answered by their servers, last events sent); past it the "
+                                     "node exits at once, logging what was left running.", "a positive number"),
+    Param("tree_linger_s", 3.0, "py-trees-tree-watcher: how long a finished plan stays in the tree with its final "
+                                "states before it leaves.", "0.0 or a positive number"),
     Param("cell_poses_file", "", "moveit backend: YAML file of the cell's named poses (position, optional "
                                  "orientation and approach_height per target); required with backend moveit."),
     Param("motion_limits_file", "", "moveit backend: YAML file of the motion policy's limits "
@@ -80,12 +85,14 @@ DEFAULTS = {p.name: p.default for p in PARAMETERS}
 def check(values: dict) -> list[str]:
     """What is wrong with a set of parameter values (already of the right types); empty when all is well."""
     problems = []
-    for name in ("tick_rate_hz", "capability_server_timeout_s"):
+    for name in ("tick_rate_hz", "capability_server_timeout_s", "shutdown_timeout_s"):
         value = values[name]
         if not (value > 0 and value != float("inf")):
             problems.append(f"{name} must be a positive number, got {value!r}")
     if values["backend"] not in BACKENDS:
         problems.append(f"backend must be one of {', '.join(BACKENDS)}, got {values['backend']!r}")
+    if not 0 <= values["tree_linger_s"] < float("inf"):
+        problems.append(f"tree_linger_s must be 0.0 or a positive number of seconds, got {values['tree_linger_s']!r}")
     op_timeout = values["op_timeout_s"]
     if not (op_timeout == 0 or 0 < op_timeout < float("inf")):
         problems.append(f"op_timeout_s must be 0.0 (no limit) or a positive number of seconds, got {op_timeout!r}")
