@@ -133,8 +133,11 @@ def text_to_scene_envelope(text: str, max_input_bytes: int, experiment_id: int =
                              f"{revision}")
     except ValueError as exc:
         raise ConfigError(f"scene envelope: {exc}") from None
-    return SceneEnvelope(doc.get("experiment_id"), doc.get("state_version"), doc.get("timestamp"),
-                         Scene.from_dict({**scene, "scene_revision": revision}, source="scene_json"))
+    try:
+        taken = Scene.from_dict({**scene, "scene_revision": revision}, source="scene_json")
+    except ConfigError as exc:
+        raise ConfigError(f"scene envelope: {exc}") from None
+    return SceneEnvelope(doc.get("experiment_id"), doc.get("state_version"), doc.get("timestamp"), taken)
 
 
 def trigger_to_scene_text(response) -> str | None:
