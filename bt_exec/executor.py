@@ -16,6 +16,8 @@ from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits,
                         dialect_of, scene_of, skill_catalog_of)
 from .compilers.call_guard import CallGuard, load_call_guard
 from .compilers.dialects import DIALECTS, capability_catalog_of
+from .compilers.rtdl import id_text
+from .compilers.source import INT64_MAX, number_shown
 from .errors import ControlError, Issue
 from .events import EventBus
 from .runtime.admission import Admission
@@ -23,6 +25,7 @@ from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
 from .runtime.feedback import OUTPUT_CHARS, call_entries, check_output_chars, snapshot_op
+from .runtime.op_views import OpView, op_view
 from .runtime.plan_run import FINAL_STATES, STOP_WHENS, PlanRun
 from .runtime.runner import Runner
 from .sim import SimBackend
@@ -30,6 +33,7 @@ from .sim import SimBackend
 log = logging.getLogger(__name__)
 
 _PREVIEW_OPS = 4  # the ops a status too large to keep is previewed by
+MAX_WAIT_FOR_PLAN_S = 60.0  # the longest wait_for_plan holds its caller (and a door's request)
 
 
 class Executor:
@@ -184,9 +188,16 @@ class Executor:
                   "cancelled": run.cancel_requested, "stop_points": len(run.stop_points)} for run in runs]
         return {"count": len(plans), "plans": plans}
 
-    def get_plan_status(self, plan_id: str) -> dict:
-        """Live state of every op of an in-flight plan; raises ControlError for any other plan."""
-        return self._plan_status(plan_id, None)
+    def get_plan_status(self, plan_id: str | int, *, states=None, op_ids=None, summary: bool = False,
+                        max_chars: int | None = None) -> dict:
+        """Live state of every op of an in-flight plan; raises ControlError for any other plan.
+
+        The ops listed can be narrowed: ``states`` (a list of op states), ``op_ids`` (a list; ids not in the
+        plan are named in ``unknown_op_ids``), ``summary=True`` (``counts`` of ops by state, and the running,
+        paused, failed and timed-out ops only); ``max_chars`` (1,000 or more) cuts the ops list so the
+        answer's compact JSON fits, with a ``truncated`` marker saying what to ask for next."""
+        view = self._op_view("get_plan_status", states, op_ids, summary, max_chars)
+        return view.apply(self._plan_status(plan_id, None))
 
     def _plan_status(self, plan_id: str, max_bytes: int | None) -> dict:
         """``get_plan_status``; a status whose ops alone are over ``max_bytes`` is answered by its marker,
@@ -218,7 +229,7 @@ class Executor:
         outcome, ops: [{op_id, kind, description, children, state, stop_point, result, detail, ...}]}``,
         plus ``transitions``, ``path`` and ``state`` for step graphs. ``outcome`` is None while running.
         """
-        _check_id(plan_id, "plan_id", "get_plan_tree")
+        plan_id = _check_id(plan_id, "plan_id", "get_plan_tree")
         run = self._runner.live(plan_id)
         record = self._runner.finished_record(plan_id)
         if record is not None:
@@ -254,26 +265,32 @@ class Executor:
                 trees[run.plan_id] = tree.root
         return trees
 
-    def get_plan_result(self, plan_id: str) -> dict:
-        """The final record of a finished plan (states, results, timings)."""
-        _check_id(plan_id, "plan_id", "get_plan_result")
+    def get_plan_result(self, plan_id: str | int, *, states=None, op_ids=None, summary: bool = False,
+                        max_chars: int | None = None) -> dict:
+        """The final record of a finished plan (states, results, timings); its ops narrowed as
+        ``get_plan_status`` narrows them (``summary``: counts by state and the failed ops)."""
+        view = self._op_view("get_plan_result", states, op_ids, summary, max_chars)
+        return self._plan_result(_check_id(plan_id, "plan_id", "get_plan_result"), view)
+
+    def _plan_result(self, plan_id: str, view: OpView) -> dict:
         record = self._runner.finished_record(plan_id)
         if record is not None:
             # Two levels deep is what callers edit; a deepcopy of 10k op results costs more than the run.
-            return {**record, "ops": [dict(op) for op in record["ops"]]}
+            return view.apply({**record, "ops": [dict(op) for op in record["ops"]]})
         if self._runner.active(plan_id) is not None:
             raise ControlError(f"get_plan_result: plan {quote(plan_id)} is still running; use get_plan_status")
         raise ControlError(f"get_plan_result: no record of plan {quote(plan_id)} (never submitted, or too old to be kept)")
 
     # --- control -------------------------------------------------------------------
 
-    def stop_plan_at(self, plan_id: str, op_id: str, when: str = "on_complete") -> dict:
+    def stop_plan_at(self, plan_id: str | int, op_id: str | int, when: str = "on_complete") -> dict:
         """Arm a stop point: when execution reaches ``op_id`` the whole plan is cancelled.
 
         A StopGuard is placed above the op (an op already running goes on untouched and
         is checked when it completes).
         """
-        _check_id(op_id, "op_id", "stop_plan_at")
+        op_id = _check_id(op_id, "op_id", "stop_plan_at")
+        plan_id = _check_id(plan_id, "plan_id", "stop_plan_at")
         if when not in STOP_WHENS:
             raise ControlError(f"stop_plan_at: invalid when {quote(when)} (expected on_enter or on_complete)")
         run = self._active_run(plan_id, "stop_plan_at")
@@ -303,19 +320,20 @@ class Executor:
         run = self.request_cancel(plan_id, reason)
         return Cancellation(plan_id, [] if run is None else [run], self._runner.in_tick)
 
-    def cancel_plan(self, plan_id: str, wait_ms: int = 5000) -> dict:
-        """Cancel a plan; return once it finished or ``wait_ms`` (0 to 30,000) passed, saying which."""
-        _check_wait(wait_ms, "cancel_plan", self.limits.max_wait_ms)
-        cancellation = self.begin_cancel(plan_id, "cancel_plan")
-        self._runner.await_runs(cancellation.runs, wait_ms)
-        return cancellation.answer(wait_ms)
+    def cancel_plan(self, plan_id: str | int, wait_ms: int = 5000) -> dict:
+        """Cancel a plan; return once it finished or ``wait_ms`` passed, saying which. A wait over
+        ``Limits.max_wait_ms`` (30,000 by default) waits that long, and the message says so."""
+        waited = self._wait_of(wait_ms, "cancel_plan")
+        cancellation = self.begin_cancel(_check_id(plan_id, "plan_id", "cancel_plan"), "cancel_plan")
+        self._runner.await_runs(cancellation.runs, waited)
+        return _said_capped(cancellation.answer(waited), wait_ms, waited)
 
     def cancel_all(self, wait_ms: int = 5000) -> dict:
-        """Cancel every in-flight plan except control-only ones (``wait_ms``: 0 to 30,000)."""
-        _check_wait(wait_ms, "cancel_all", self.limits.max_wait_ms)
+        """Cancel every in-flight plan except control-only ones (``wait_ms`` as for ``cancel_plan``)."""
+        waited = self._wait_of(wait_ms, "cancel_all")
         cancellation = self.begin_cancel(None, "cancel_all")
-        self._runner.await_runs(cancellation.runs, wait_ms)
-        return cancellation.answer(wait_ms)
+        self._runner.await_runs(cancellation.runs, waited)
+        return _said_capped(cancellation.answer(waited), wait_ms, waited)
 
     def request_cancel(self, plan_id: str, reason: str) -> PlanRun | None:
         """Mark a plan for cancellation without waiting; None if it already finished."""
@@ -336,15 +354,40 @@ class Executor:
         """Tick every in-flight plan once (from inside a tick, e.g. in a subscriber: nothing, it follows)."""
         self._runner.tick_once()
 
-    def run_until_complete(self, plan_id: str, timeout: float | None = None) -> dict:
+    def run_until_complete(self, plan_id: str | int, timeout: float | None = None) -> dict:
         """Tick (or wait for the tick loop) until the plan finished; return its final record."""
-        _check_id(plan_id, "plan_id", "run_until_complete")
+        plan_id = _check_id(plan_id, "plan_id", "run_until_complete")
         if self._runner.in_tick():
             raise ControlError("run_until_complete: cannot wait for a plan from inside a tick (an event subscriber)")
         run = self._runner.live(plan_id)
         if run is not None and not self._runner.run_until_done(run, timeout):
             raise ControlError(f"run_until_complete: plan {quote(plan_id)} still running after {timeout} s")
         return self.get_plan_result(plan_id)
+
+    def wait_for_plan(self, plan_id: str | int, timeout_s: float = 30.0, *, states=None, op_ids=None,
+                      summary: bool = False, max_chars: int | None = None) -> dict:
+        """The plan's final record (narrowed as ``get_plan_result`` narrows it) once it finished, or
+        ``{"plan_id", "finished": False, "message"}`` when ``timeout_s`` passed first: a normal answer, ask
+        again. ``timeout_s`` from 0 to 60 (longer is waited 60 s, and the message says so). Unlike
+        ``run_until_complete`` it never ticks: a plan moves on only while the tick loop runs (``start``)."""
+        caller = "wait_for_plan"
+        plan_id = _check_id(plan_id, "plan_id", caller)
+        if type(timeout_s) not in (int, float) or not 0 <= timeout_s < float("inf"):
+            raise ControlError(f"{caller}: timeout_s must be a non-negative number of seconds, got {quote(timeout_s)}")
+        view = self._op_view(caller, states, op_ids, summary, max_chars)
+        if self._runner.in_tick():  # the plan waited for could only finish once this tick ends
+            raise ControlError(f"{caller}: cannot wait for a plan from inside a tick (an event subscriber)")
+        waited = min(timeout_s, MAX_WAIT_FOR_PLAN_S)
+        run = self._runner.live(plan_id)
+        if run is None and self._runner.finished_record(plan_id) is None:
+            raise ControlError(f"{caller}: no plan {quote(plan_id)} is running or kept (never submitted, or too "
+                               "old); call get_all_plans or get_finished_plans to list plans")
+        if run is not None and not run.done.wait(waited):  # waits only: the tick loop (or another thread) ticks
+            capped = f" (timeout_s capped at {MAX_WAIT_FOR_PLAN_S:g})" if waited < timeout_s else ""
+            return {"plan_id": plan_id, "finished": False,
+                    "message": f"plan {quote(plan_id)} still running after {waited:g} s{capped}; call "
+                               f"{caller} again, or get_plan_status to see its ops"}
+        return self._plan_result(plan_id, view)
 
     def start(self) -> None:
         """Run the tick loop in a thread of its own (the ROS node and the web server drive it so)."""
@@ -356,7 +399,7 @@ class Executor:
 
     def close(self, wait_ms: int = 5000) -> None:
         """Cancel every plan (control-only ones too), then stop the tick loop (``wait_ms``: 0 to 30,000)."""
-        _check_wait(wait_ms, "close", self.limits.max_wait_ms)
+        wait_ms = self._wait_of(wait_ms, "close")
         if self._runner.in_tick():
             raise ControlError("close: cannot close the executor from inside a tick (an event subscriber)")
         runs = self._runner.active_runs()
@@ -381,13 +424,25 @@ class Executor:
     # --- helpers --------------------------------------------------------------------
 
     def _active_run(self, plan_id: str, caller: str) -> PlanRun | None:
-        """The in-flight run; None for a plan that finished; ControlError for one never seen."""
-        _check_id(plan_id, "plan_id", caller)
+        """The in-flight run; None for a plan that finished; ControlError for one never seen (or no id)."""
+        plan_id = _check_id(plan_id, "plan_id", caller)
         run = self._runner.active(plan_id)
         if run is None and not self._admission.ever_submitted(plan_id):
             raise ControlError(f"{caller}: no plan {quote(plan_id)} was ever submitted to this executor; "
                                "call get_all_plans to list running plans")
         return run
+
+    def _wait_of(self, wait_ms: object, caller: str) -> int:
+        """The milliseconds a cancel waits: ``wait_ms`` capped at ``Limits.max_wait_ms``; ControlError for
+        anything but a non-negative integer."""
+        if type(wait_ms) is not int or not 0 <= wait_ms <= INT64_MAX:
+            raise ControlError(f"{caller}: wait_ms must be a non-negative integer (milliseconds, int64; at most "
+                               f"{self.limits.max_wait_ms} are waited), got {number_shown(wait_ms)}")
+        return min(wait_ms, self.limits.max_wait_ms)
+
+    def _op_view(self, caller: str, states, op_ids, summary, max_chars) -> OpView:
+        return op_view(caller, states, op_ids, summary, max_chars,
+                       id_of=lambda value, name: _check_id(value, name, caller))
 
     # --- feedback for the planner ----------------------------------------------------
 
@@ -397,7 +452,7 @@ class Executor:
         the order they finished (step graphs add ``path``). An output whose compact JSON is over
         ``max_output_chars`` (100 to 1,000,000) becomes ``{"truncated": true, "bytes": N, "preview": TEXT}``
         of about that size; an error is cut to it too. ``outcome`` is None while the plan runs."""
-        _check_id(plan_id, "plan_id", "get_plan_feedback")
+        plan_id = _check_id(plan_id, "plan_id", "get_plan_feedback")
         check_output_chars(max_output_chars, "get_plan_feedback")
         run = self._runner.live(plan_id)
         record = self._runner.finished_record(plan_id)
@@ -491,14 +546,17 @@ class Cancellation:
         return {"plan_id": self.plan_id, "finished": finished, "message": f"plan {quote(self.plan_id)} {state}"}
 
 
-def _check_id(value: object, name: str, caller: str) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ControlError(f"{caller}: {name} must be a non-empty string, got {quote(value)}")
+def _check_id(value: object, name: str, caller: str) -> str:
+    """A plan or op id as text, as plans write them: a non-empty string as it is, a non-negative integer (up to
+    int64, as Robonix's Pilot writes ids) as its decimal string; ControlError naming ``caller`` otherwise."""
+    issues: list[Issue] = []
+    text = id_text(value, name, "", issues)
+    if text is None:
+        raise ControlError(f"{caller}: {issues[0].message}")
+    return text
 
 
-def _check_wait(wait_ms: object, caller: str, maximum: int) -> None:
-    """wait_ms: an integer of milliseconds from 0 to ``maximum`` (the executor's ``Limits.max_wait_ms``,
-    by default Robonix's cap on a meta op's wait), the range every door takes."""
-    if type(wait_ms) is not int or not 0 <= wait_ms <= maximum:
-        raise ControlError(f"{caller}: wait_ms must be an integer from 0 to {maximum} (milliseconds), "
-                           f"got {quote(wait_ms)}")
+def _said_capped(answer: dict, asked_ms: int, waited_ms: int) -> dict:
+    if waited_ms < asked_ms:
+        answer["message"] += f" (wait_ms capped at {waited_ms})"
+    return answer

@@ -105,6 +105,10 @@ class TestStopPoints:
         (("1", "", "on_enter"), "op_id must be a non-empty string"),
         (("", "2", "on_enter"), "plan_id must be a non-empty string"),
         (("42", "2", "on_enter"), "no plan '42' was ever submitted"),
+        ((1, True, "on_enter"), "stop_plan_at: op_id must be a non-empty string or a non-negative integer, got true"),
+        ((-1, 2, "on_enter"), "stop_plan_at: plan_id must be .* got -1"),
+        ((1, 2.0, "on_enter"), "stop_plan_at: op_id must be .* got 2.0"),
+        ((2**63, 2, "on_enter"), "plan_id must be .* got 9223372036854775808"),
     ])
     def test_bad_stop_requests_raise_and_leave_the_plan_untouched(self, make_executor, args, match):
         ex = make_executor({"default": {"duration_s": 0.01}})
@@ -113,6 +117,17 @@ class TestStopPoints:
             ex.stop_plan_at(*args)
         assert ex.get_all_plans()["plans"][0]["stop_points"] == 0
         assert finish(ex, plan_id)["outcome"] == "succeeded"
+
+    def test_integer_ids_are_taken_as_their_decimal_text_by_every_method(self, make_executor):
+        ex = make_executor({"default": {"duration_s": 0.01}})
+        plan_id = int(ex.submit(PLAN)["plan_id"])
+        assert ex.stop_plan_at(plan_id, 8, "on_enter")["armed"]
+        assert ex.get_plan_status(plan_id)["plan_id"] == "1" and ex.get_plan_tree(plan_id)["ops"][7]["stop_point"]
+        assert ex.get_plan_feedback(plan_id)["plan_id"] == "1"
+        record = ex.run_until_complete(plan_id, timeout=10)
+        assert record["outcome"] == "cancelled" and ex.get_plan_result(plan_id) == record
+        assert ex.wait_for_plan(plan_id, 0)["plan_id"] == "1"
+        assert ex.cancel_plan(plan_id, wait_ms=0)["message"] == "plan '1' already finished; nothing to cancel"
 
     def test_stop_at_a_finished_plan_is_a_success_no_op(self, make_executor):
         ex = make_executor()

@@ -304,3 +304,34 @@ def test_sim_durations_are_real_time(make_executor):
     began = time.monotonic()
     run(ex, seq(do(), do()))
     assert time.monotonic() - began >= 0.2
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"states": ["done"]}, "states must be a list of op states"), ({"states": "running"}, "states must be a list"),
+    ({"op_ids": [True]}, "op_ids must be a non-empty string or a non-negative integer, got true"),
+    ({"summary": 1}, "summary must be true or false"), ({"max_chars": 999}, "max_chars must be an integer from 1000"),
+])
+def test_a_bad_view_option_is_refused_naming_the_method_and_the_option(options, named):
+    ex = bt_exec.Executor(bt_exec.SimBackend())
+    plan_id = ex.submit(envelope(do()))["plan_id"]
+    for method in (ex.get_plan_status, ex.get_plan_result, ex.wait_for_plan):
+        with pytest.raises(bt_exec.ControlError, match=f"^{method.__name__}: {named}"):
+            method(plan_id, **options)
+
+
+def test_wait_for_plan_only_waits_while_the_tick_loop_moves_the_plan():
+    ex = bt_exec.Executor(bt_exec.SimBackend({"default": {"duration_s": 0.05}}))
+    plan_id = ex.submit(envelope(seq(do("a"), do("b"))))["plan_id"]
+    started = time.monotonic()
+    assert ex.wait_for_plan(plan_id, 0.2) == {"plan_id": plan_id, "finished": False,
+                                              "message": f"plan '{plan_id}' still running after 0.2 s; call "
+                                                         "wait_for_plan again, or get_plan_status to see its ops"}
+    assert 0.2 <= time.monotonic() - started < 2 and ex.get_plan_status(plan_id)["ops"][1]["state"] == "pending"
+    ex.start()
+    try:
+        record = ex.wait_for_plan(plan_id, 10**9, summary=True)  # capped at a minute; done long before
+        assert record["outcome"] == "succeeded" and record["counts"] == {"succeeded": 3} and record["ops"] == []
+    finally:
+        ex.close()
+    with pytest.raises(bt_exec.ControlError, match="wait_for_plan: timeout_s must be a non-negative number"):
+        ex.wait_for_plan(plan_id, float("nan"))

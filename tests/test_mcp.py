@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from rtdl_plans import do, envelope, seq
+from rtdl_plans import do, envelope, par, seq
 
 mcp = pytest.importorskip("mcp", reason="the mcp package is not installed (pip install -e '.[test]')")
 import anyio  # noqa: E402  (mcp brings it)
@@ -15,10 +15,10 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.shared.exceptions import McpError  # noqa: E402
 
 from bt_exec.web import ControlApi, WebServer  # noqa: E402
-from bt_exec.web.mcp_server import MAX_LINE_CHARS  # noqa: E402
+from bt_exec.web.mcp_server import MAX_LINE_BYTES  # noqa: E402
 
 TOOLS = {"submit_plan", "validate_plan", "get_all_plans", "get_plan_status", "get_plan_result", "get_plan_feedback",
-         "get_plans_snapshot", "stop_plan_at", "cancel_plan", "cancel_all"}
+         "get_plans_snapshot", "stop_plan_at", "cancel_plan", "cancel_all", "wait_for_plan"}
 TOKEN = "mcp-test-token"
 
 
@@ -210,7 +210,7 @@ def test_lone_surrogates_and_unreadable_lines_never_stop_the_stdio_server(tmp_pa
         unknown = tool_call(2, "get_plan_status", {"plan_id": "\ud800"})
         unreadable = exchange(b"{not json")
         too_deep = exchange(b"[" * 100_000)
-        too_long = exchange(b'"' + b"x" * MAX_LINE_CHARS + b'"')
+        too_long = exchange(b'"' + b"x" * MAX_LINE_BYTES + b'"')
         listed = tool_call(3, "get_all_plans", {})
     finally:
         process.stdin.close()
@@ -218,7 +218,7 @@ def test_lone_surrogates_and_unreadable_lines_never_stop_the_stdio_server(tmp_pa
     assert submitted["id"] == 1 and submitted["result"]["content"]  # accepted or refused: an answer
     assert unknown["result"]["isError"] and "control_refused" in unknown["result"]["content"][0]["text"]
     assert unreadable["error"]["code"] == -32700 and too_deep["error"]["code"] == -32700
-    assert too_long["error"]["code"] == -32600 and "characters" in too_long["error"]["message"]
+    assert too_long["error"]["code"] == -32600 and "bytes" in too_long["error"]["message"]
     assert listed["id"] == 3 and not listed["result"].get("isError")
     assert process.returncode == 0 and b"Traceback" not in process.stderr.read()
 
@@ -321,3 +321,96 @@ def test_mcp_over_http_answers_what_it_cannot_read(web_app, body, code):
     _, server = web_app()
     status, answer = mcp_post(server, {"Authorization": f"Bearer {TOKEN}"}, body)
     assert status == 200 and answer["error"]["code"] == code and answer["error"]["message"]
+
+
+def big_plan(ops, failing=1):
+    """``ops`` do ops in a parallel: the first ``failing`` call ``sim.fail``, the rest ``sim.act`` (slow)."""
+    return envelope(par(*[do(f"op {i}", cap="sim.fail" if i < failing else "sim.act") for i in range(ops)]),
+                    description="many ops")
+
+
+def failing_script(tmp_path, duration_s=3.0):
+    path = tmp_path / "failing.json"
+    path.write_text(json.dumps({"default": {"outcome": "success", "duration_s": duration_s},
+                                "caps": {"sim.fail": {"outcome": "failure", "duration_s": 0.0, "error": "no grip"}}}))
+    return str(path)
+
+
+def test_an_agent_affords_a_large_plan_summary_filters_a_cap_and_a_wait(tmp_path):
+    async def body(session):
+        submitted = await call(session, "submit_plan", graph=big_plan(400))
+        plan_id = int(submitted["plan_id"])  # integer ids, as Pilot writes them
+        for _ in range(100):
+            summary = await call(session, "get_plan_status", plan_id=plan_id, summary=True)
+            if summary["counts"].get("failed") and summary["counts"].get("running"):
+                break
+            await anyio.sleep(0.05)
+        full = await session.call_tool("get_plan_status", {"plan_id": plan_id})
+        capped = await call(session, "get_plan_status", plan_id=plan_id, max_chars=2000)
+        chosen = await call(session, "get_plan_status", plan_id=plan_id, op_ids=[3, "4"], states=["running"])
+        not_yet = await call(session, "wait_for_plan", plan_id=plan_id, timeout_s=0.2)
+        await call(session, "cancel_plan", plan_id=plan_id, wait_ms=5000)
+        final = await call(session, "wait_for_plan", plan_id=plan_id, timeout_s=10, summary=True)
+        result = await call(session, "get_plan_result", plan_id=plan_id, states=["failed"])
+        bad = [await refusal(session, "get_plan_status", plan_id=value) for value in (True, -1, 1.5)]
+        return summary, full, capped, chosen, not_yet, final, result, bad
+
+    init, (summary, full, capped, chosen, not_yet, final, result, bad) = \
+        run_session(["--sim-script", failing_script(tmp_path)], body).values()
+    assert summary["counts"] == {"failed": 1, "running": 400}  # 399 calls and the parallel above them
+    assert {op["state"] for op in summary["ops"]} == {"running", "failed"} and len(summary["ops"]) == 401
+    full_size = len(json.dumps(full.structuredContent, separators=(",", ":")))
+    assert full_size > 20_000 and len(full.content) == 1 and len(full.content[0].text) < 300  # sent once
+    assert len(json.dumps(capped, separators=(",", ":"))) <= 2000
+    assert capped["truncated"]["ops_total"] == 401 and 0 < capped["truncated"]["ops_shown"] < 401
+    assert "ask for the rest" in capped["truncated"]["message"] and capped["truncated"]["first_left_out"]
+    assert [op["op_id"] for op in chosen["ops"]] == ["3", "4"]
+    assert not_yet == {"plan_id": summary["plan_id"], "finished": False, "message": not_yet["message"]}
+    assert final["outcome"] == "cancelled" and final["counts"]["failed"] == 1
+    assert [op["state"] for op in result["ops"]] == ["failed"] and result["ops"][0]["result"]["error"] == "no grip"
+    assert bad[0].startswith("bad_arguments:") and "got true" in bad[0]
+    assert "minimum of 0" in bad[1] and "not the float 1.5" in bad[2]
+    assert init.serverInfo.version == __import__("bt_exec").__version__
+
+
+def test_a_client_of_an_older_mcp_revision_gets_the_answer_as_compact_json_text(tmp_path):
+    process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "mcp"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def exchange(message: dict) -> dict:
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+        return json.loads(process.stdout.readline())
+
+    try:
+        exchange({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}})
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        answer = exchange({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": "get_all_plans", "arguments": {}}})["result"]
+    finally:
+        process.stdin.close()
+        process.wait(timeout=20)
+    assert "structuredContent" not in answer and len(answer["content"]) == 1
+    assert answer["content"][0]["text"] == '{"count":0,"plans":[]}'
+
+
+def test_ctrl_c_stops_the_stdio_server_started_by_hand():
+    import pty
+    import signal
+    import time
+
+    terminal, its_end = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "mcp"], stdin=its_end, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    os.close(its_end)
+    try:
+        banner = process.stderr.readline().decode()
+        time.sleep(0.3)  # into the serving loop
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=15)
+    finally:
+        process.kill()
+        os.close(terminal)
+    assert "serving MCP on stdin/stdout" in banner and "Ctrl-C" in banner and banner.count("\n") == 1
+    assert process.returncode == 0 and b"Traceback" not in process.stderr.read()

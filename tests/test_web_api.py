@@ -302,7 +302,10 @@ def test_no_get_route_changes_state(make_executor, events):
             answered = []
             for plan_id in ((finished_id, running_id) if "plan_id" in route.path_params else (None,)):
                 before = executor_state(executor, events, finished_id, running_id)
-                status, _ = request(server, "GET", route.path.replace("{plan_id}", str(plan_id)))
+                path = route.path.replace("{plan_id}", str(plan_id))
+                if route.name == "wait_for_plan":  # nothing ticks here: waiting for the running plan would time out
+                    path += "?timeout_s=0"
+                status, _ = request(server, "GET", path)
                 answered.append(status)
                 assert executor_state(executor, events, finished_id, running_id) == before, (route.name, plan_id)
             assert 200 in answered, route.name  # the route reached the executor
@@ -315,3 +318,77 @@ def test_the_http_client_ignores_proxies_from_the_environment(app, monkeypatch):
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("no_proxy", "")
     assert HttpApi(server.url).call("get_all_plans")["count"] == 0
+
+
+def test_integer_ids_are_taken_on_every_door_and_bad_ids_named(app):
+    executor, server = app()
+    plan_id = executor.submit(slow_plan())["plan_id"]
+    status, armed = request(server, "POST", f"/api/plans/{plan_id}/stop_at", {"op_id": 4, "when": "on_enter"})
+    assert status == 200 and armed["armed"] and executor.get_plan_tree(plan_id)["ops"][3]["stop_point"] == "on_enter"
+    for op_id, said in ((True, "got true"), (-1, "minimum of 0"), (1.5, "not the float 1.5"), (4.0, "float")):
+        status, answer = request(server, "POST", f"/api/plans/{plan_id}/stop_at", {"op_id": op_id})
+        assert status == 400 and "op_id" in answer["error"]["message"] and said in answer["error"]["message"]
+    assert HttpApi(server.url).call("cancel_plan", {"plan_id": int(plan_id), "wait_ms": 5000})["finished"]
+
+
+def test_status_and_result_are_narrowed_by_query_and_cut_to_max_chars(app):
+    executor, server = app({"default": {"outcome": "success", "duration_s": 5.0}})
+    plan_id = executor.submit(slow_plan(200))["plan_id"]
+    executor.tick_once()
+    status, summary = request(server, "GET", f"/api/plans/{plan_id}/status?summary=true")
+    assert status == 200 and summary["counts"] == {"running": 2, "pending": 199}
+    assert [op["op_id"] for op in summary["ops"]] == ["1", "2"]
+    status, chosen = request(server, "GET", f"/api/plans/{plan_id}/status?op_ids=3&op_ids=5&op_ids=999&states=pending")
+    assert [op["op_id"] for op in chosen["ops"]] == ["3", "5"] and chosen["unknown_op_ids"] == ["999"]
+    status, capped = request(server, "GET", f"/api/plans/{plan_id}/status?max_chars=3000")
+    assert status == 200 and len(json.dumps(capped, separators=(",", ":"))) <= 3000
+    assert capped["truncated"]["ops_total"] == 201 and capped["truncated"]["first_left_out"] == \
+        str(capped["truncated"]["ops_shown"] + 1)
+    remote = HttpApi(server.url)
+    assert remote.call("get_plan_status", {"plan_id": plan_id, "summary": True, "op_ids": [1, 3]})["ops"] == \
+        [summary["ops"][0]]
+    for query, named in (("summary=maybe", "summary"), ("max_chars=10", "max_chars"), ("states=done", "states"),
+                         ("op_ids=" + "&op_ids=".join(["1"] * 1001), "op_ids"), ("colour=red", "colour")):
+        status, answer = request(server, "GET", f"/api/plans/{plan_id}/status?{query}")
+        assert status == 400 and named in answer["error"]["message"], query
+    executor.cancel_plan(plan_id, wait_ms=5000)
+    status, result = request(server, "GET", f"/api/plans/{plan_id}/result?states=canceled")
+    assert status == 200 and {op["state"] for op in result["ops"]} == {"canceled"} and "truncated" not in result
+    status, result = request(server, "GET", f"/api/plans/{plan_id}/result?max_chars=4000")
+    assert result["outcome"] == "cancelled" and len(json.dumps(result, separators=(",", ":"))) <= 4000
+    assert 0 < result["truncated"]["ops_shown"] < result["truncated"]["ops_total"] == 201
+
+
+def test_wait_for_plan_answers_the_record_or_not_finished_at_the_timeout(app):
+    executor, server = app()
+    plan_id = executor.submit(slow_plan(2))["plan_id"]
+    started = time.monotonic()
+    status, not_yet = request(server, "GET", f"/api/plans/{plan_id}/wait?timeout_s=0.1")
+    assert status == 200 and not_yet["finished"] is False and not_yet["plan_id"] == plan_id
+    assert "still running after 0.1 s" in not_yet["message"] and time.monotonic() - started < 2
+    record = HttpApi(server.url).call("wait_for_plan", {"plan_id": int(plan_id), "timeout_s": 10, "summary": True})
+    assert record["outcome"] == "succeeded" and record["counts"] == {"succeeded": 3} and record["ops"] == []
+    status, again = request(server, "GET", f"/api/plans/{plan_id}/wait?timeout_s=0")
+    assert status == 200 and again["outcome"] == "succeeded" and len(again["ops"]) == 3
+    status, never = request(server, "GET", "/api/plans/77/wait")
+    assert status == 409 and "get_all_plans" in never["error"]["message"]
+    status, refused = request(server, "GET", f"/api/plans/{plan_id}/wait?timeout_s=-1")
+    assert status == 400 and "timeout_s" in refused["error"]["message"]
+
+
+def test_wait_for_plan_holds_at_most_max_waits_threads(make_executor):
+    executor = make_executor({"default": {"outcome": "success", "duration_s": 5.0}})
+    executor.start()
+    api = ControlApi(executor, max_waits=2)
+    plan_id = executor.submit(slow_plan(1))["plan_id"]
+    waiting = [threading.Thread(target=api.call, args=("wait_for_plan", {"plan_id": plan_id, "timeout_s": 1}))
+               for _ in range(2)]
+    for thread in waiting:
+        thread.start()
+    time.sleep(0.2)
+    with pytest.raises(ApiError) as busy:
+        api.call("wait_for_plan", {"plan_id": plan_id, "timeout_s": 1})
+    for thread in waiting:
+        thread.join(5)
+    assert busy.value.status == 503 and busy.value.code == "too_many_waits"
+    assert api.call("wait_for_plan", {"plan_id": plan_id, "timeout_s": 0})["finished"] is False  # slots came back

@@ -74,6 +74,10 @@ def mcp_command(args: argparse.Namespace) -> int:
         if executor is not None:
             executor.start()
             web = start_web(api, args)
+        if sys.stdin.isatty():  # started by hand, not by an MCP client: say what it is waiting for
+            print(f"bt-exec {bt_exec.__version__}: serving MCP on stdin/stdout "
+                  f"({'to ' + args.url if args.url else 'own executor, sim backend'}); an MCP client speaks "
+                  "JSON-RPC here. Ctrl-C stops.", file=sys.stderr, flush=True)
         serve_stdio(api)
     except McpUnavailable as exc:
         raise CommandError(str(exc)) from None

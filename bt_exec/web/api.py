@@ -9,6 +9,7 @@ requests into such calls, so both doors answer alike.
 from __future__ import annotations
 
 import collections
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
@@ -16,18 +17,40 @@ from typing import Callable
 import jsonschema
 
 from ..compilers.rtdl import MAX_WAIT_MS
+from ..compilers.source import INT64_MAX
 from ..errors import BtExecError, ControlError
+from ..executor import MAX_WAIT_FOR_PLAN_S
 from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
+from ..runtime.op_views import MAX_VIEW_CHARS, MIN_VIEW_CHARS, OP_STATES
 
 _GRAPH = {"description": "the plan: an RTDL envelope or tree, a Qwen3 step graph or submit envelope; a JSON object "
                          "or its JSON text",
           "type": ["object", "string"]}
 _DIALECT = {"description": "input dialect (default: auto-detected)", "enum": ["auto", "rtdl", "qwen3"],
             "default": "auto"}
-_PLAN_ID = {"description": "plan id, as submit_plan or get_all_plans gave it", "type": "string", "minLength": 1,
-            "maxLength": 64}
-_WAIT_MS = {"description": "how long to wait for the plan(s) to finish tearing down, in milliseconds",
-            "type": "integer", "minimum": 0, "maximum": MAX_WAIT_MS, "default": 5000}
+# Ids are text; a non-negative integer is taken as its decimal string, as plans' meta ops take it.
+_PLAN_ID = {"description": "plan id, as submit_plan or get_all_plans gave it (text, or a non-negative integer)",
+            "type": ["string", "integer"], "minLength": 1, "maxLength": 64, "minimum": 0, "maximum": INT64_MAX}
+_OP_ID = {"description": "an op id, as get_plan_status lists it (text, or a non-negative integer)",
+          "type": ["string", "integer"], "minLength": 1, "maxLength": 256, "minimum": 0, "maximum": INT64_MAX}
+_WAIT_MS = {"description": "how long to wait for the plan(s) to finish tearing down, in milliseconds (longer than "
+                           f"{MAX_WAIT_MS} is waited {MAX_WAIT_MS}, and the answer's message says so)",
+            "type": "integer", "minimum": 0, "maximum": INT64_MAX, "default": 5000}
+MAX_FILTER_OP_IDS = 1000
+# Options narrowing the ops a status or a record lists (Executor.get_plan_status): an agent pays for each character.
+_OP_VIEW = {
+    "states": {"description": "list only the ops in these states", "type": "array", "uniqueItems": True,
+               "items": {"enum": list(OP_STATES)}, "maxItems": len(OP_STATES)},
+    "op_ids": {"description": f"list only these ops (at most {MAX_FILTER_OP_IDS})", "type": "array",
+               "items": _OP_ID, "maxItems": MAX_FILTER_OP_IDS},
+    "summary": {"description": "counts of ops by state, and only the running and failed ops listed",
+                "type": "boolean", "default": False},
+    "max_chars": {"description": "longest answer, in characters of compact JSON: the ops list is cut to fit, and a "
+                                 "'truncated' entry says what to ask for next", "type": "integer",
+                  "minimum": MIN_VIEW_CHARS, "maximum": MAX_VIEW_CHARS},
+}
+_TIMEOUT_S = {"description": f"longest wait, in seconds (longer than {MAX_WAIT_FOR_PLAN_S:g} is waited "
+                             f"{MAX_WAIT_FOR_PLAN_S:g})", "type": "number", "minimum": 0, "maximum": 1e9, "default": 30}
 
 
 class ApiError(BtExecError):
@@ -72,11 +95,22 @@ ROUTES: tuple[Route, ...] = (
           "List the plans in flight: id, description, op count, whether cancelling, armed stop points.",
           lambda ex: ex.get_all_plans()),
     Route("get_plan_status", "GET", "/api/plans/{plan_id}/status",
-          "Live state of every op of an in-flight plan (op ids, kinds, descriptions, states, stop points).",
-          lambda ex, plan_id: ex.get_plan_status(plan_id), {"plan_id": _PLAN_ID}, ("plan_id",)),
+          "Live state of every op of an in-flight plan (op ids, kinds, descriptions, states, stop points). For a "
+          "large plan ask for summary=true (counts by state, running and failed ops), states or op_ids, and "
+          "bound the answer with max_chars.",
+          lambda ex, plan_id, **view: ex.get_plan_status(plan_id, **view), {"plan_id": _PLAN_ID, **_OP_VIEW},
+          ("plan_id",)),
     Route("get_plan_result", "GET", "/api/plans/{plan_id}/result",
-          "The final record of a finished plan: outcome, each op's state, result and timings.",
-          lambda ex, plan_id: ex.get_plan_result(plan_id), {"plan_id": _PLAN_ID}, ("plan_id",)),
+          "The final record of a finished plan: outcome, each op's state, result and timings. Narrow it as "
+          "get_plan_status (summary, states, op_ids, max_chars).",
+          lambda ex, plan_id, **view: ex.get_plan_result(plan_id, **view), {"plan_id": _PLAN_ID, **_OP_VIEW},
+          ("plan_id",)),
+    Route("wait_for_plan", "GET", "/api/plans/{plan_id}/wait",
+          f"Wait until a plan finished (at most timeout_s, up to {MAX_WAIT_FOR_PLAN_S:g} s) and answer its final "
+          "record, narrowed as get_plan_result; or {plan_id, finished: false} when it is still running at the "
+          "timeout (call again). Use it instead of polling.",
+          lambda ex, plan_id, timeout_s=30, **view: ex.wait_for_plan(plan_id, timeout_s, **view),
+          {"plan_id": _PLAN_ID, "timeout_s": _TIMEOUT_S, **_OP_VIEW}, ("plan_id",)),
     Route("get_plan_feedback", "GET", "/api/plans/{plan_id}/feedback",
           "After a run (or during one), what to tell the planner: each finished call's {op_id, cap, success, output, "
           "error} in the order they finished, outputs over max_output_chars cut to a marker {truncated, bytes, "
@@ -117,8 +151,7 @@ ROUTES: tuple[Route, ...] = (
           "ends) the whole plan is cancelled. The ticking never blocks.",
           lambda ex, plan_id, op_id, when="on_complete": ex.stop_plan_at(plan_id, op_id, when),
           {"plan_id": _PLAN_ID,
-           "op_id": {"description": "the op, as get_plan_status lists it", "type": "string", "minLength": 1,
-                     "maxLength": 256},
+           "op_id": _OP_ID,
            "when": {"description": "on_enter or on_complete", "enum": ["on_enter", "on_complete"],
                     "default": "on_complete"}},
           ("plan_id", "op_id")),
@@ -193,12 +226,16 @@ class ControlApi:
 
     ``recent``: how many past events new listeners (the event log) can read;
     ``stream_capacity``: how many events one slow listener may fall behind before losing some;
-    ``max_streams``: how many listeners at once (each holds a connection and a thread).
+    ``max_streams``: how many listeners at once (each holds a connection and a thread);
+    ``max_waits``: how many ``wait_for_plan`` calls may wait at once (each holds a worker thread of the door).
     """
 
-    def __init__(self, executor, recent: int = 500, stream_capacity: int = 10_000, max_streams: int = 32):
+    def __init__(self, executor, recent: int = 500, stream_capacity: int = 10_000, max_streams: int = 32,
+                 max_waits: int = 8):
         self.executor = executor
         self.max_streams = max_streams
+        self.max_waits = max_waits
+        self._waits = threading.BoundedSemaphore(max_waits)
         self._recent: collections.deque[dict] = collections.deque(maxlen=recent)
         self._streams: tuple[EventStream, ...] = ()
         self._lock = threading.Lock()
@@ -217,10 +254,16 @@ class ControlApi:
         problems = sorted(_VALIDATORS[name].iter_errors(args), key=lambda e: list(e.absolute_path))
         if problems:
             raise ApiError(400, "bad_arguments", f"{name}: " + "; ".join(_describe(p) for p in problems[:5]))
+        if name == "wait_for_plan" and not self._waits.acquire(blocking=False):
+            raise ApiError(503, "too_many_waits", f"{self.max_waits} wait_for_plan calls are waiting already; try "
+                                                  "again shortly, or poll get_plan_status with summary=true")
         try:
             return route.call(self.executor, **args)
         except ControlError as exc:
             raise ApiError(409, "control_refused", str(exc)) from None
+        finally:
+            if name == "wait_for_plan":
+                self._waits.release()
 
     def recent_events(self) -> list[dict]:
         with self._lock:
@@ -258,16 +301,29 @@ def _refuse_fractions(name: str, route: Route, args: dict) -> None:
     so no float (nor an infinity) reaches the executor's arithmetic."""
     for field_name, schema in route.properties.items():
         value = args.get(field_name)
-        if schema.get("type") == "integer" and isinstance(value, float):
-            raise ApiError(400, "bad_arguments", f"{name}: {field_name}: must be a whole number "
-                                                 f"({schema.get('minimum', 0)} to {schema.get('maximum')}), "
+        if "integer" in _types(schema) and isinstance(value, float):
+            whole = f"a whole number ({schema.get('minimum', 0)} to {schema.get('maximum')})"
+            raise ApiError(400, "bad_arguments", f"{name}: {field_name}: must be "
+                                                 f"{'text or ' + whole if 'string' in _types(schema) else whole}, "
                                                  f"not the float {value!r}")
+        if _types(schema.get("items", {})) == ["string", "integer"] and isinstance(value, list) \
+                and any(isinstance(item, float) for item in value):
+            raise ApiError(400, "bad_arguments", f"{name}: {field_name}: ids are text or whole numbers, not floats")
+
+
+def _types(schema: dict) -> list[str]:
+    kind = schema.get("type", [])
+    return [kind] if isinstance(kind, str) else kind
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
     where = "/".join(str(part) for part in error.absolute_path)
     if error.validator == "additionalProperties":
         message = error.message.replace("Additional properties are not allowed", "unknown argument(s)")
+    elif error.validator == "type":  # in JSON's words (true, null), not Python's
+        shown = json.dumps(error.instance, default=str)
+        shown = shown if len(shown) <= 80 else shown[:80] + "…"
+        message = f"{where or 'arguments'}: must be {' or '.join(_types(error.schema))}, got {shown}"
     else:
         message = f"{where or 'arguments'}: {error.message}"
     return message if len(message) <= 300 else message[:300] + "…"  # messages quote the value, which may be a whole plan

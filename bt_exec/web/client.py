@@ -10,6 +10,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from ..executor import MAX_WAIT_FOR_PLAN_S
 from .api import ROUTES_BY_NAME, ApiError
 
 
@@ -42,19 +43,34 @@ class HttpApi:
         data = None
         if route.method == "GET":
             if rest:
-                path += "?" + urllib.parse.urlencode(rest)
+                path += "?" + urllib.parse.urlencode({name: _query_text(value) for name, value in rest.items()},
+                                                     doseq=True)
         else:
             data = json.dumps(rest, ensure_ascii=True).encode()
             headers["Content-Type"] = "application/json"
         request = urllib.request.Request(self.base + path, data=data, method=route.method, headers=headers)
+        timeout_s = self.timeout_s
+        if name == "wait_for_plan":  # the app may hold this request as long as it was asked to wait
+            asked = rest.get("timeout_s", 30)
+            timeout_s += MAX_WAIT_FOR_PLAN_S if type(asked) not in (int, float) or not 0 <= asked <= \
+                MAX_WAIT_FOR_PLAN_S else asked
         try:
-            with self._opener.open(request, timeout=self.timeout_s) as response:
+            with self._opener.open(request, timeout=timeout_s) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
             raise _api_error(exc) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ApiError(0, "unreachable", f"no answer from {self.base}: {reason}") from None
+
+
+def _query_text(value):
+    """A GET argument as the app reads it back: booleans as true/false, a list as one value per item."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return [_query_text(item) for item in value]
+    return value
 
 
 def _api_error(exc: urllib.error.HTTPError) -> ApiError:

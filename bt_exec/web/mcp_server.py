@@ -7,6 +7,9 @@ executor in this process) or an HttpApi (a running app: the ROS node's, or
 message, which says what to do next. Needs the ``mcp`` package, 1.x
 (``pip install 'bt_exec[mcp]'``).
 
+A tool's answer is sent once: as ``structuredContent`` (with a one-line text saying so) to clients that
+negotiated an MCP revision that has it (2025-06-18 on), else as its compact JSON text.
+
 Every request gets an answer: a message that is not JSON, not JSON-RPC, or
 nested deeper than ``MAX_MESSAGE_DEPTH`` is answered with a JSON-RPC error
 saying so (a plan nested that deep goes as JSON text: ``graph`` takes a
@@ -16,25 +19,31 @@ answer can fail to be written.
 """
 from __future__ import annotations
 
-import io
 import json
 import logging
+import os
 import sys
+import threading
 from importlib import metadata
+
+import bt_exec
 
 from .api import ROUTES, ApiError
 
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = ("bt_exec runs behaviour-tree plans on a robot. Inspect before you act: get_all_plans, then "
-                "get_plan_status for a plan's op ids and states, then stop_plan_at (on_enter / on_complete) or "
-                "cancel_plan. validate_plan checks a plan without running it; submit_plan runs it. Every issue "
-                "names where the plan is wrong. A plan nested deeper than MCP messages carry here (about 60 ops "
-                "deep) goes as its JSON text: graph as a string.")
+                "get_plan_status for a plan's op ids and states (summary=true for a large plan: counts by state, "
+                "running and failed ops), then stop_plan_at (on_enter / on_complete) or cancel_plan. "
+                "validate_plan checks a plan without running it; submit_plan runs it; wait_for_plan answers once "
+                "it finished, instead of polling. Every issue names where the plan is wrong. A plan nested deeper "
+                "than MCP messages carry here (about 60 ops deep) goes as its JSON text: graph as a string.")
+STRUCTURED_SINCE = "2025-06-18"  # the first MCP revision whose tool results carry structuredContent
+GIST_CHARS = 300
 # The mcp library parses a message with a JSON reader that stops at 200 levels and serialises with one that stops
 # at 255; a message is refused, with an answer, well before either.
 MAX_MESSAGE_DEPTH = 128
-MAX_LINE_CHARS = 16 * 1024 * 1024  # one stdio message, as the executor's input limit (16 MiB)
+MAX_LINE_BYTES = 16 * 1024 * 1024  # one stdio message, as the executor's input limit (16 MiB)
 SUPPORTED_MAJOR = 1
 INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
@@ -71,7 +80,7 @@ def build_server(api):
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
-    server = Server("bt_exec", instructions=INSTRUCTIONS)
+    server = Server("bt_exec", version=bt_exec.__version__, instructions=INSTRUCTIONS)
     tools = [types.Tool(name=route.name, description=route.summary, inputSchema=route.schema)
              for route in tool_routes()]
 
@@ -87,9 +96,33 @@ def build_server(api):
         except ApiError as exc:
             return types.CallToolResult(isError=True, content=[types.TextContent(
                 type="text", text=encodable(f"{exc.code}: {exc.message}"))])
-        return encodable(answer)
+        answer = encodable(answer)
+        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        if not _takes_structured(server.request_context):
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+        return types.CallToolResult(content=[types.TextContent(type="text", text=_gist(name, answer, len(text)))],
+                                    structuredContent=answer)
 
     return server
+
+
+def _takes_structured(context) -> bool:
+    """Whether the client negotiated an MCP revision with structured tool results: from its initialize (stdio),
+    or the protocol-version header each request of the stateless HTTP transport carries."""
+    params = context.session.client_params
+    version = params.protocolVersion if params is not None else None
+    if version is None and context.request is not None:
+        version = context.request.headers.get("mcp-protocol-version")
+    return version is not None and str(version) >= STRUCTURED_SINCE
+
+
+def _gist(name: str, answer, size: int) -> str:
+    """The one line of text beside a structured answer: where the answer is, and its message if it has one."""
+    message = answer.get("message") if isinstance(answer, dict) else None
+    gist = f"{name}: answered in structuredContent ({size} characters of JSON)"
+    if isinstance(message, str) and message:
+        gist += ": " + (message if len(message) <= GIST_CHARS else message[:GIST_CHARS] + "…")
+    return gist
 
 
 def encodable(value):
@@ -156,23 +189,68 @@ def dumps_ascii(payload) -> bytes:
 
 
 def serve_stdio(api) -> None:
-    """Serve MCP on standard input and output until the client closes them."""
+    """Serve MCP on standard input and output until the client closes them (or Ctrl-C: KeyboardInterrupt)."""
     server = build_server(api)  # first: McpUnavailable when the mcp package is missing
     import anyio
 
     anyio.run(_serve_stdio, server)
 
 
+_TOO_LONG = object()  # what the stdin reader hands on for a line over MAX_LINE_BYTES (dropped as it is read)
+_READ_BYTES = 64 * 1024
+
+
+def _read_stdin(fd: int, hand_on) -> None:
+    """Read lines from file descriptor ``fd`` and ``hand_on(line)`` each (text, invalid UTF-8 replaced),
+    ``_TOO_LONG`` for one over MAX_LINE_BYTES, then "" at its end (or when it cannot be read); stops when
+    ``hand_on`` raises RuntimeError: the event loop is gone. Plain ``os.read``: a thread blocked in it holds
+    no lock the interpreter needs at exit (a buffered stdin's would)."""
+    pending = bytearray()
+    dropping = False  # inside a line already over the limit
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, _READ_BYTES)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                if dropping or pending:
+                    hand_on(_TOO_LONG if dropping else pending.decode("utf-8", "replace"))
+                hand_on("")
+                return
+            start = 0
+            while (end := chunk.find(b"\n", start)) != -1:
+                if dropping or len(pending) + end + 1 - start > MAX_LINE_BYTES:
+                    hand_on(_TOO_LONG)
+                else:
+                    pending += chunk[start:end + 1]
+                    hand_on(pending.decode("utf-8", "replace"))
+                pending = bytearray()
+                dropping = False
+                start = end + 1
+            if not dropping:
+                pending += chunk[start:]
+                if len(pending) > MAX_LINE_BYTES:
+                    dropping, pending = True, bytearray()
+    except RuntimeError:  # the event loop stopped (Ctrl-C, the server ended): nobody reads any more
+        return
+
+
 async def _serve_stdio(server) -> None:
     # The mcp library's own stdio transport drops a line it cannot parse unanswered and fails on text it cannot
     # encode; this one answers every line and writes ASCII.
     import anyio
+    import anyio.from_thread
+    import anyio.lowlevel
     from mcp.shared.message import SessionMessage
 
-    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-
-    async def read_line(most: int) -> str:
-        return await anyio.to_thread.run_sync(stdin.readline, most)
+    # A daemon thread reads stdin: a read waiting for input holds up neither Ctrl-C nor the exit (a worker thread
+    # of the event loop would). It hands on one line at a time, so memory holds at most one line.
+    lines_send, lines = anyio.create_memory_object_stream(0)
+    token = anyio.lowlevel.current_token()
+    threading.Thread(target=_read_stdin, name="mcp-stdin", daemon=True,
+                     args=(sys.stdin.fileno(), lambda line: anyio.from_thread.run(lines_send.send, line, token=token))
+                     ).start()
     stdout = sys.stdout.buffer
     write_lock = anyio.Lock()
     incoming_send, incoming = anyio.create_memory_object_stream(0)
@@ -184,12 +262,10 @@ async def _serve_stdio(server) -> None:
             await anyio.to_thread.run_sync(_write_flush, stdout, line)
 
     async def read_lines() -> None:
-        async with incoming_send:
-            while line := await read_line(MAX_LINE_CHARS + 1):
-                if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
-                    while (rest := await read_line(MAX_LINE_CHARS)) and not rest.endswith("\n"):
-                        pass  # the rest of the line, dropped a piece at a time
-                    await write(_error(None, INVALID_REQUEST, f"the message is over {MAX_LINE_CHARS} characters"))
+        async with incoming_send, lines:
+            while line := await lines.receive():
+                if line is _TOO_LONG:
+                    await write(_error(None, INVALID_REQUEST, f"the message is over {MAX_LINE_BYTES} bytes"))
                     continue
                 if not line.strip():
                     continue

@@ -435,7 +435,7 @@ def _route(method: str, scope) -> tuple:
             query = scope["query_string"].decode("latin-1")
             for name, values in urllib.parse.parse_qs(query).items():
                 if name not in args:
-                    args[name] = _query_value(route.properties.get(name), values[-1])
+                    args[name] = _query_value(route.properties.get(name), values)
         return route, args
     shown = path if len(path) <= 200 else path[:200] + "…"
     if allowed:
@@ -493,11 +493,23 @@ def _error_response(exc: ApiError, scope) -> Response:
     return _json_response(exc.status, exc.as_dict(), close=scope["method"] not in ("GET", "HEAD"))
 
 
-def _query_value(schema: dict | None, text: str):
-    """A query-string value in the type its schema asks for (integers), else as given, for the schema to judge."""
-    if schema and schema.get("type") == "integer":
+def _query_value(schema: dict | None, values: list[str]):
+    """A query-string argument in the type its schema asks for: every value of a repeated name for an array
+    (``op_ids=1&op_ids=2``), else the last; integers, numbers and booleans (true/false) converted, anything
+    else given as text for the schema to judge."""
+    schema = schema or {}
+    if schema.get("type") == "array":
+        return [_query_scalar(schema.get("items", {}), value) for value in values]
+    return _query_scalar(schema, values[-1])
+
+
+def _query_scalar(schema: dict, text: str):
+    kind = schema.get("type")
+    if kind == "boolean":
+        return {"true": True, "false": False}.get(text, text)
+    if kind in ("integer", "number"):
         try:
-            return int(text)
+            return int(text) if kind == "integer" or text.lstrip("-").isdigit() else float(text)
         except ValueError:
             return text
     return text
