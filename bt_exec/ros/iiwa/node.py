@@ -279,21 +279,21 @@ class IiwaExecutorNode(Node):
         with self._admit_lock:
             reason = self._gate.not_ready_reason(now)
             stop = self._gate.stop_reason(now)
-        if stop is not None and self.bt is not None:
-            for run in self.bt.request_cancel_all(stop):
-                with self._runs_lock:
-                    first = run.plan_id not in self._stopping
-                    self._stopping.add(run.plan_id)
-                    run_id = self._run_of_plan.get(run.plan_id)
-                if first:
-                    self.get_logger().warning(f"run {run_id}: stopped: {stop}")
-                    self._say({"event": "run_stopping", "run_id": run_id, "reason": stop})
-        ready = reason is None
-        if ready != self._ready_said:
-            self._ready_said = ready
-            revision = self._newest.revision if self._newest is not None else None
-            self._say({"event": "readiness", "run_id": self._active_run_id(), "ready": ready,
-                       "reason": reason or "ready", "scene_revision": revision})
+            if stop is not None and self.bt is not None:
+                for run in self.bt.request_cancel_all(stop):
+                    with self._runs_lock:
+                        first = run.plan_id not in self._stopping
+                        self._stopping.add(run.plan_id)
+                        run_id = self._run_of_plan.get(run.plan_id)
+                    if first:
+                        self.get_logger().warning(f"run {run_id}: stopped: {stop}")
+                        self._say({"event": "run_stopping", "run_id": run_id, "reason": stop})
+            ready = reason is None
+            if ready != self._ready_said:
+                self._ready_said = ready
+                revision = self._newest.revision if self._newest is not None else None
+                self._say({"event": "readiness", "run_id": self._active_run_id(), "ready": ready,
+                           "reason": reason or "ready", "scene_revision": revision})
 
     def _ask_for_scene(self) -> None:
         """At start, while no envelope came on the topic: ask the cell's get_scene, if it is there."""
@@ -354,11 +354,11 @@ class IiwaExecutorNode(Node):
                            "issues": issues})
                 return convert.success_to_msg(False, response)
             run_id = submitted.run_id
-            with self._runs_lock:
-                answer = self._answers.get(run_id)
-            repeated = answer is not None
-            if not repeated:
-                with self._admit_lock:
+            with self._admit_lock:  # the same run id sent twice at once gets one answer
+                with self._runs_lock:
+                    answer = self._answers.get(run_id)
+                repeated = answer is not None
+                if not repeated:
                     answer = self._admit(submitted)
             self._say({"event": "submit", "run_id": run_id, "repeated": repeated, **answer})
             return convert.success_to_msg(answer["accepted"], response)
