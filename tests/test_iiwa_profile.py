@@ -4,6 +4,8 @@ checked statically (launch and launch_ros are not installable here)."""
 import ast
 import json
 import pathlib
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -250,3 +252,25 @@ def test_setup_installs_the_node_and_the_package():
     setup = (REPO / "setup.py").read_text()
     assert '"bt_exec_iiwa_node = bt_exec.ros.iiwa.entry:iiwa_node_main"' in setup
     assert 'f"{PACKAGE}.ros.iiwa"' in setup
+
+
+# --- without ROS -------------------------------------------------------------------------
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+
+
+def test_the_pure_parts_import_no_ros():
+    result = run_python("import sys, bt_exec.ros.iiwa.convert, bt_exec.ros.iiwa.params, bt_exec.ros.iiwa.gate, "
+                        "bt_exec.ros.iiwa.entry; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+                        "('rclpy', 'std_msgs', 'webots_ros2_msgs', 'iiwa_msgs')))")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_console_script_without_ros_says_so_in_one_line():
+    result = run_python("import sys; sys.modules['rclpy'] = None; sys.argv = ['bt_exec_iiwa_node']\n"
+                        "from bt_exec.ros.iiwa.entry import iiwa_node_main\nsys.exit(iiwa_node_main())")
+    assert result.returncode == 2
+    assert result.stderr.startswith("bt_exec_iiwa_node: ROS 2 is not set up here")
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
