@@ -414,3 +414,15 @@ def test_ctrl_c_stops_the_stdio_server_started_by_hand():
         os.close(terminal)
     assert "serving MCP on stdin/stdout" in banner and "Ctrl-C" in banner and banner.count("\n") == 1
     assert process.returncode == 0 and b"Traceback" not in process.stderr.read()
+
+
+def test_mcp_over_http_sends_an_answer_once_in_the_form_the_clients_revision_reads(web_app):
+    _, server = web_app()
+    call_body = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_all_plans", "arguments": {}}}'
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    status, old = mcp_post(server, bearer, call_body)  # no protocol header: a 2025-03-26 client
+    status, new = mcp_post(server, {**bearer, "MCP-Protocol-Version": "2025-06-18"}, call_body)
+    assert "structuredContent" not in old["result"] and old["result"]["content"][0]["text"] == '{"count":0,"plans":[]}'
+    assert new["result"]["structuredContent"] == {"count": 0, "plans": []}
+    assert new["result"]["content"] == [{"type": "text", "text": "get_all_plans: answered in structuredContent "
+                                                                 "(22 characters of JSON)"}]
