@@ -24,12 +24,29 @@ class StopGuard(py_trees.decorators.Decorator):
     """
 
     def __init__(self, op: py_trees.behaviour.Behaviour):
+        self.fired: str | None = None
         super().__init__(name=f"stop point at [{op.op_id}]", child=op)
         self.op_id = op.op_id
         self.hooks = op.hooks
-        self.fired: str | None = None
         self._held_final: tuple | None = None  # the op's final report, until the on_complete check
         self._checking = False
+
+    @property
+    def feedback_message(self) -> str:
+        """What tree viewers show beside the guard: the stop points armed on its op, or the one that fired.
+
+        Derived each time it is read, so a stop point armed or disarmed shows at once, before the op is
+        reached."""
+        if self.fired is not None:
+            return f"stop {self.fired} fired"
+        if getattr(self, "hooks", None) is None:
+            return ""
+        armed = [when for when in ("on_enter", "on_complete") if self.hooks.stop_point_armed(self.op_id, when)]
+        return f"stop {' and '.join(armed)} armed" if armed else "stop point disarmed"
+
+    @feedback_message.setter
+    def feedback_message(self, _text: str) -> None:
+        """py_trees sets a behaviour's message as it is made; this guard's is derived (above)."""
 
     def setup(self, **kwargs) -> None:
         """Takes ``plan``: the run's PlanHooks."""
@@ -95,7 +112,6 @@ class StopGuard(py_trees.decorators.Decorator):
 
     def _fire(self, when: str) -> None:
         self.fired = when
-        self.feedback_message = f"stop point {when} fired"
         self.hooks.stop_point_fired(self.op_id, when)
 
 

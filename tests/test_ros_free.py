@@ -177,23 +177,24 @@ def test_mirror_host_follows_stop_guards_placed_mid_run(make_executor):
     executor.tick_once()
     host.update()
     root_op = executor.behaviour_trees()[plan_id]
-    assert tree.root.children == [root_op] and updates == [1]
+    (frame,) = tree.root.children  # each plan under a frame named after it
+    assert frame.name == f"plan {plan_id}: steps" and frame.decorated is root_op and updates == [1]
 
     executor.stop_plan_at(plan_id, "3", "on_enter")  # a guard above an inner op
     host.update()
     assert "stop point at [3]" in [behaviour.name for behaviour in tree.root.iterate()]
     executor.stop_plan_at(plan_id, "1", "on_complete")  # a guard above the plan's root op: the plan's new root
     guard = executor.behaviour_trees()[plan_id]
-    assert tree.root.children == [root_op]  # the executor never edits the mirror: only the host's update does
+    assert frame.decorated is root_op  # the executor never edits the mirror: only the host's update does
     host.update()
     assert guard is not root_op and root_op.parent is guard
-    assert tree.root.children == [guard] and guard.parent is tree.root and updates == [1, 0, 1]
+    assert tree.root.children == [frame] and frame.decorated is guard and guard.parent is frame and updates == [1, 1]
 
     record = executor.run_until_complete(plan_id, timeout=10)  # the hosted guards still stop the plan
     assert record["outcome"] == "cancelled"
     assert [op["state"] for op in record["ops"]] == ["canceled", "succeeded", "canceled"], record["ops"]
     host.update()
-    assert tree.root.children == [] and updates == [1, 0, 1, 0]
+    assert tree.root.children == [] and updates == [1, 1, 0] and guard.parent is None
 
 
 def test_the_node_module_is_lazy_about_ros():

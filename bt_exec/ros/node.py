@@ -72,7 +72,7 @@ LAST_EVENTS_S = 1.0        # of shutdown_timeout_s, what is kept for the last ev
 SIGNAL_GRACE_S = 2.0       # a second SIGINT/SIGTERM this soon after the first is the same request (ros2 launch's)
 FORCED_EXIT = 1            # the teardown outlived shutdown_timeout_s
 CLOSE_MARGIN_S = 1.0       # beyond shutdown_timeout_s, for the parts of the stop the bound does not cover
-TREE_EVENTS = frozenset(("plan_started", "node_state", "step_transition", "plan_complete"))
+TREE_EVENTS = frozenset(("plan_started", "node_state", "step_transition", "plan_complete", "stop_point"))
 
 _settle_lock = threading.Lock()
 
@@ -162,11 +162,12 @@ class ExecutorNode(Node):
         why_not = tree_watcher.available()
         if why_not is None:
             try:
-                self.watcher = tree_watcher.TreeWatcherSeam(self, self.bt)
+                self.watcher = tree_watcher.TreeWatcherSeam(self, self.bt, linger_s=self.settings["tree_linger_s"])
             except Exception as exc:
                 self.get_logger().warning(f"py-trees-tree-watcher support is off: {type(exc).__name__}: {exc}")
-        else:
-            self.get_logger().debug(f"py-trees-tree-watcher support is off: {why_not}")
+        else:  # once, as the node starts; everything else is served as usual
+            self.get_logger().info(f"py-trees-tree-watcher support is off: {why_not}; install py_trees_ros "
+                                   "(ros-jazzy-py-trees-ros) to watch the plans' trees")
 
     # --- set-up -----------------------------------------------------------------
 
@@ -363,6 +364,8 @@ class ExecutorNode(Node):
             self.tree_publisher.publish(convert.snapshot_to_msg(self.tree_snapshot(), String()))
             if self.watcher is not None:
                 self.watcher.update()
+        elif self.watcher is not None:
+            self.watcher.poll()
 
     def tree_snapshot(self) -> dict:
         plans = []

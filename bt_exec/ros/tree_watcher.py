@@ -4,17 +4,25 @@ Then ``py-trees-tree-watcher`` (and py_trees_ros_viewer) show them. The plans
 are still ticked by the executor, never by this tree: its root is a
 ``Mirror`` whose tick only reports the plans' behaviours as they are, so the
 BehaviourTree's snapshot visitor sees their statuses change and publishes.
+Each plan hangs under a ``PlanFrame`` named after its plan id; a finished plan
+stays there, with its final states and its outcome, for ``linger_s``.
 Used only when py_trees_ros imports (a real Jazzy install:
 ``apt install ros-jazzy-py-trees-ros``); ``available()`` says whether it does.
 """
 from __future__ import annotations
 
 import logging
+import time
 
 import py_trees
 from py_trees.common import Status
 
+from .convert import one_line
+
 log = logging.getLogger(__name__)
+
+IDLE_REFRESH_S = 1.0   # while nothing changes, the tree is still ticked this often (streams with a snapshot period)
+TITLE_CHARS = 80       # of a plan's description in its frame's name
 
 
 def available() -> str | None:
@@ -26,8 +34,15 @@ def available() -> str | None:
     return None
 
 
+def plan_title(plan_id: str, description: str) -> str:
+    text = one_line(description)
+    if len(text) > TITLE_CHARS:
+        text = text[:TITLE_CHARS - 3] + "..."
+    return f"plan {plan_id}: {text}" if text else f"plan {plan_id}"
+
+
 class Mirror(py_trees.composites.Composite):
-    """A root over the running plans' roots that never ticks them: it yields them as they stand."""
+    """A root over the plans' frames that never ticks them: it yields their behaviours as they stand."""
 
     def tick(self):
         self.status = Status.RUNNING
@@ -43,54 +58,136 @@ class Mirror(py_trees.composites.Composite):
     def remove_child(self, child) -> int:
         index = self.children.index(child)  # unlike Composite's, never stops the child: it is the executor's
         self.children.remove(child)
-        if child.parent is self:  # a plan root that became a guard's child keeps that parent
-            child.parent = None
+        child.parent = None
         return index
 
 
-class MirrorHost:
-    """Keeps a ``Mirror`` root's children equal to the executor's running plan roots.
+class PlanFrame(py_trees.decorators.Decorator):
+    """One plan in the mirror, named ``plan <id>: <description>``, over the plan's root op (or the stop guard
+    the executor put above it). RUNNING while the plan runs; once it finished, its outcome (SUCCESS for
+    ``succeeded``, else FAILURE) with the outcome as its message."""
 
-    ``tree``: a py_trees BehaviourTree whose root is a Mirror. Plans come and go
-    through ``insert_subtree`` / ``prune_subtree``, so the tree's update handler
-    (py_trees_ros: publish a snapshot) hears of it; ``update()`` then ticks the
-    tree, which only reports. The Mirror's children are compared with the plan
-    roots by identity, not by plan id: a stop point armed on a plan's root op
-    puts a guard in that op's place, and the guard is the plan's root from then on.
+    def __init__(self, plan_id: str, description: str, root):
+        super().__init__(name=plan_title(plan_id, description), child=root)
+        self.plan_id = plan_id
+        self.outcome: str | None = None
+        self.finished_at: float | None = None
+        self.status = Status.RUNNING
+
+    def update(self) -> Status:
+        return self.status  # py_trees requires it of a decorator; the mirror never ticks this frame
+
+    def stop(self, new_status: Status = Status.INVALID) -> None:
+        self.status = new_status  # never stops the plan: the executor does
+
+    def host(self, root) -> None:
+        """Show ``root`` from now on: a stop guard armed on the plan's root op took its place."""
+        self.release()
+        self.children = [root]
+        self.decorated = root
+        root.parent = self
+
+    def release(self) -> None:
+        """Hand the plan's root back as it was: with no parent (a root op under a guard keeps the guard)."""
+        if self.decorated.parent is self:
+            self.decorated.parent = None
+
+    def finish(self, outcome: str, now: float) -> None:
+        self.outcome = outcome
+        self.finished_at = now
+        self.status = Status.SUCCESS if outcome == "succeeded" else Status.FAILURE
+        self.feedback_message = f"finished: {outcome}"
+
+
+class MirrorHost:
+    """Keeps a ``Mirror`` root's frames equal to the executor's plans, and a finished one for ``linger_s``.
+
+    ``tree``: a py_trees BehaviourTree whose root is a Mirror. Frames come in
+    through ``insert_subtree`` and leave through the mirror's ``remove_child``
+    plus the tree's update handler (py_trees_ros: publish a snapshot), so each
+    change is published. ``update()`` then ticks the tree, which only reports.
+    ``poll()``, called often, ticks it when a watcher opened a new snapshot
+    stream (it gets the tree at once), when a finished plan is due to leave,
+    and every ``IDLE_REFRESH_S`` while nothing changes.
     """
 
-    def __init__(self, tree, executor):
+    def __init__(self, tree, executor, linger_s: float = 0.0, clock=time.monotonic):
         self.tree = tree
         self.root = tree.root
         self.executor = executor
+        self.linger_s = linger_s
+        self.clock = clock
+        self.frames: dict[str, PlanFrame] = {}
+        self.ticked_at = float("-inf")
+        self._streams: frozenset = frozenset()
 
     def update(self) -> None:
-        roots = list(self.executor.behaviour_trees().values())
-        running = {id(root) for root in roots}
-        stale = [child for child in self.root.children if id(child) not in running]
-        for child in stale:
-            # Not prune_subtree: it finds the parent through child.parent, and a root op the executor
-            # put a guard above has that guard as its parent now.
-            self.root.remove_child(child)
-        if stale and self.tree.tree_update_handler is not None:
+        now = self.clock()
+        roots = self.executor.behaviour_trees()
+        changed = False
+        new = [plan_id for plan_id in roots if plan_id not in self.frames]
+        descriptions = {}
+        if new:
+            descriptions = {plan["plan_id"]: plan["description"] for plan in self.executor.get_all_plans()["plans"]}
+        for plan_id, root in roots.items():
+            frame = self.frames.get(plan_id)
+            if frame is None:
+                frame = self.frames[plan_id] = PlanFrame(plan_id, descriptions.get(plan_id, ""), root)
+                self.tree.insert_subtree(frame, self.root.id, len(self.root.children))
+            elif frame.decorated is not root:
+                frame.host(root)
+                changed = True
+        for plan_id, frame in list(self.frames.items()):
+            if plan_id in roots:
+                continue
+            if frame.finished_at is None:
+                frame.finish(self._outcome(plan_id), now)
+                changed = True
+            if now - frame.finished_at >= self.linger_s:
+                self._drop(plan_id)
+                changed = True
+        if changed and self.tree.tree_update_handler is not None:
             self.tree.tree_update_handler()
-        hosted = {id(child) for child in self.root.children}
-        for root in roots:
-            if id(root) not in hosted:
-                self.tree.insert_subtree(root, self.root.id, len(self.root.children))
         self.tree.tick()
+        self.ticked_at = now
+
+    def poll(self, streams=frozenset()) -> bool:
+        """Update when one is due (see the class); ``streams``: the names of the open snapshot streams.
+        Whether it updated."""
+        now = self.clock()
+        streams = frozenset(streams)
+        opened = bool(streams - self._streams)
+        self._streams = streams
+        leaving = any(frame.finished_at is not None and now - frame.finished_at >= self.linger_s
+                      for frame in self.frames.values())
+        if opened or leaving or now - self.ticked_at >= IDLE_REFRESH_S:
+            self.update()
+            return True
+        return False
 
     def clear(self) -> None:
-        for child in list(self.root.children):
-            self.root.remove_child(child)
+        for plan_id in list(self.frames):
+            self._drop(plan_id)
         if self.tree.tree_update_handler is not None:
             self.tree.tree_update_handler()
 
+    def _drop(self, plan_id: str) -> None:
+        frame = self.frames.pop(plan_id)
+        if frame.parent is self.root:
+            self.root.remove_child(frame)
+        frame.release()
+
+    def _outcome(self, plan_id: str) -> str:
+        try:
+            return self.executor.get_plan_result(plan_id)["outcome"]
+        except Exception:  # no longer kept (ControlError): the plan ended, how is not known here
+            return "finished"
+
 
 class TreeWatcherSeam:
-    """A py_trees_ros BehaviourTree over a ``Mirror`` of the running plans; ``update()`` republishes on change."""
+    """A py_trees_ros BehaviourTree over a ``Mirror`` of the plans; ``update()`` on change, ``poll()`` often."""
 
-    def __init__(self, node, executor, name: str = "bt_exec"):
+    def __init__(self, node, executor, name: str = "bt_exec", linger_s: float = 3.0):
         import py_trees_ros.trees
 
         self.node = node
@@ -99,7 +196,7 @@ class TreeWatcherSeam:
             self.tree.setup(node=node, timeout=5.0)
         except TypeError:
             self.tree.setup(timeout=5.0)
-        self.host = MirrorHost(self.tree, executor)
+        self.host = MirrorHost(self.tree, executor, linger_s)
 
     @property
     def root(self):
@@ -112,6 +209,13 @@ class TreeWatcherSeam:
 
     def update(self) -> None:
         self.host.update()
+
+    def poll(self) -> None:
+        try:
+            streams = list(self.tree.snapshot_streams)
+        except RuntimeError:  # a stream opened in a service callback meanwhile: look again next time
+            return
+        self.host.poll(streams)
 
     def close(self) -> None:
         self.host.clear()
