@@ -1,69 +1,99 @@
-"""Launch the bt_exec node, optionally a simulated robot and a tree viewer.
+"""Launch the bt_exec node, optionally a simulated robot and a tree viewer, in a namespace.
 
-    ros2 launch bt_exec bt_exec.launch.py [backend:=sim|ros|moveit] [sim_robot:=true|false]
-        [viewer:=py_trees|web|none] [web_port:=8080] [web_host:=127.0.0.1] [params_file:=FILE] [sim_script:=FILE]
+    ros2 launch bt_exec bt_exec.launch.py [namespace:=robot1] [backend:=sim|ros|moveit] [sim_robot:=true|false]
+        [sim_script:=FILE] [viewer:=none|web|py_trees|watcher] [terminal:='xterm -e']
+        [web_port:=8080] [web_host:=127.0.0.1] [params_file:=FILE]
 
 The node's parameters come from config/bt_exec.yaml (or ``params_file``);
-``backend`` overrides the file's. ``backend:=moveit`` runs the Grant skills on the arm
-through MoveItPy: give a ``params_file`` that sets ``scene_file`` and ``cell_poses_file``
-(and ``motion_limits_file``), see docs/moveit.md. ``sim_robot:=true`` also starts
-``bt_exec_sim_robot``, which serves RunCapability at
-/bt_exec/capabilities/<provider> from ``sim_script`` (use it with
-``backend:=ros``). ``viewer:=py_trees`` starts ``py-trees-tree-viewer``
-(package py_trees_ros_viewer); ``viewer:=web`` has the node serve its web app
-(operator console, HTTP API) on ``web_host``:``web_port``, http://127.0.0.1:8080/
-by default; bound beyond loopback it needs a token (``BT_EXEC_WEB_TOKEN`` in the
-environment, or ``web_token`` in the params file), else the node will not start.
-See docs/ros.md, section 5.1.
+``backend`` (and ``sim_script`` with ``backend:=sim``) override the file's.
+``namespace`` puts every node, service, topic and capability server under it
+(``/robot1/bt_exec/submit``, ``/robot1/bt_exec/capabilities/sim``).
+``backend:=moveit`` runs the Grant skills on the arm through MoveItPy: give a
+``params_file`` that sets ``scene_file`` and ``cell_poses_file`` (and
+``motion_limits_file``), see docs/moveit.md. ``sim_robot:=true`` also starts
+``bt_exec_sim_robot``, which serves RunCapability in the same namespace (use
+it with ``backend:=ros``). ``sim_script`` goes to whichever simulator runs the
+calls: the node's own with ``backend:=sim``, the sim robot's with
+``backend:=ros``. ``viewer:=watcher`` runs ``py-trees-tree-watcher`` on this
+node's tree, in the launch's terminal or, with ``terminal:='xterm -e'`` (any
+command prefix), in a terminal of its own; ``viewer:=py_trees`` starts
+``py-trees-tree-viewer``; either one, when not installed, is said so in one
+line and the rest runs. ``viewer:=web`` has the node serve its web app
+(operator console, HTTP API) on ``web_host``:``web_port``; bound beyond
+loopback it needs a token (``BT_EXEC_WEB_TOKEN`` in the environment, or
+``web_token`` in the params file), else the node will not start. The choices
+are made in bt_exec/ros/launch_config.py. See docs/ros.md, section 8.
 """
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, ExecuteProcess
-from launch.conditions import IfCondition, UnlessCondition
-from launch.substitutions import EqualsSubstitution, LaunchConfiguration
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction, Shutdown
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 
+from bt_exec.errors import ConfigError
+from bt_exec.ros import launch_config
 from launch import LaunchDescription
+
+
+def start(context):
+    """The actions for the arguments given: each argument read once, every choice made by launch_config."""
+    def arg(name: str) -> str:
+        return LaunchConfiguration(name).perform(context)
+
+    try:
+        namespace = launch_config.node_namespace(arg("namespace"))
+        backend = arg("backend")
+        sim_script = arg("sim_script")
+        parameters = [arg("params_file"), launch_config.node_parameters(backend, sim_script)]
+        if arg("viewer") == "web":
+            parameters.append(launch_config.web_parameters(arg("web_port"), arg("web_host")))
+        with_sim_robot, note = launch_config.sim_robot_wanted(arg("sim_robot"), backend)
+        viewer, viewer_note = launch_config.viewer_command(arg("viewer"), namespace, arg("terminal"))
+    except ConfigError as exc:
+        return [LogInfo(msg=f"bt_exec launch: {exc}"), Shutdown(reason=str(exc))]
+    actions = [Node(package="bt_exec", executable="bt_exec_node", name="bt_exec", namespace=namespace,
+                    output="screen", parameters=parameters)]
+    if with_sim_robot:
+        actions.append(Node(package="bt_exec", executable="bt_exec_sim_robot", name="bt_exec_sim_robot",
+                            namespace=namespace, output="screen",
+                            parameters=[launch_config.sim_robot_parameters(sim_script)]))
+    for message in (note, viewer_note):
+        if message:
+            actions.append(LogInfo(msg=f"bt_exec launch: {message}"))
+    if viewer is not None:
+        actions.append(ExecuteProcess(cmd=viewer, output="screen", emulate_tty=True))
+    return actions
 
 
 def generate_launch_description():
     config = os.path.join(get_package_share_directory("bt_exec"), "config", "bt_exec.yaml")
-    params_file = LaunchConfiguration("params_file")
-    backend = LaunchConfiguration("backend")
-    viewer = LaunchConfiguration("viewer")
-    web = EqualsSubstitution(viewer, "web")
-
-    def executor_node(extra_parameters, condition):
-        return Node(package="bt_exec", executable="bt_exec_node", name="bt_exec", output="screen",
-                    parameters=[params_file, {"backend": ParameterValue(backend, value_type=str)}, *extra_parameters],
-                    condition=condition)
-
     return LaunchDescription([
+        DeclareLaunchArgument("namespace", default_value="",
+                              description="namespace of every node, service, topic and capability server "
+                                          "(e.g. robot1: /robot1/bt_exec); empty: the root"),
         DeclareLaunchArgument("params_file", default_value=config,
                               description="parameters of the bt_exec node (YAML)"),
-        DeclareLaunchArgument("backend", default_value="sim", choices=["sim", "ros", "moveit"],
+        DeclareLaunchArgument("backend", default_value="sim", choices=list(launch_config.BACKENDS),
                               description="capability backend: sim (embedded), ros (RunCapability actions) or "
                                           "moveit (the arm through MoveItPy; params_file sets scene_file, "
                                           "cell_poses_file)"),
         DeclareLaunchArgument("sim_robot", default_value="false", choices=["true", "false"],
-                              description="also start the simulated robot (RunCapability servers)"),
+                              description="also start the simulated robot (RunCapability servers; with "
+                                          "backend:=ros)"),
         DeclareLaunchArgument("sim_script", default_value="",
-                              description="the simulated robot's sim script (empty: every call succeeds at once)"),
-        DeclareLaunchArgument("viewer", default_value="none", choices=["py_trees", "web", "none"],
-                              description="tree viewer: py-trees-tree-viewer, the node's web app, or none"),
+                              description="sim script of the simulator that runs the calls: the node's own "
+                                          "(backend:=sim) or the sim robot's (backend:=ros); empty: every call "
+                                          "succeeds at once"),
+        DeclareLaunchArgument("viewer", default_value="none", choices=list(launch_config.VIEWERS),
+                              description="none; web: the node's web app; py_trees: py-trees-tree-viewer; "
+                                          "watcher: py-trees-tree-watcher on this node's tree"),
+        DeclareLaunchArgument("terminal", default_value="",
+                              description="viewer:=watcher: a command prefix that opens a terminal for it "
+                                          "(e.g. 'xterm -e'); empty: the launch's own terminal"),
         DeclareLaunchArgument("web_port", default_value="8080", description="port of the web app (viewer:=web)"),
         DeclareLaunchArgument("web_host", default_value="127.0.0.1",
                               description="address the web app binds to (viewer:=web); beyond loopback it needs "
                                           "a token: BT_EXEC_WEB_TOKEN, or web_token in params_file"),
-        executor_node([], UnlessCondition(web)),
-        executor_node([{"web_port": ParameterValue(LaunchConfiguration("web_port"), value_type=int),
-                        "web_host": ParameterValue(LaunchConfiguration("web_host"), value_type=str)}],
-                      IfCondition(web)),
-        Node(package="bt_exec", executable="bt_exec_sim_robot", name="bt_exec_sim_robot", output="screen",
-             parameters=[{"sim_script": ParameterValue(LaunchConfiguration("sim_script"), value_type=str)}],
-             condition=IfCondition(LaunchConfiguration("sim_robot"))),
-        ExecuteProcess(cmd=["py-trees-tree-viewer"], output="screen",
-                       condition=IfCondition(EqualsSubstitution(viewer, "py_trees"))),
+        OpaqueFunction(function=start),
     ])

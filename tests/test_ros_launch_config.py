@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from bt_exec.ros import params
+from bt_exec.errors import ConfigError
+from bt_exec.ros import launch_config, params
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 LAUNCH = REPO / "launch" / "bt_exec.launch.py"
@@ -37,24 +38,83 @@ def test_launch_file_defines_generate_launch_description():
 
 def test_launch_arguments():
     arguments = {ast.literal_eval(call.args[0]): call for call in calls(launch_tree(), "DeclareLaunchArgument")}
-    assert {"sim_robot", "viewer", "backend", "params_file", "web_port", "web_host", "sim_script"} <= set(arguments)
+    assert {"namespace", "sim_robot", "viewer", "terminal", "backend", "params_file", "web_port", "web_host",
+            "sim_script"} <= set(arguments)
     assert keyword(arguments["web_host"], "default_value") == params.DEFAULTS["web_host"]
     assert keyword(arguments["sim_robot"], "choices") == ["true", "false"]
     assert keyword(arguments["sim_robot"], "default_value") == "false"
-    assert keyword(arguments["viewer"], "choices") == ["py_trees", "web", "none"]
-    assert keyword(arguments["backend"], "choices") == list(params.BACKENDS)
+    assert keyword(arguments["namespace"], "default_value") == ""
+    assert launch_config.BACKENDS == params.BACKENDS
+    assert set(launch_config.VIEWERS) == {"none", "web", "py_trees", "watcher"}
+    text = LAUNCH.read_text()
+    assert 'choices=list(launch_config.VIEWERS)' in text and 'choices=list(launch_config.BACKENDS)' in text
 
 
-def test_launch_starts_the_node_the_sim_robot_and_the_viewer():
+def test_launch_starts_the_node_and_the_sim_robot_in_the_namespace():
     tree = launch_tree()
     nodes = calls(tree, "Node")
-    executables = {keyword(call, "executable") for call in nodes if isinstance(keyword(call, "executable"), str)}
-    assert {"bt_exec_node", "bt_exec_sim_robot"} <= executables
-    assert all(keyword(call, "package") == "bt_exec" for call in nodes if keyword(call, "package") is not None)
-    processes = calls(tree, "ExecuteProcess")
-    assert [keyword(call, "cmd") for call in processes] == [["py-trees-tree-viewer"]]
+    assert {keyword(call, "executable") for call in nodes} == {"bt_exec_node", "bt_exec_sim_robot"}
+    for call in nodes:
+        assert keyword(call, "package") == "bt_exec"
+        assert isinstance(keyword(call, "namespace"), ast.Name) and keyword(call, "namespace").id == "namespace"
+    (process,) = calls(tree, "ExecuteProcess")
+    assert keyword(process, "cmd").id == "viewer" and keyword(process, "emulate_tty") is True
+    (opaque,) = calls(tree, "OpaqueFunction")
+    assert keyword(opaque, "function").id == "start"  # every choice made once the arguments are known
     text = LAUNCH.read_text()
-    assert '"web_port"' in text and '"web_host"' in text and '"bt_exec.yaml"' in text and '"config"' in text
+    assert '"bt_exec.yaml"' in text and '"config"' in text
+
+
+def test_the_namespace_is_checked_and_normalised():
+    assert launch_config.node_namespace("") == "" and launch_config.node_namespace(" / ") == ""
+    assert launch_config.node_namespace("robot1") == "/robot1"
+    assert launch_config.node_namespace("/fleet/robot_2/") == "/fleet/robot_2"
+    for bad in ("1robot", "robot-1", "a b", "x__y"):
+        with pytest.raises(ConfigError, match="namespace:="):
+            launch_config.node_namespace(bad)
+
+
+def test_sim_script_reaches_the_simulator_the_backend_uses():
+    assert launch_config.node_parameters("sim", "/s.json") == {"backend": "sim", "sim_script": "/s.json"}
+    assert launch_config.node_parameters("sim", "") == {"backend": "sim"}  # the params file's stays
+    assert launch_config.node_parameters("ros", "/s.json") == {"backend": "ros"}  # the sim robot's, not the node's
+    assert launch_config.sim_robot_parameters("/s.json") == {"sim_script": "/s.json"}
+    assert launch_config.sim_robot_wanted("true", "ros") == (True, None)
+    assert launch_config.sim_robot_wanted("false", "ros") == (False, None)
+    started, note = launch_config.sim_robot_wanted("true", "sim")
+    assert started and "only backend:=ros" in note
+    with pytest.raises(ConfigError, match="backend:="):
+        launch_config.node_parameters("nope", "")
+    assert launch_config.web_parameters("8081", "0.0.0.0") == {"web_port": 8081, "web_host": "0.0.0.0"}
+    for bad in ("http", "70000"):
+        with pytest.raises(ConfigError, match="web_port:="):
+            launch_config.web_parameters(bad, "127.0.0.1")
+
+
+def test_viewers():
+    installed = {"py-trees-tree-watcher": "/usr/bin/py-trees-tree-watcher",
+                 "py-trees-tree-viewer": "/usr/bin/py-trees-tree-viewer", "xterm": "/usr/bin/xterm"}
+    which = installed.get
+    assert launch_config.viewer_command("none", "/robot1", which=which) == (None, None)
+    assert launch_config.viewer_command("web", "/robot1", which=which) == (None, None)
+    assert launch_config.viewer_command("watcher", "/robot1", which=which) == (
+        ["py-trees-tree-watcher", "--namespace-hint", "/robot1/bt_exec/snapshot_streams/"], None)
+    assert launch_config.viewer_command("watcher", "", "xterm -e", which=which) == (
+        ["xterm", "-e", "py-trees-tree-watcher", "--namespace-hint", "/bt_exec/snapshot_streams/"], None)
+    assert launch_config.viewer_command("py_trees", "/robot1", which=which) == (["py-trees-tree-viewer"], None)
+    for viewer, package in (("py_trees", "ros-jazzy-py-trees-ros-viewer"), ("watcher", "ros-jazzy-py-trees-ros")):
+        command, message = launch_config.viewer_command(viewer, "", which=lambda _name: None)
+        assert command is None and "is not installed here" in message and package in message
+    with pytest.raises(ConfigError, match="terminal:="):
+        launch_config.viewer_command("watcher", "", "konsole -e", which=which)
+    with pytest.raises(ConfigError, match="viewer:="):
+        launch_config.viewer_command("rviz", "", which=which)
+
+
+def test_the_watcher_hint_picks_this_nodes_tree_only():
+    services = ["/robot1/bt_exec/snapshot_streams/open", "/robot10/bt_exec/snapshot_streams/open"]
+    hint = launch_config.snapshot_streams_hint(launch_config.node_namespace("robot1"))
+    assert [name for name in services if hint in name] == services[:1]  # as the watcher matches it
 
 
 def test_setup_installs_the_launch_file_config_and_executables():

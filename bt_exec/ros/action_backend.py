@@ -8,8 +8,10 @@ the action server of the call's provider:
   (a cap without a dot, e.g. a Qwen3 skill such as ``grab``) ``default_provider``
   (``robot``);
 * server: ``server_map[provider]``, else ``server_map["*"]``, else
-  ``/bt_exec/capabilities/<provider>`` with the provider made a valid ROS name
-  token (characters other than letters, digits and ``_`` become ``_``).
+  ``bt_exec/capabilities/<provider>`` in the node's namespace
+  (``/robot1/bt_exec/capabilities/sim`` for a node in ``/robot1``) with the
+  provider made a valid ROS name token (characters other than letters, digits
+  and ``_`` become ``_``).
 
 Threading: ``start``, ``status`` and ``cancel`` are called from the executor's
 tick thread and never block it; the answers (goal response, feedback, result)
@@ -72,7 +74,7 @@ from bt_exec_interfaces.action import RunCapability
 
 log = logging.getLogger(__name__)
 
-SERVER_PREFIX = "/bt_exec/capabilities/"
+SERVER_PREFIX = "bt_exec/capabilities/"  # in the node's namespace: each robot of a fleet has its own servers
 DEFAULT_PROVIDER = "robot"
 
 _FEEDBACK_STATES = {"pending": "PENDING", "running": "RUNNING", "paused": "PAUSED"}
@@ -96,9 +98,9 @@ def provider_of(call: CapabilityCall, default_provider: str = DEFAULT_PROVIDER) 
     return prefix if dot and prefix else default_provider
 
 
-def default_server_name(provider: str) -> str:
-    """``/bt_exec/capabilities/<provider>``, with the provider sanitised into a valid name token."""
-    return SERVER_PREFIX + name_token(provider)
+def default_server_name(provider: str, namespace: str = "/") -> str:
+    """``<namespace>/bt_exec/capabilities/<provider>``, with the provider sanitised into a valid name token."""
+    return f"{namespace.rstrip('/')}/{SERVER_PREFIX}{name_token(provider)}"
 
 
 class LockedActionClient(ActionClient):
@@ -232,7 +234,7 @@ class RosActionBackend:
         """The fully qualified name of the action server that serves ``call``."""
         provider = provider_of(call, self.default_provider)
         name = self.server_map.get(provider) or self.server_map.get("*")
-        return name or default_server_name(provider)
+        return name or default_server_name(provider, self.node.get_namespace())
 
     def _full_name(self, name: str, provider: str) -> str:
         if not isinstance(name, str) or not name:

@@ -28,7 +28,7 @@ PARAMETERS: tuple[Param, ...] = (
     Param("tick_rate_hz", 100.0, "How often the executor ticks the running plans, per second (its own loop).",
           "a positive number"),
     Param("backend", "sim", "Capability backend: sim (the embedded simulator), ros (RunCapability action "
-                            "clients, one server per provider: /bt_exec/capabilities/<provider>) or moveit "
+                            "clients, one server per provider: <namespace>/bt_exec/capabilities/<provider>) or moveit "
                             "(Grant skills on the arm through MoveItPy; needs scene_file and cell_poses_file).",
           "sim | ros | moveit"),
     Param("sim_script", "", "sim backend: a sim script file (outcomes and durations per cap or op); "

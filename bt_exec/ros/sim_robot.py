@@ -8,7 +8,8 @@ Parameters (``--ros-args -p name:=value``):
   call succeeds at once.
 * ``providers`` (string array, default ``DEFAULT_PROVIDERS``: ``robot``,
   ``sim``, ``tiago_camera``, ``battery``, ``audio``): one action server
-  ``/bt_exec/capabilities/<provider>`` each. ``robot`` is where
+  ``bt_exec/capabilities/<provider>`` each, in the node's namespace (that of
+  the bt_exec node it serves: ``-r __ns:=/robot1``). ``robot`` is where
   ``RosActionBackend`` sends caps without a provider prefix (Qwen3 skills);
   the others are the providers of the repository's examples.
 * ``feedback_period_s`` (double, 0.2): how often a running goal publishes
@@ -60,7 +61,8 @@ _EVENT_OF_STATE = {"SUCCEEDED": "succeeded", "FAILED": "failed", "TIMEOUT": "tim
 
 
 class SimRobotNode(Node):
-    """Serves RunCapability goals on ``/bt_exec/capabilities/<provider>`` for each provider, from a sim script."""
+    """Serves RunCapability goals on ``<namespace>/bt_exec/capabilities/<provider>`` for each provider, from a sim
+    script: the servers the bt_exec node of the same namespace calls."""
 
     def __init__(self, *, echo: bool = True, **node_kwargs):
         super().__init__(NODE_NAME, **node_kwargs)
@@ -78,7 +80,7 @@ class SimRobotNode(Node):
         self.servers: dict[str, str] = {}
         self._action_servers = []
         for provider in dict.fromkeys(providers):
-            name = default_server_name(provider)
+            name = default_server_name(provider, self.get_namespace())
             if name in self.servers.values():
                 continue
             self.servers[provider] = name

@@ -20,16 +20,17 @@ ROBOT_SCRIPT = {"default": {"duration_s": 0.0}, "caps": {"sim.slow": {"duration_
 
 
 class SimRobotProcess:
-    """``bt-exec sim-robot`` serving provider ``sim``; its stdout JSON lines are collected."""
+    """``bt-exec sim-robot`` serving provider ``sim`` to the node of ``namespace``; its stdout JSON lines are
+    collected."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, namespace: str):
         script = folder / "robot.json"
         script.write_text(json.dumps(ROBOT_SCRIPT))
         self.stderr_path = folder / "robot.stderr"
         self.stderr = open(self.stderr_path, "wb")  # noqa: SIM115  (open while the process runs)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "bt_exec.cli", "sim-robot", "--ros-args", "-p", f"sim_script:={script}",
-             "-p", "providers:=[sim]"], stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=rosutil.REPO,
+             "-p", "providers:=[sim]", "-r", f"__ns:={namespace}"], stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=rosutil.REPO,
             env=dict(os.environ, PYTHONUNBUFFERED="1"))
         self.events: list[dict] = []
         self._cond = threading.Condition()
@@ -72,12 +73,19 @@ class SimRobotProcess:
 
 
 @pytest.fixture
-def robot(tmp_path):
-    process = SimRobotProcess(tmp_path)
-    try:
-        process.wait_for("ready", timeout=30)
-        yield process
-    finally:
+def start_robot(tmp_path):
+    """start_robot(namespace) -> a ready SimRobotProcess (stopped after the test)."""
+    started = []
+
+    def start(namespace: str) -> SimRobotProcess:
+        process = SimRobotProcess(tmp_path, namespace)
+        started.append(process)
+        ready = process.wait_for("ready", timeout=30)
+        assert ready["servers"] == [f"{namespace}/bt_exec/capabilities/sim"], ready
+        return process
+
+    yield start
+    for process in started:
         process.stop()
 
 
@@ -91,8 +99,9 @@ def wait_exit(node, timeout: float) -> int:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_double_signal_stops_cleanly_and_cancels_the_robots_goal(ros, start_node, robot, signum):
+def test_a_double_signal_stops_cleanly_and_cancels_the_robots_goal(ros, start_node, start_robot, signum):
     node = start_node(backend="ros", capability_server_timeout_s=10.0)
+    robot = start_robot(node.namespace)  # the node calls the servers of its own namespace
     status, subscription = ros.subscribe(f"{node.name}/status")
     ros.wait_matched(subscription)
     try:
