@@ -121,39 +121,169 @@ def test_cancel_all_from_the_page(console_factory):
     console.wait_for(lambda d: console.all(f'#finished-plans [data-plan-id="{first}"] .badge.outcome-cancelled'))
 
 
-def test_a_thousand_op_plan_renders_every_node_and_takes_updates(console_factory):
+def batch_id(b):
+    """The op id of thousand_ops' batch b (root 1, then each batch followed by its 110 do ops)."""
+    return str(2 + b * 111)
+
+
+def leaf_id(b, i):
+    return str(2 + b * 111 + 1 + i)
+
+
+def drawn_ops(console):
+    return console.driver.execute_script("return document.querySelectorAll('g.op').length")
+
+
+def test_a_thousand_op_plan_opens_only_the_path_to_the_running_op(console_factory):
     console = console_factory(slow_script(duration_s=60))
     plan_id = console.submit(thousand_ops())
     console.open()
-    console.wait_for(lambda d: d.execute_script("return document.querySelectorAll('g.op').length") == 1000,
-                     timeout=30, message="not all 1,000 ops were drawn")
-    first_leaf = "3"  # root 1, first batch 2, its first do 3
-    console.wait_op_class(first_leaf, "state-running")
-    console.screenshot("web-console-1000-ops.png")
-
-    console.executor.cancel_plan(plan_id)  # node_state events: the running ops end canceled
-
-    console.wait_op_class(first_leaf, "state-canceled")
-    console.wait_text("#status", f"plan {plan_id}: cancelled")
-    assert console.driver.execute_script("return document.querySelectorAll('g.op').length") == 1000
-    # Texts are drawn for the nodes near the view only; scrolling to the end brings the last op's.
-    last = console.driver.execute_script("return [...document.querySelectorAll('g.op')].pop().dataset.opId")
-    assert not console.css(f'g.op[data-op-id="{last}"]').find_elements("css selector", "text.desc")
-    console.driver.execute_script("const s = document.getElementById('tree-scroll'); s.scrollTo(0, s.scrollHeight)")
-    console.wait_for(lambda d: d.find_elements("css selector", f'g.op[data-op-id="{last}"] text.desc'),
-                     message="the last op's text was never drawn after scrolling to it")
-    last_op = console.executor.get_plan_result(plan_id)["ops"][-1]
-    assert (last_op["op_id"], last_op["state"]) == (last, "pending")  # after the cancel, never reached
-    assert console.css(f'g.op[data-op-id="{last}"] text.state-label').text == "pending"
-    assert "state-pending" in console.css(f'g.op[data-op-id="{last}"]').get_attribute("class")
+    console.wait_op_class(leaf_id(0, 0), "state-running")
+    # Readable at first paint: the root and the running batch with its ops at 100%; the other batches
+    # closed (below the open one); only the ops in and around the view are in the DOM.
+    assert "open" in console.op(batch_id(0)).get_attribute("class")
+    assert drawn_ops(console) < 150
+    assert console.op("1").get_attribute("data-total") == "990"
+    assert "0/110 done · 1 running" in console.op(batch_id(0)).text
     font = console.driver.execute_script("return getComputedStyle(document.querySelector('g.op .desc')).fontSize")
-    assert float(font.rstrip("px")) >= 10  # drawn legibly; the view scrolls rather than shrinks
+    assert float(font.rstrip("px")) >= 10
+    console.screenshot("web-console-1000-ops.png")
+    console.css("#follow-running").click()
+    console.driver.execute_script("const s = document.getElementById('tree-scroll'); s.scrollTo(0, s.scrollHeight)")
+    for b in range(1, 9):
+        console.wait_for(lambda d, b=b: console.all(f'g.op[data-op-id="{batch_id(b)}"].collapsed'),
+                         message=f"batch {b} is not drawn closed")
+    assert not console.all(f'g.op[data-op-id="{leaf_id(1, 0)}"]')
+    assert drawn_ops(console) < 150
+    assert console.op(batch_id(1)).get_attribute("data-total") == "110"
+
+    # A collapsed composite opens and closes from its button.
+    console.css(f'g.op[data-op-id="{batch_id(1)}"] .toggle').click()
+    console.wait_for(lambda d: console.all(f'g.op[data-op-id="{leaf_id(1, 0)}"]'), message="batch 1 did not open")
+    assert "open" in console.op(batch_id(1)).get_attribute("class")
+    console.css(f'g.op[data-op-id="{batch_id(1)}"] .toggle').click()
+    console.wait_for(lambda d: not console.all(f'g.op[data-op-id="{leaf_id(1, 0)}"]'), message="batch 1 did not close")
+    # Closing the running batch hides its op; "Find running" opens the way to it again.
+    console.driver.execute_script("document.getElementById('tree-scroll').scrollTo(0, 0)")
+    console.wait_for(lambda d: console.all(f'g.op[data-op-id="{batch_id(0)}"] .toggle'))
+    console.css(f'g.op[data-op-id="{batch_id(0)}"] .toggle').click()
+    console.wait_for(lambda d: not console.all(f'g.op[data-op-id="{leaf_id(0, 0)}"]'))
+    assert "1 running" in console.op(batch_id(0)).text
+    console.css('[data-action="goto-running"]').click()
+    console.wait_op_class(leaf_id(0, 0), "selected")
+
+    # Search by text and by op id: the match is opened, scrolled to and selected.
+    search = console.css("#search")
+    search.send_keys("step 5.7")
+    console.wait_text("#search-count", "1 match")
+    search.send_keys("\n")
+    console.wait_op_class(leaf_id(5, 7), "selected")
+    console.wait_text("#op-title", leaf_id(5, 7))
+    assert "open" in console.op(batch_id(5)).get_attribute("class")
+    search.clear()
+    search.send_keys(leaf_id(8, 100) + "\n")
+    console.wait_text("#op-title", leaf_id(8, 100))
+    assert console.op(leaf_id(8, 100)).is_displayed()
+
+    # The minimap scrolls the view where it is clicked, and ends "follow running".
+    scroll_top = "return document.getElementById('tree-scroll').scrollTop"
+    console.css("#follow-running").click()
+    assert console.css("#follow-running").is_selected()
+    console.driver.execute_script("document.getElementById('tree-scroll').scrollTo(0, 0)")
+    console.wait_for(lambda d: d.execute_script(scroll_top) == 0)
+    minimap = console.css("#minimap")
+    assert minimap.size["height"] > 100
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(console.driver).move_to_element_with_offset(minimap, 0, minimap.size["height"] // 2 - 5).click().perform()
+    console.wait_for(lambda d: d.execute_script(scroll_top) > 1000, message="the minimap click did not scroll")
+    assert not console.css("#follow-running").is_selected()
+
+    console.executor.cancel_plan(plan_id)  # node_state events: the running op ends canceled
+    console.wait_text("#status", f"plan {plan_id}: cancelled")
+    console.driver.execute_script("document.getElementById('tree-scroll').scrollTo(0, 0)")
+    console.wait_for(lambda d: console.op(batch_id(0)).get_attribute("data-done") == "1",
+                     message="batch 0 never counted its canceled op")
+    last_op = console.executor.get_plan_result(plan_id)["ops"][-1]
+    assert (last_op["op_id"], last_op["state"]) == (leaf_id(8, 109), "pending")
     tree = console.css("#tree")
     width = int(tree.get_attribute("width"))
     console.css('[data-action="zoom-out"]').click()
     assert int(tree.get_attribute("width")) < width
     console.css('[data-action="zoom-reset"]').click()
     assert int(tree.get_attribute("width")) == width
+
+
+def test_follow_running_keeps_the_running_op_in_view(console_factory):
+    console = console_factory(slow_script(duration_s=0.12))
+    plan_id = console.submit(envelope(seq(*[do(f"step {i}") for i in range(60)], description="sixty steps"), "sixty"))
+    console.open()
+    in_view = """const s = document.getElementById('tree-scroll').getBoundingClientRect();
+        const r = document.querySelector('g.op.kind-do.state-running');
+        if (!r) return null;
+        const b = r.getBoundingClientRect();
+        return b.top >= s.top && b.bottom <= s.bottom;"""
+    seen = 0
+    while console.executor.get_plan_tree(plan_id)["running"] and seen < 20:
+        shown = console.driver.execute_script(in_view)
+        running = console.all("g.op.kind-do.state-running")
+        if shown is not None and running and int(running[0].get_attribute("data-op-id")) > 20:
+            console.wait_for(lambda d: d.execute_script(in_view) in (True, None),
+                             message="the running op was left out of view")
+            seen += 1
+    assert seen, "never saw a running op far down the plan"
+    assert console.driver.execute_script("return document.getElementById('tree-scroll').scrollTop") > 0
+
+
+def test_ten_thousand_ops_draw(console_factory):
+    console = console_factory(slow_script(duration_s=60))
+    plan = envelope(par(*[seq(*[do(f"leaf {b}.{i}") for i in range(100)], description=f"branch {b}")
+                          for b in range(99)], description="ten thousand ops"), "ten thousand ops")
+    plan_id = console.submit(plan)
+    console.open()
+    console.wait_text("#status", f"plan {plan_id}: running", timeout=30)
+    console.wait_for(lambda d: d.execute_script("return performance.getEntriesByName('bt-tree-drawn').length"),
+                     timeout=30, message="the 10,000-op tree was never drawn")
+    drawn_s = console.driver.execute_script("return performance.getEntriesByName('bt-tree-drawn')[0].startTime") / 1000
+    assert drawn_s < 10, f"10,000 ops took {drawn_s:.2f} s to draw"
+    assert console.op("1").get_attribute("data-total") == "9900"
+    assert console.op("1").get_attribute("data-done") == "0"
+    assert drawn_ops(console) < 500
+    last_branch = str(10000 - 100)
+    console.css("#search").send_keys(last_branch + "\n")
+    console.wait_text("#op-title", last_branch)
+    console.executor.cancel_plan(plan_id)
+    console.wait_text("#status", f"plan {plan_id}: cancelled", timeout=30)
+
+
+def test_a_failed_op_shows_its_error_on_its_box_in_the_header_and_the_list(console_factory):
+    console = console_factory(slow_script(duration_s=0.05, **{
+        "4": {"outcome": "failure", "duration_s": 0.05, "error": "gripper reported no contact: the cup slipped"},
+        "8": {"outcome": "success", "duration_s": 30},
+        "10": {"outcome": "failure", "duration_s": 0.05, "error": "no cup left"}}))
+    console.open()
+    console.wait_text("#connection", "live")
+    failing = console.submit(envelope(seq(do("open the drawer"), par(do("grasp the cup"), do("look")), do("leave"),
+                                          description="fetch"), "fetch the cup"))
+    console.executor.run_until_complete(failing, timeout=10)
+    console.wait_text("#status", f"plan {failing}: failed at op 4")
+    console.wait_text("#status", "gripper reported no contact")
+    assert "grasp the cup" in console.css("#status").text
+    error_line = console.wait_for(lambda d: console.all('g.op[data-op-id="4"] text.sub.error-line'))[0]
+    assert "gripper reported no contact" in error_line.text
+    assert "has-error" in console.op("4").get_attribute("class")
+    console.wait_text(f'#finished-plans [data-plan-id="{failing}"] .plan-fail-line', "op 4")
+    console.wait_text("#plan-facts", "gripper reported no contact")
+    console.css('#status [data-action="goto-failed"]').click()
+    console.wait_text("#op-title", "4")
+    console.screenshot("web-console-failed.png")
+    # A plan that fails while another is shown: its list entry says where, from the event stream.
+    waiting = console.submit(envelope(seq(do("wait")), "a long wait"))  # ops 7, 8
+    console.wait_text("#status", f"plan {waiting}: running")
+    console.css("#follow").click()  # stay on the waiting plan
+    other = console.submit(envelope(seq(do("grasp again")), "fails while not shown"))  # ops 9, 10
+    console.wait_text(f'#finished-plans [data-plan-id="{other}"] .plan-fail-line', "op 10: no cup left")
+    assert console.css("#status").text.startswith(f"▶ plan {waiting}")
+    console.executor.cancel_plan(waiting)
 
 
 def test_dropped_events_make_the_page_read_the_state_again(console_factory):
@@ -166,8 +296,9 @@ def test_dropped_events_make_the_page_read_the_state_again(console_factory):
 
     console.wait_text("#messages", "missed")
     console.wait_text("#status", f"plan {plan_id}: succeeded")
-    console.wait_for(lambda d: d.execute_script("return document.querySelectorAll('g.op.state-succeeded').length")
-                     == 1000, message="the tree was not read again after the drop")
+    console.wait_for(lambda d: console.op("1").get_attribute("data-done") == "990" and d.execute_script(
+        "return document.querySelectorAll('g.op:not(.state-succeeded)').length") == 0,
+        message="the tree was not read again after the drop")
 
 
 def test_api_errors_are_shown_and_the_token_is_sent(console_factory):
@@ -201,7 +332,17 @@ def test_a_step_graph_shows_its_steps_and_transitions_live(console_factory):
         console.wait_op_class(step, "state-succeeded")
         assert "taken" in console.css(f'text.transition[data-from="{step}"][data-outcome="success"]').get_attribute("class")
     assert "taken" not in console.css('text.transition[data-from="s0"][data-outcome="grasp_failed"]').get_attribute("class")
-    assert "completed" in console.css('text.transition[data-from="s3"][data-outcome="success"]').text
+    # Drawn as a graph: one edge per (step, next) pair, each outcome a label on it, terminals as nodes.
+    transitions = console.executor.get_plan_tree(plan_id)["transitions"]
+    pairs = {(step, next_) for step, edges in transitions.items() for next_ in edges.values()}
+    edges = {(e.get_attribute("data-from"), e.get_attribute("data-to")) for e in console.all("path.gedge")}
+    assert edges == pairs
+    terminals = {next_ for _, next_ in pairs if next_ not in transitions}
+    assert {t.get_attribute("data-terminal") for t in console.all("g.terminal-node")} == terminals
+    assert console.css('text.transition[data-from="s3"][data-outcome="success"]').get_attribute("data-to") == "completed"
+    # s1 -> s2 was the last transition taken: the running step's way in is marked.
+    assert "last" in console.css('path.gedge[data-from="s1"][data-to="s2"]').get_attribute("class")
+    assert "taken" not in console.css('path.gedge[data-from="s4"][data-to="s1"]').get_attribute("class")
     console.op("s2").click()
     console.wait_text("#op-facts", "transfer")
     console.wait_text("#plan-facts", "s0 → s1")
@@ -223,3 +364,31 @@ def test_beyond_loopback_the_page_reads_and_follows_live_only_with_the_token(con
     console.wait_text("#connection", "live")
     console.wait_for(lambda d: console.all(f'#running-plans [data-plan-id="{plan_id}"]'),
                      message="the running plan is not listed once the token is given")
+
+
+def _qwen3_console(console_factory, ops):
+    """A console whose sim simulates the Qwen3 example's skills; ``ops``: per-step sim entries."""
+    scene = str(REPO / "examples/qwen3/scene.json")
+    world = World.from_scene(SkillCatalog.named("grant"), Scene.from_file(scene))
+    script = {"default": {"duration_s": 0.02}, "ops": ops}
+    return console_factory(backend=bt_exec.SimBackend(script, world=world), scene=scene)
+
+
+def test_a_finished_step_graph_marks_only_the_transitions_its_trace_took(console_factory):
+    # s1 fails its grasp once (-> s4), s4 finds the cap placed (-> s1), then every step succeeds.
+    # s4's "empty" and "placed" both lead to s1: only "placed" was taken.
+    console = _qwen3_console(console_factory, {"s1": {"outcome": ["grasp_failed", "success"], "duration_s": 0.02},
+                                               "s4": {"outcome": "placed", "duration_s": 0.02}})
+    plan_id = console.submit(json.loads((REPO / "examples/qwen3/cap_to_hatch.json").read_text()))
+    record = console.executor.run_until_complete(plan_id, timeout=20)
+    taken = {(entry["step"], entry["outcome"]) for entry in record["trace"]}
+    assert ("s4", "placed") in taken and ("s4", "empty") not in taken, record["trace"]
+    console.open()
+    console.wait_text("#status", f"plan {plan_id}: succeeded")
+    console.wait_op_class("s4", "state-succeeded")
+    labels = console.wait_for(lambda d: console.all("text.transition.taken"), message="no transition marked taken")
+    console.wait_for(lambda d: len(console.all("text.transition.taken")) == len(taken),
+                     message="the taken transitions never settled to the trace's")
+    shown = {(label.get_attribute("data-from"), label.get_attribute("data-outcome"))
+             for label in console.all("text.transition.taken")}
+    assert labels and shown == taken

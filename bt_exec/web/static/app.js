@@ -20,6 +20,7 @@
   const FINAL_STATES = new Set(['succeeded', 'failed', 'canceled', 'timeout']);
   const TERMINALS = new Set(['completed', 'stop', 'replan_required', 'operator_required']);
   const LOG_MAX = 500;
+  const LOG_PER_FRAME = 40;
   const FINISHED_LIMIT = 30;
   const TOKEN_KEY = 'bt_exec.token';
 
@@ -34,6 +35,16 @@
   const HEAD_CHARS = 16;    // leaves room for the state word on the right
   const SUB_CHARS = 33;
   const MAX_PULSING = 20;   // more running ops than this: no pulse (each pulse repaints every frame)
+  const ERROR_CHARS = 31;   // the error line of a failed op's box
+  const TOGGLE_R = 9;       // the open/close button on a composite's right edge
+  const SMALL_PLAN = 100;   // plans up to this many ops open every composite
+  const FAILURES_KEPT = 200;
+  // Step graphs.
+  const G_COL_W = NODE_W + 118;
+  const GRAPH_MIN_ZOOM = 0.65;  // a step graph opens at the largest zoom that fits its width, down to this
+  const G_ROW_H = NODE_H + 58;
+  const TERM_W = 150;
+  const TERM_H = 34;
   const ZOOMS = [0.3, 0.4, 0.5, 0.65, 0.8, 1, 1.2, 1.5, 2];
 
   const $ = (selector) => document.querySelector(selector);
@@ -115,8 +126,15 @@
     followedUpTo: 0,        // newest running plan id already followed
     tree: null,             // the selected plan's tree view (metadata; ops live in `ops`)
     renderedPlan: null,
-    ops: new Map(),         // op_id -> {op, g, parts, stops:Set}
-    transitionEls: new Map(),
+    ops: new Map(),         // op_id -> {op, parent, x, y, shown, open, counts, leaves, g, parts, stops:Set}
+    visible: [],            // the laid-out entries, in tree order
+    userOpen: new Map(),    // composite op_id -> opened (true) or closed (false) by the operator
+    graph: null,            // a step graph's edges, labels, terminals and trace
+    edgeLayer: null,
+    nodeLayer: null,
+    search: { query: '', matches: [], set: new Set(), index: -1 },
+    failures: new Map(),    // plan_id -> the op it failed at {op_id, description, error}
+    colours: null,
     selectedOp: null,
     buffer: null,           // node events that arrived while a tree fetch was in flight
     bufferPlan: null,
@@ -124,7 +142,10 @@
     dirty: new Set(),
     detailsDirty: false,
     frameRequested: false,
-    hydrateRequested: false,
+    windowRequested: false,
+    layoutDirty: false,
+    minimapDirty: false,
+    statesChanged: false,
     logQueue: [],
     logHold: null,          // events held while /api/events/recent is being read
     lastLogSeq: 0,
@@ -132,6 +153,7 @@
     size: { width: 0, height: 0 },
     listsBusy: false,
     listsAgain: false,
+    listsRead: false,       // the lists were read once (a plan named in the address is selected then)
     loadFailed: false,
     missed: 0,              // events the server dropped for this page
     droppedNote: null,
@@ -212,14 +234,21 @@
 
   function flush() {
     st.frameRequested = false;
+    if (st.layoutDirty) relayout();
     if (st.dirty.size) {
       for (const opId of st.dirty) {
         const entry = st.ops.get(opId);
-        if (entry) paintOp(entry);
+        if (entry && entry.g) paintOp(entry);
       }
       st.dirty.clear();
       updateCalm();
     }
+    if (st.statesChanged) {
+      st.statesChanged = false;
+      followRunning();
+      if (st.dirty.size) flush();  // nodes the scroll brought in
+    }
+    if (st.minimapDirty) drawMinimap();
     if (st.detailsDirty) {
       st.detailsDirty = false;
       renderDetails();
@@ -229,7 +258,7 @@
 
   function updateCalm() {
     let running = 0;
-    for (const entry of st.ops.values()) if (entry.op.state === 'running') running += 1;
+    for (const entry of st.visible) if (entry.g && entry.op.state === 'running') running += 1;
     $('#tree').classList.toggle('calm', running > MAX_PULSING);
   }
 
@@ -265,8 +294,20 @@
     }
   }
 
+  function planInAddress() {
+    const found = /^#plan=(.+)$/.exec(location.hash);
+    return found ? decodeURIComponent(found[1]) : null;
+  }
+
   function autoSelect() {
     const newest = st.running[0];
+    const asked = st.listsRead ? null : planInAddress();
+    st.listsRead = true;
+    if (asked !== null) {  // a link to a plan (#plan=ID) wins over following the newest, at first
+      if (newest) st.followedUpTo = Math.max(st.followedUpTo, Number(newest.plan_id));
+      if (asked !== st.selectedPlan) selectPlan(asked);
+      return;
+    }
     if (newest && $('#follow').checked && Number(newest.plan_id) > st.followedUpTo) {
       st.followedUpTo = Number(newest.plan_id);
       if (newest.plan_id !== st.selectedPlan) selectPlan(newest.plan_id);
@@ -296,7 +337,25 @@
       h('span', { class: `badge outcome-${state}`, text: `${OUTCOME_SYMBOL[state] || '•'} ${state}` })),
     h('span', { class: 'plan-desc-line', text: truncate(plan.description || '(no description)', 60) }),
     h('span', { class: 'plan-meta', text: meta.join(' · ') }));
+    const failure = plan.failed_op || st.failures.get(plan.plan_id);
+    if (failure && (state === 'failed' || !finished)) {
+      const text = failureText(failure);
+      button.appendChild(h('span', { class: 'plan-fail-line', text: `✗ ${truncate(text, 80)}`, title: text }));
+    }
     return h('li', null, button);
+  }
+
+  function failureText(failure) {
+    return `op ${failure.op_id}${failure.description ? ` “${truncate(failure.description, 40)}”` : ''}` +
+      (failure.error ? `: ${failure.error}` : ' failed');
+  }
+
+  // The first op each plan failed at, from the trees read and the events seen (the list has no op states).
+  function rememberFailure(planId, op) {
+    if (!op || st.failures.has(planId)) return false;
+    st.failures.set(planId, { op_id: op.op_id, description: op.description || '', error: errorOf(op) });
+    if (st.failures.size > FAILURES_KEPT) st.failures.delete(st.failures.keys().next().value);
+    return true;
   }
 
   function renderLists() {
@@ -328,6 +387,7 @@
     st.selectedPlan = planId;
     st.selectedOp = null;
     st.tree = null;
+    history.replaceState(null, '', `#plan=${encodeURIComponent(planId)}`);
     st.loadFailed = false;
     markSelectedInLists();
     renderStatus();
@@ -391,10 +451,113 @@
       return;
     }
     let text = `${OUTCOME_SYMBOL[state] || '•'} plan ${st.selectedPlan}: ${state}`;
+    const failure = state === 'failed' ? currentFailure() : null;
     if (st.tree.cancel_reason && state !== 'running') text += ` (${st.tree.cancel_reason})`;
+    else if (failure) text += ` at ${failureText(failure)}`;
     else if (st.tree.error) text += ` (${st.tree.error})`;
-    status.textContent = text;
+    clear(status);
+    status.appendChild(h('span', { class: 'status-text', text }));
+    status.title = text;
     status.className = `status outcome-${state}`;
+    if (failure) {
+      status.appendChild(h('button', {
+        type: 'button', class: 'link status-link', 'data-action': 'goto-failed', 'data-op-id': failure.op_id, text: 'show',
+      }));
+    }
+  }
+
+  function currentFailure() {
+    const op = failedOpOf([...st.ops.values()].map((entry) => entry.op));
+    return op ? { op_id: op.op_id, description: op.description, error: errorOf(op) } : null;
+  }
+
+  // ---------------------------------------------------------------- tree model
+  //
+  // Every op of the plan has an entry in st.ops; only the ops in view (and a viewport around it) have
+  // SVG nodes: a plan of 10,000 ops lays out in a few milliseconds and draws the hundred boxes one sees.
+  // Composites count their leaves by state (kept up to date as events arrive), which gives their
+  // `done/total`, their progress bar and whether they open by default.
+
+  function isLeaf(entry) {
+    return !(entry.op.children && entry.op.children.length);
+  }
+
+  function emptyCounts() {
+    return { pending: 0, running: 0, paused: 0, succeeded: 0, failed: 0, canceled: 0, timeout: 0 };
+  }
+
+  function ancestors(entry, visit) {
+    let hops = 0;
+    for (let id = entry.parent; id !== null && hops < 10000; hops += 1) {
+      const above = st.ops.get(id);
+      if (!above) return;
+      visit(above);
+      id = above.parent;
+    }
+  }
+
+  function recount() {
+    for (const entry of st.ops.values()) {
+      entry.counts = emptyCounts();
+      entry.leaves = 0;
+    }
+    for (const entry of st.ops.values()) {
+      if (!isLeaf(entry)) continue;
+      const state = entry.op.state;
+      ancestors(entry, (above) => {
+        above.leaves += 1;
+        if (state in above.counts) above.counts[state] += 1;
+      });
+    }
+  }
+
+  function buildModel(tree) {
+    st.ops = new Map();
+    for (const op of tree.ops) {
+      st.ops.set(op.op_id, {
+        op, parent: null, x: 0, y: 0, shown: false, open: false, g: null, parts: null, badge: null,
+        counts: emptyCounts(), leaves: 0, stops: stopsOf(op, tree, null),
+      });
+    }
+    for (const entry of st.ops.values()) {
+      for (const child of entry.op.children || []) {
+        const below = st.ops.get(child);
+        if (below && below.parent === null && below !== entry && child !== tree.root) below.parent = entry.op.op_id;
+      }
+    }
+    recount();
+  }
+
+  // A composite is open when the operator opened it, else when it is the root, the plan is small, or
+  // it holds a running, paused or failed op: the path to what happens (or went wrong) is in view.
+  function isOpen(entry) {
+    const id = entry.op.op_id;
+    if (st.userOpen.has(id)) return st.userOpen.get(id);
+    if (entry.parent === null || st.ops.size <= SMALL_PLAN) return true;
+    const counts = entry.counts;
+    return counts.running + counts.paused + counts.failed + counts.timeout > 0;
+  }
+
+  function errorOf(op) {
+    const error = op.result && typeof op.result === 'object' ? op.result.error : null;
+    if (error) return typeof error === 'string' ? error : pretty(error);
+    if ((op.state === 'failed' || op.state === 'timeout') && isLeafOp(op) && op.detail) return String(op.detail);
+    return '';
+  }
+
+  function isLeafOp(op) {
+    return !(op.children && op.children.length);
+  }
+
+  // The op a failed plan failed at: the first failed (or timed out) leaf, else the deepest failed op.
+  function failedOpOf(ops) {
+    let fallback = null;
+    for (const op of ops) {
+      if (op.state !== 'failed' && op.state !== 'timeout') continue;
+      if (isLeafOp(op)) return op;
+      fallback = op;
+    }
+    return fallback;
   }
 
   // ---------------------------------------------------------------- tree rendering
@@ -403,19 +566,24 @@
     const sameShape = st.renderedPlan === tree.plan_id && st.ops.size === tree.ops.length &&
       tree.ops.every((op) => st.ops.has(op.op_id));
     st.tree = tree;
+    rememberFailure(tree.plan_id, failedOpOf(tree.ops));
     if (sameShape) {
       for (const op of tree.ops) {
         const entry = st.ops.get(op.op_id);
         entry.op = op;
         entry.stops = stopsOf(op, tree, entry.stops);
-        markDirty(op.op_id);
+        if (entry.g) st.dirty.add(op.op_id);
       }
-      if (tree.transitions) markTakenFromPath(tree);
+      recount();
+      st.layoutDirty = true;
+      st.minimapDirty = true;
+      if (tree.transitions) loadTrace(tree);
     } else {
       buildTree(tree);
     }
     $('#plan-desc').textContent = tree.description || '';
     renderStatus();
+    renderLists();
     st.detailsDirty = true;
     schedule();
   }
@@ -432,202 +600,204 @@
     $('#tree').setAttribute('width', 0);
     $('#tree').setAttribute('height', 0);
     st.ops = new Map();
-    st.transitionEls = new Map();
+    st.visible = [];
+    st.graph = null;
     st.renderedPlan = null;
     st.selectedOp = null;
+    st.size = { width: 0, height: 0 };
     $('#plan-desc').textContent = '';
     $('#tree-empty').textContent = note;
     $('#tree-empty').hidden = false;
+    st.minimapDirty = true;
+    schedule();
     renderDetails();
   }
 
   function buildTree(tree) {
     const svg = $('#tree');
     clear(svg);
-    st.ops = new Map();
-    st.transitionEls = new Map();
     st.dirty.clear();
+    st.userOpen = new Map();
     st.renderedPlan = tree.plan_id;
-    const isGraph = Boolean(tree.transitions);
-    const layout = isGraph ? layoutSteps(tree) : layoutTree(tree);
-    const edges = s('g', { class: 'edges' });
-    const nodes = s('g', { class: 'nodes' });
-    if (layout.edgePath) edges.appendChild(s('path', { class: 'edge', d: layout.edgePath }));
-    for (const op of tree.ops) {
-      const where = layout.positions.get(op.op_id);
-      if (!where) continue;
-      const entry = makeNode(op, where.x, where.y, tree);
-      entry.stops = stopsOf(op, tree, null);
-      nodes.appendChild(entry.g);
-      st.ops.set(op.op_id, entry);
-      if (isGraph) nodes.appendChild(makeTransitions(op.op_id, tree.transitions[op.op_id] || {}, where));
-      paintOp(entry);
+    buildModel(tree);
+    st.edgeLayer = s('g', { class: 'edges' });
+    st.nodeLayer = s('g', { class: 'nodes' });
+    st.graph = tree.transitions ? { transitions: tree.transitions } : null;
+    svg.classList.toggle('step-graph', Boolean(st.graph));
+    if (st.graph) {
+      layoutGraph(tree);
+      loadTrace(tree);
+      const room = $('#tree-scroll').clientWidth;
+      const fits = ZOOMS.filter((zoom) => zoom <= 1 && zoom >= GRAPH_MIN_ZOOM && st.size.width * zoom <= room);
+      st.zoomIndex = ZOOMS.indexOf(fits.length ? fits[fits.length - 1] : GRAPH_MIN_ZOOM);
+    } else {
+      layoutTree();
     }
-    updateCalm();
-    svg.append(edges, nodes);  // built detached: one insertion, one layout
-    if (isGraph) markTakenFromPath(tree);
-    st.size = { width: layout.width, height: layout.height };
-    svg.setAttribute('viewBox', `0 0 ${layout.width} ${layout.height}`);
+    svg.append(st.edgeLayer, st.nodeLayer);
     applyZoom();
     $('#tree-empty').hidden = true;
     $('#tree-scroll').scrollTo(0, 0);
-    scheduleHydrate();
+    applySearch();
+    drawWindow();
+    st.minimapDirty = true;
+    schedule();
+    const planId = tree.plan_id;
+    // First paint of this plan: marked after the frame that shows it (the bench reads the mark).
+    requestAnimationFrame(() => setTimeout(() => {
+      if (st.renderedPlan === planId) performance.mark('bt-tree-drawn');
+    }, 0));
   }
 
-  // Tidy layout, depth left to right: leaves take consecutive rows, a parent is centred on its children.
-  function layoutTree(tree) {
-    const byId = new Map(tree.ops.map((op) => [op.op_id, op]));
-    const positions = new Map();
+  // Tidy layout of the open part, depth left to right: leaves take consecutive rows, a parent is
+  // centred on its children (never more than a few rows below the first).
+  function layoutTree() {
+    for (const entry of st.ops.values()) {
+      entry.shown = false;
+      entry.open = !isLeaf(entry) && isOpen(entry);
+    }
+    const visible = [];
+    const links = [];
     let slot = 0;
     let maxDepth = 0;
-    const edges = [];
-    const place = (opId, depth) => {
-      const op = byId.get(opId);
-      if (!op || positions.has(opId)) return null;
-      positions.set(opId, null);  // reserved: a malformed graph cannot loop
+    const place = (entry, depth) => {
+      if (entry.shown) return null;
+      entry.shown = true;
+      visible.push(entry);
       maxDepth = Math.max(maxDepth, depth);
+      entry.open = !isLeaf(entry) && isOpen(entry);
       const childYs = [];
-      for (const child of op.children || []) {
-        const y = place(child, depth + 1);
-        if (y !== null) {
-          childYs.push(y);
-          edges.push([depth, null, depth + 1, y, opId]);
+      if (entry.open) {
+        for (const id of entry.op.children) {
+          const below = st.ops.get(id);
+          if (!below || below.parent !== entry.op.op_id) continue;
+          const y = place(below, depth + 1);
+          if (y !== null) {
+            childYs.push(y);
+            links.push([entry, below]);
+          }
         }
       }
-      // Centred on its children, but never more than a few rows below the first: a parent of a hundred
-      // ops stays next to the ops it starts with instead of thousands of pixels away.
-      const y = childYs.length
+      entry.x = PAD + depth * COL_W;
+      entry.y = childYs.length
         ? Math.min((childYs[0] + childYs[childYs.length - 1]) / 2, childYs[0] + MAX_PARENT_DROP * ROW_H)
         : PAD + ROW_H * slot++;
-      positions.set(opId, { x: PAD + depth * COL_W, y });
-      return y;
+      return entry.y;
     };
-    place(tree.root, 0);
-    for (const op of tree.ops) if (!positions.has(op.op_id)) place(op.op_id, 0);
+    const root = st.ops.get(st.tree.root);
+    if (root) place(root, 0);
+    for (const entry of st.ops.values()) if (entry.parent === null && !entry.shown) place(entry, 0);
     const gap = (COL_W - NODE_W) / 2;
     const path = [];
-    for (const [depth, , childDepth, childY, parentId] of edges) {
-      const parentY = positions.get(parentId).y + NODE_H / 2;
-      const x1 = PAD + depth * COL_W + NODE_W;
-      const x2 = PAD + childDepth * COL_W;
-      path.push(`M${x1} ${parentY}H${x1 + gap}V${childY + NODE_H / 2}H${x2}`);
+    for (const [above, below] of links) {
+      const x1 = above.x + NODE_W;
+      path.push(`M${x1} ${above.y + NODE_H / 2}H${x1 + gap}V${below.y + NODE_H / 2}H${below.x}`);
     }
-    return {
-      positions,
-      edgePath: path.join(''),
-      width: PAD * 2 + maxDepth * COL_W + NODE_W,
+    clear(st.edgeLayer);
+    st.edgeLayer.appendChild(s('path', { class: 'edge', d: path.join('') }));
+    for (const entry of st.ops.values()) {
+      if (entry.g && !entry.shown) dropNode(entry);
+      else if (entry.g) entry.g.setAttribute('transform', `translate(${entry.x},${entry.y})`);
+    }
+    st.visible = visible;
+    st.size = {
+      width: PAD * 2 + maxDepth * COL_W + NODE_W + TOGGLE_R,
       height: PAD * 2 + Math.max(1, slot) * ROW_H - (ROW_H - NODE_H),
     };
   }
 
-  // Step graphs: one row per step, in plan order, with its transitions listed beside it.
-  function layoutSteps(tree) {
-    const positions = new Map();
-    let y = PAD;
-    let widest = 0;
-    for (const op of tree.ops) {
-      const edges = Object.entries(tree.transitions[op.op_id] || {});
-      positions.set(op.op_id, { x: PAD, y, lines: edges.length });
-      for (const [outcome, next] of edges) widest = Math.max(widest, outcome.length + next.length + 3);
-      y += Math.max(NODE_H, edges.length * 17 + 4) + 14;
-    }
-    return {
-      positions,
-      edgePath: '',
-      width: PAD * 2 + NODE_W + 28 + Math.max(20, widest) * 7.4,
-      height: y - 14 + PAD,
+  function relayout() {
+    st.layoutDirty = false;
+    if (!st.tree || st.graph) return;
+    layoutTree();
+    applyZoom();
+    drawWindow();
+    st.minimapDirty = true;
+  }
+
+  // Nodes for the ops in view and one viewport around it; those two viewports away are dropped.
+  function drawWindow() {
+    st.windowRequested = false;
+    if (!st.tree) return;
+    const scroller = $('#tree-scroll');
+    const zoom = ZOOMS[st.zoomIndex];
+    const view = {
+      left: scroller.scrollLeft / zoom, top: scroller.scrollTop / zoom,
+      width: scroller.clientWidth / zoom, height: scroller.clientHeight / zoom,
     };
+    const near = (entry, margin) => entry.x + NODE_W >= view.left - margin * view.width &&
+      entry.x <= view.left + (1 + margin) * view.width &&
+      entry.y + NODE_H >= view.top - margin * view.height && entry.y <= view.top + (1 + margin) * view.height;
+    const fragment = document.createDocumentFragment();
+    for (const entry of st.visible) {
+      if (!entry.g && (st.graph || near(entry, 1))) fragment.appendChild(makeNode(entry));
+      else if (entry.g && !st.graph && !near(entry, 2)) dropNode(entry);
+    }
+    st.nodeLayer.appendChild(fragment);
+    updateCalm();
+    st.minimapDirty = true;
+    schedule();
   }
 
-  // A node is its group and box at once; its texts are added when it first comes near the viewport
-  // (hydrate), so a 1,000-op tree lays out 1,000 boxes, not 5,000 texts, before it shows.
-  function makeNode(op, x, y, tree) {
-    const g = s('g', {
-      class: 'op', 'data-op-id': op.op_id, transform: `translate(${x},${y})`, tabindex: '0', role: 'button',
-    });
-    const box = s('rect', { class: 'box', width: NODE_W, height: NODE_H, rx: 6, ry: 6 });
-    g.append(box);
-    return { op, g, x, y, isRoot: op.op_id === tree.root, parts: null, badge: null, stops: new Set() };
+  function scheduleWindow() {
+    if (st.windowRequested) return;
+    st.windowRequested = true;
+    requestAnimationFrame(drawWindow);
   }
 
-  function hydrate(entry) {
+  function dropNode(entry) {
+    entry.g.remove();
+    entry.g = null;
+    entry.parts = null;
+    entry.badge = null;
+  }
+
+  function makeNode(entry) {
     const op = entry.op;
+    const g = s('g', {
+      class: 'op', 'data-op-id': op.op_id, transform: `translate(${entry.x},${entry.y})`, tabindex: '0', role: 'button',
+    });
     const title = s('title');
-    entry.g.insertBefore(title, entry.g.firstChild);
+    const box = s('rect', { class: 'box', width: NODE_W, height: NODE_H, rx: 6, ry: 6 });
     const symbol = s('text', { class: 'sym', x: 10, y: 19 });
     const head = s('text', { class: 'head', x: 27, y: 19, text: truncate(`${op.op_id} · ${op.kind}`, HEAD_CHARS) });
     const stateLabel = s('text', { class: 'state-label', x: NODE_W - 10, y: 19, 'text-anchor': 'end' });
     const desc = s('text', { class: 'desc', x: 10, y: 36, text: truncate(op.description, DESC_CHARS) });
-    let sub = (entry.isRoot && st.tree && st.tree.transitions ? 'entry · ' : '') + (op.cap || '');
-    if (!sub && op.children && op.children.length) sub = `${op.children.length} child${op.children.length > 1 ? 'ren' : ''}`;
-    const subText = s('text', { class: 'sub', x: 10, y: 51, text: truncate(sub, SUB_CHARS) });
-    entry.g.insertBefore(symbol, entry.badge ? entry.badge.group : null);
-    entry.g.insertBefore(head, entry.badge ? entry.badge.group : null);
-    entry.g.insertBefore(stateLabel, entry.badge ? entry.badge.group : null);
-    entry.g.insertBefore(desc, entry.badge ? entry.badge.group : null);
-    entry.g.insertBefore(subText, entry.badge ? entry.badge.group : null);
-    entry.parts = { title, symbol, stateLabel };
-    paintParts(entry);
-  }
-
-  // Texts for the nodes in view and one viewport around it; called on scroll, zoom and (re)build.
-  function hydrateVisible() {
-    st.hydrateRequested = false;
-    const scroller = $('#tree-scroll');
-    const zoom = ZOOMS[st.zoomIndex];
-    const left = (scroller.scrollLeft - scroller.clientWidth) / zoom - NODE_W;
-    const right = (scroller.scrollLeft + 2 * scroller.clientWidth) / zoom;
-    const top = (scroller.scrollTop - scroller.clientHeight) / zoom - NODE_H;
-    const bottom = (scroller.scrollTop + 2 * scroller.clientHeight) / zoom;
-    for (const entry of st.ops.values()) {
-      if (!entry.parts && entry.x >= left && entry.x <= right && entry.y >= top && entry.y <= bottom) hydrate(entry);
-    }
-  }
-
-  function scheduleHydrate() {
-    if (st.hydrateRequested) return;
-    st.hydrateRequested = true;
-    requestAnimationFrame(hydrateVisible);
-  }
-
-  function makeTransitions(stepId, edges, where) {
-    const group = s('g', { class: 'transitions', transform: `translate(${where.x + NODE_W + 28},${where.y})` });
-    const entries = Object.entries(edges);
-    if (entries.length) {
-      group.appendChild(s('path', {
-        class: 'edge', d: `M-28 ${NODE_H / 2}H-14M-14 10V${Math.max(10, (entries.length - 1) * 17 + 10)}`,
-      }));
-    }
-    entries.forEach(([outcome, next], index) => {
-      const terminal = TERMINALS.has(next);
-      const text = s('text', {
-        class: `transition${terminal ? ` terminal terminal-${next}` : ''}`, x: 0, y: 14 + index * 17,
-        'data-from': stepId, 'data-outcome': outcome,
-      },
-      s('tspan', { class: 'outcome', text: outcome }), s('tspan', { text: ' → ' }),
-      s('tspan', { class: 'next', text: next }));
-      st.transitionEls.set(`${stepId}\u0000${outcome}`, { el: text, next });
-      group.appendChild(text);
-    });
-    return group;
-  }
-
-  function markTakenFromPath(tree) {
-    // path: the steps whose transition was taken; while running, the last one led to the running step.
-    const path = (tree.path || []).slice();
-    const current = tree.running && tree.ops.find((op) => op.state === 'running');
-    if (current) path.push(current.op_id);
-    for (let i = 0; i + 1 < path.length; i += 1) {
-      const edges = (tree.transitions || {})[path[i]] || {};
-      for (const [outcome, next] of Object.entries(edges)) {
-        if (next === path[i + 1]) markTaken(path[i], outcome);
+    const sub = s('text', { class: 'sub', x: 10, y: 51 });
+    g.append(title, box, symbol, head, stateLabel, desc, sub);
+    const parts = { title, symbol, stateLabel, sub, bar: null, toggle: null };
+    if (!isLeaf(entry) && !st.graph) {
+      sub.setAttribute('y', 48);
+      const bar = s('g', { class: 'progress', transform: `translate(10,${NODE_H - 7})` });
+      bar.appendChild(s('rect', { class: 'progress-track', width: NODE_W - 20, height: 3 }));
+      parts.bar = {};
+      for (const state of PROGRESS_ORDER) {
+        parts.bar[state] = s('rect', { class: `progress-${state}`, height: 3, width: 0 });
+        bar.appendChild(parts.bar[state]);
       }
+      const toggleText = s('text', { y: 4, 'text-anchor': 'middle' });
+      const toggle = s('g', {
+        class: 'toggle', 'data-toggle': op.op_id, transform: `translate(${NODE_W},${NODE_H / 2})`,
+      }, s('circle', { r: TOGGLE_R }), toggleText);
+      g.append(bar, toggle);
+      parts.toggle = toggleText;
     }
+    entry.g = g;
+    entry.parts = parts;
+    entry.badge = null;
+    paintOp(entry);
+    return g;
   }
 
-  function markTaken(step, outcome) {
-    const found = st.transitionEls.get(`${step}\u0000${outcome}`);
-    if (found) found.el.classList.add('taken');
+  const PROGRESS_ORDER = ['succeeded', 'failed', 'timeout', 'canceled', 'running', 'paused'];
+
+  function progressText(entry) {
+    const counts = entry.counts;
+    const done = counts.succeeded + counts.failed + counts.canceled + counts.timeout;
+    let text = `${done}/${entry.leaves} done`;
+    if (counts.running + counts.paused) text += ` · ${counts.running + counts.paused} running`;
+    if (counts.failed + counts.timeout) text += ` · ${counts.failed + counts.timeout} failed`;
+    if (counts.canceled) text += ` · ${counts.canceled} canceled`;
+    return { text, done };
   }
 
   function opClass(entry) {
@@ -635,26 +805,49 @@
     let cls = `op kind-${op.kind} state-${op.state}`;
     for (const when of entry.stops) cls += ` stop-${when}`;
     if (op.op_id === st.selectedOp) cls += ' selected';
+    if (!isLeaf(entry) && !st.graph) cls += entry.open ? ' open' : ' collapsed';
+    if (st.search.set.has(op.op_id)) cls += ' match';
+    if (errorOf(op) && (op.state === 'failed' || op.state === 'timeout')) cls += ' has-error';
     return cls;
   }
 
-  function paintParts(entry) {
-    const op = entry.op;
-    const stops = [...entry.stops].map((when) => `stop point ${when}`).join(', ');
-    entry.parts.symbol.textContent = SYMBOL[op.state] || '•';
-    entry.parts.stateLabel.textContent = op.state;
-    entry.parts.title.textContent = `${op.op_id} · ${op.kind} — ${op.state}${stops ? ' — ' + stops : ''}\n` +
-      `${op.description || ''}${op.cap ? `\ncap: ${op.cap}` : ''}`;
-  }
-
   function paintOp(entry) {
+    if (!entry.g) return;
     const op = entry.op;
+    const parts = entry.parts;
     const stops = [...entry.stops].map((when) => `stop point ${when}`).join(', ');
+    const error = op.state === 'failed' || op.state === 'timeout' ? errorOf(op) : '';
     entry.g.setAttribute('class', opClass(entry));
-    // Every node, drawn in full or not yet, is named for screen readers.
     entry.g.setAttribute('aria-label', `op ${op.op_id}, ${op.kind}, ${op.state}${stops ? ', ' + stops : ''}: ` +
-      `${op.description || ''}`);
-    if (entry.parts) paintParts(entry);
+      `${op.description || ''}${error ? ` — error: ${error}` : ''}`);
+    parts.symbol.textContent = SYMBOL[op.state] || '•';
+    parts.stateLabel.textContent = op.state;
+    let sub;
+    let progress = null;
+    if (parts.bar) {
+      progress = progressText(entry);
+      sub = progress.text;
+      parts.toggle.textContent = entry.open ? '−' : '+';
+      entry.g.setAttribute('data-done', progress.done);
+      entry.g.setAttribute('data-total', entry.leaves);
+      let x = 0;
+      const width = NODE_W - 20;
+      for (const state of PROGRESS_ORDER) {
+        const part = entry.leaves ? width * entry.counts[state] / entry.leaves : 0;
+        parts.bar[state].setAttribute('x', x);
+        parts.bar[state].setAttribute('width', part);
+        x += part;
+      }
+    } else if (error) {
+      sub = `✗ ${error}`;
+    } else {
+      sub = (st.graph && op.op_id === st.tree.root ? 'entry · ' : '') + (op.cap || '');
+    }
+    parts.sub.textContent = truncate(sub, error && !parts.bar ? ERROR_CHARS : SUB_CHARS);
+    parts.sub.setAttribute('class', error && !parts.bar ? 'sub error-line' : 'sub');
+    parts.title.textContent = `${op.op_id} · ${op.kind} — ${op.state}${stops ? ' — ' + stops : ''}\n` +
+      `${op.description || ''}${op.cap ? `\ncap: ${op.cap}` : ''}${progress ? `\n${progress.text}` : ''}` +
+      `${error ? `\nerror: ${error}` : ''}`;
     paintStopBadge(entry);
   }
 
@@ -689,13 +882,288 @@
     badge.text.textContent = label;
   }
 
+  function toggleOp(opId, open) {
+    const entry = st.ops.get(opId);
+    if (!entry || isLeaf(entry) || st.graph) return;
+    const next = open === undefined ? !entry.open : open;
+    if (next === entry.open) return;
+    st.userOpen.set(opId, next);
+    relayout();
+    for (const shown of st.visible) if (shown.g) st.dirty.add(shown.op.op_id);
+    schedule();
+  }
+
+  // Opens every composite above an op (the operator's choice from then on) and scrolls to it.
+  function reveal(opId) {
+    const entry = st.ops.get(opId);
+    if (!entry) return;
+    let changed = false;
+    ancestors(entry, (above) => {
+      if (!above.open) changed = true;
+      st.userOpen.set(above.op.op_id, true);
+    });
+    if (changed) {
+      relayout();
+      for (const shown of st.visible) if (shown.g) st.dirty.add(shown.op.op_id);
+    }
+    scrollToOp(entry);
+    drawWindow();
+    selectOp(opId);
+  }
+
+  // ---------------------------------------------------------------- step graphs
+  //
+  // Steps are nodes in columns by their distance from the entry step; each terminal a step leads to is
+  // a node of its own in the last column. Each (from, to) pair is one edge carrying one label per
+  // outcome; edges that go back (cycles) or stay in a column arc below the nodes.
+
+  function layoutGraph(tree) {
+    const transitions = tree.transitions;
+    const steps = tree.ops.map((op) => op.op_id);
+    const isStep = new Set(steps);
+    const level = new Map();
+    const queue = [];
+    if (isStep.has(tree.root)) {
+      level.set(tree.root, 0);
+      queue.push(tree.root);
+    }
+    while (queue.length) {
+      const step = queue.shift();
+      for (const next of Object.values(transitions[step] || {})) {
+        if (isStep.has(next) && !level.has(next)) {
+          level.set(next, level.get(step) + 1);
+          queue.push(next);
+        }
+      }
+    }
+    let deepest = 0;
+    for (const value of level.values()) deepest = Math.max(deepest, value);
+    for (const step of steps) if (!level.has(step)) level.set(step, deepest + 1);  // unreachable steps
+    for (const value of level.values()) deepest = Math.max(deepest, value);
+    const terminals = [];
+    for (const step of steps) {
+      for (const next of Object.values(transitions[step] || {})) {
+        if (!isStep.has(next) && !terminals.includes(next)) terminals.push(next);
+      }
+    }
+    const rows = new Map();
+    const place = (id, column) => {
+      const row = rows.get(column) || 0;
+      rows.set(column, row + 1);
+      return { x: PAD + column * G_COL_W, y: PAD + row * G_ROW_H };
+    };
+    const nodes = new Map();
+    for (const step of steps) {
+      const where = place(step, level.get(step));
+      const entry = st.ops.get(step);
+      entry.x = where.x;
+      entry.y = where.y;
+      entry.shown = true;
+      nodes.set(step, { x: where.x, y: where.y, w: NODE_W, h: NODE_H, column: level.get(step) });
+    }
+    const terminalColumn = terminals.length ? deepest + 1 : deepest;
+    for (const name of terminals) {
+      const where = place(name, terminalColumn);
+      nodes.set(`\u0000${name}`, {
+        x: where.x, y: where.y + (NODE_H - TERM_H) / 2, w: TERM_W, h: TERM_H, column: terminalColumn,
+      });
+    }
+    let lowest = 0;
+    for (const node of nodes.values()) lowest = Math.max(lowest, node.y + node.h);
+    st.visible = steps.map((step) => st.ops.get(step));
+
+    const groups = new Map();
+    for (const step of steps) {
+      for (const [outcome, next] of Object.entries(transitions[step] || {})) {
+        const key = `${step}\u0000${next}`;
+        if (!groups.has(key)) groups.set(key, { from: step, to: next, outcomes: [] });
+        groups.get(key).outcomes.push(outcome);
+      }
+    }
+    const defs = s('defs', null,
+      s('marker', {
+        id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse',
+      }, s('path', { class: 'arrow-head', d: 'M0 0L10 5L0 10z' })),
+      s('marker', {
+        id: 'arrow-taken', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse',
+      }, s('path', { class: 'arrow-head taken', d: 'M0 0L10 5L0 10z' })));
+    const edgeGroup = s('g', { class: 'graph-edges' });
+    const labelGroup = s('g', { class: 'graph-labels' });
+    const labels = new Map();
+    const edges = [];
+    // Edges to the next column bend straight there; longer ones arc over the nodes (shorter spans
+    // lower), edges back or across a column arc under them: cycles show as the arcs below.
+    const nodeOf = (id) => nodes.get(isStep.has(id) ? id : `\u0000${id}`);
+    const spanOf = (group) => nodeOf(group.to).column - nodeOf(group.from).column;
+    const ordered = [...groups.values()].sort((a, b) => Math.abs(spanOf(a)) - Math.abs(spanOf(b)));
+    const overs = ordered.filter((group) => group.from !== group.to && spanOf(group) > 1).length;
+    const selfLoops = ordered.some((group) => group.from === group.to);
+    const topRoom = overs ? 30 + 20 * overs : (selfLoops ? 46 : 0);
+    for (const node of nodes.values()) node.y += topRoom;
+    for (const entry of st.visible) entry.y += topRoom;
+    let over = 0;
+    let under = 0;
+    let deepestArc = lowest + topRoom;
+    for (const group of ordered) {
+      const from = nodeOf(group.from);
+      const to = nodeOf(group.to);
+      const span = spanOf(group);
+      let d;
+      let lx;
+      let ly;
+      if (group.from === group.to) {  // a self-loop above the node's right half
+        const x = from.x + from.w * 0.62;
+        d = `M${x} ${from.y}C${x - 10} ${from.y - 44} ${x + 60} ${from.y - 44} ${x + 50} ${from.y}`;
+        lx = x + 58;
+        ly = from.y - 30;
+      } else if (span === 1) {
+        const x1 = from.x + from.w;
+        const y1 = from.y + from.h / 2;
+        const x2 = to.x;
+        const y2 = to.y + to.h / 2;
+        const bend = (x2 - x1) / 2;
+        d = `M${x1} ${y1}C${x1 + bend} ${y1} ${x2 - bend} ${y2} ${x2} ${y2}`;
+        lx = (x1 + x2) / 2 - 30;
+        ly = (y1 + y2) / 2 - 5 - (group.outcomes.length - 1) * 7;
+      } else if (span > 1) {
+        over += 1;
+        const x1 = from.x + from.w * 0.7;
+        const x2 = to.x + to.w * 0.3;
+        const top = Math.min(from.y, to.y) - 14 - 20 * over;
+        d = `M${x1} ${from.y}C${x1} ${top} ${x2} ${top} ${x2} ${to.y}`;
+        lx = (x1 + x2) / 2 - 30;
+        ly = from.y + 0.75 * (top - from.y) - 4 - (group.outcomes.length - 1) * 14;
+      } else {
+        under += 1;
+        const x1 = from.x + from.w * 0.4;
+        const x2 = to.x + to.w * 0.6;
+        const y1 = from.y + from.h;
+        const y2 = to.y + to.h;
+        const bottom = Math.max(y1, y2) + 26 + 22 * under;
+        deepestArc = Math.max(deepestArc, bottom);
+        d = `M${x1} ${y1}C${x1} ${bottom} ${x2} ${bottom} ${x2} ${y2}`;
+        lx = (x1 + x2) / 2 - 20;
+        ly = Math.max(y1, y2) + 0.75 * (bottom - Math.max(y1, y2)) + 13;
+        deepestArc = Math.max(deepestArc, ly + group.outcomes.length * 14);
+      }
+      const terminal = !isStep.has(group.to);
+      const path = s('path', {
+        class: `gedge${terminal ? ` to-terminal terminal-${group.to}` : ''}${group.to === group.from ? ' self' : ''}`,
+        d, 'marker-end': 'url(#arrow)', 'data-from': group.from, 'data-to': group.to,
+      });
+      edgeGroup.appendChild(path);
+      const edge = { path, outcomes: group.outcomes, from: group.from, to: group.to };
+      edges.push(edge);
+      group.outcomes.forEach((outcome, index) => {
+        const text = s('text', {
+          class: `transition${terminal ? ` terminal terminal-${group.to}` : ''}`, x: lx, y: ly + index * 14,
+          'data-from': group.from, 'data-outcome': outcome, 'data-to': group.to,
+        }, s('tspan', { class: 'outcome', text: outcome }));
+        labels.set(`${group.from}\u0000${outcome}`, { el: text, edge });
+        labelGroup.appendChild(text);
+      });
+    }
+    const terminalGroup = s('g', { class: 'terminals' });
+    const terminalEls = new Map();
+    for (const name of terminals) {
+      const node = nodes.get(`\u0000${name}`);
+      const g = s('g', {
+        class: `terminal-node terminal-${name}`, 'data-terminal': name, transform: `translate(${node.x},${node.y})`,
+      },
+      s('title', { text: `terminal: ${name}` }),
+      s('rect', { class: 'terminal-box', width: TERM_W, height: TERM_H, rx: TERM_H / 2, ry: TERM_H / 2 }),
+      s('text', { class: 'terminal-name', x: TERM_W / 2, y: TERM_H / 2 + 4, 'text-anchor': 'middle', text: name }));
+      terminalEls.set(name, g);
+      terminalGroup.appendChild(g);
+    }
+    st.edgeLayer.append(defs, edgeGroup, terminalGroup, labelGroup);
+    st.graph = { transitions, labels, edges, terminals: terminalEls, trace: [], seen: new Set() };
+    let widest = 0;
+    for (const node of nodes.values()) widest = Math.max(widest, node.x + node.w);
+    st.size = { width: widest + PAD + 40, height: deepestArc + PAD + 16 };
+  }
+
+  // The taken transitions come from the run's trace (its outcomes), never from where edges lead.
+  function loadTrace(tree) {
+    const graph = st.graph;
+    if (!graph) return;
+    graph.trace = [];
+    graph.seen = new Set();
+    if (Array.isArray(tree.trace)) {
+      for (const entry of tree.trace) addTrace(entry);
+    } else if (!tree.running) {
+      fetchTrace(tree.plan_id);  // a finished run's record holds its trace
+    } else {
+      // In flight and no trace in the tree: each ended step's last outcome, then the events as they come.
+      for (const op of tree.ops) {
+        const event = op.result && typeof op.result === 'object' ? op.result.event : null;
+        if (event && FINAL_STATES.has(op.state) && graph.transitions[op.op_id] && event in graph.transitions[op.op_id]) {
+          addTrace({ step: op.op_id, outcome: event, next: graph.transitions[op.op_id][event] });
+        }
+      }
+    }
+    paintTaken();
+  }
+
+  async function fetchTrace(planId) {
+    let record;
+    try {
+      record = await api('GET', planPath(planId, 'result'));
+    } catch (err) {
+      report(err);
+      return;
+    }
+    if (st.renderedPlan !== planId || !st.graph) return;
+    st.graph.trace = [];
+    st.graph.seen = new Set();
+    for (const entry of record.trace || []) addTrace(entry);
+    st.graph.terminal = record.terminal || null;
+    paintTaken();
+  }
+
+  function addTrace(entry) {
+    const graph = st.graph;
+    const key = `${entry.step}\u0000${entry.outcome}\u0000${entry.time || ''}`;
+    if (entry.time && graph.seen.has(key)) return;
+    graph.seen.add(key);
+    graph.trace.push({ step: entry.step, outcome: entry.outcome, next: entry.next });
+  }
+
+  function paintTaken() {
+    const graph = st.graph;
+    if (!graph) return;
+    const taken = new Map();
+    for (const entry of graph.trace) {
+      const key = `${entry.step}\u0000${entry.outcome}`;
+      taken.set(key, (taken.get(key) || 0) + 1);
+    }
+    const last = graph.trace[graph.trace.length - 1];
+    for (const edge of graph.edges) {
+      const times = edge.outcomes.reduce((sum, outcome) => sum + (taken.get(`${edge.from}\u0000${outcome}`) || 0), 0);
+      edge.path.classList.toggle('taken', times > 0);
+      edge.path.classList.toggle('last', Boolean(last && last.step === edge.from && edge.outcomes.includes(last.outcome)));
+      edge.path.setAttribute('marker-end', times > 0 ? 'url(#arrow-taken)' : 'url(#arrow)');
+    }
+    for (const [key, label] of graph.labels) {
+      const times = taken.get(key) || 0;
+      label.el.classList.toggle('taken', times > 0);
+      const outcome = label.el.firstChild;
+      outcome.textContent = times > 1 ? `${label.el.dataset.outcome} ×${times}` : label.el.dataset.outcome;
+    }
+    const reached = last && graph.terminals.has(last.next) ? last.next : graph.terminal;
+    for (const [name, g] of graph.terminals) g.classList.toggle('reached', name === reached);
+  }
+
+  // ---------------------------------------------------------------- view: zoom, minimap, search, follow
+
   function applyZoom() {
     const zoom = ZOOMS[st.zoomIndex];
     const svg = $('#tree');
+    svg.setAttribute('viewBox', `0 0 ${st.size.width} ${st.size.height}`);
     svg.setAttribute('width', Math.ceil(st.size.width * zoom));
     svg.setAttribute('height', Math.ceil(st.size.height * zoom));
     $('#zoom-level').textContent = `${Math.round(zoom * 100)}%`;
-    scheduleHydrate();
+    scheduleWindow();
   }
 
   function zoomBy(step) {
@@ -711,15 +1179,119 @@
     scroller.scrollTo(cx * after - scroller.clientWidth / 2, cy * after - scroller.clientHeight / 2);
   }
 
+  function stateColours() {
+    if (st.colours) return st.colours;
+    st.colours = {};
+    for (const chip of document.querySelectorAll('.legend .chip')) {
+      const state = [...chip.classList].find((cls) => cls.startsWith('state-'));
+      if (state) st.colours[state.slice(6)] = getComputedStyle(chip).getPropertyValue('--node-stroke').trim();
+    }
+    return st.colours;
+  }
+
+  // The whole laid-out tree, one bar per op in its state's colour, and the viewport as a frame.
+  function drawMinimap() {
+    st.minimapDirty = false;
+    const canvas = $('#minimap');
+    const width = canvas.clientWidth;
+    const height = canvas.clientHeight;
+    if (!width || !height) return;
+    if (canvas.width !== width || canvas.height !== height) {
+      canvas.width = width;
+      canvas.height = height;
+    }
+    const context = canvas.getContext('2d');
+    context.clearRect(0, 0, width, height);
+    if (!st.tree || !st.size.width) return;
+    const scale = minimapScale();
+    const colours = stateColours();
+    const w = Math.max(2, NODE_W * scale.x);
+    const h = Math.max(1, NODE_H * scale.y);
+    for (const entry of st.visible) {
+      context.fillStyle = colours[entry.op.state] || '#a3abb8';
+      context.fillRect(entry.x * scale.x, entry.y * scale.y, w, h);
+    }
+    const scroller = $('#tree-scroll');
+    const zoom = ZOOMS[st.zoomIndex];
+    context.strokeStyle = '#1f5fbf';
+    context.lineWidth = 2;
+    context.strokeRect(scroller.scrollLeft / zoom * scale.x + 1, scroller.scrollTop / zoom * scale.y + 1,
+      Math.max(4, scroller.clientWidth / zoom * scale.x - 2), Math.max(4, scroller.clientHeight / zoom * scale.y - 2));
+  }
+
+  function minimapScale() {
+    const canvas = $('#minimap');
+    const x = canvas.clientWidth / st.size.width;
+    return { x, y: Math.min(canvas.clientHeight / st.size.height, x * 1.5) };
+  }
+
+  function minimapScroll(event) {
+    if (!st.tree || !st.size.width) return;
+    const canvas = $('#minimap');
+    const box = canvas.getBoundingClientRect();
+    const scale = minimapScale();
+    const zoom = ZOOMS[st.zoomIndex];
+    const scroller = $('#tree-scroll');
+    const x = (event.clientX - box.left) / scale.x * zoom;
+    const y = (event.clientY - box.top) / scale.y * zoom;
+    scroller.scrollTo(x - scroller.clientWidth / 2, y - scroller.clientHeight / 2);
+  }
+
+  function applySearch() {
+    const query = $('#search').value.trim().toLowerCase();
+    const matches = [];
+    if (query) {
+      for (const entry of st.ops.values()) {
+        const op = entry.op;
+        if (String(op.op_id).toLowerCase() === query) matches.unshift(op.op_id);
+        else if (`${op.description || ''}\n${op.cap || ''}\n${op.kind}`.toLowerCase().includes(query)) matches.push(op.op_id);
+      }
+    }
+    const before = st.search.set;
+    st.search = { query, matches, set: new Set(matches), index: -1 };
+    for (const id of new Set([...before, ...matches])) {
+      const entry = st.ops.get(id);
+      if (entry && entry.g) st.dirty.add(id);
+    }
+    $('#search-count').textContent = query ? `${matches.length} match${matches.length === 1 ? '' : 'es'}` : '';
+    schedule();
+  }
+
+  function searchNext() {
+    const search = st.search;
+    if (!search.matches.length) {
+      if (search.query) showMessage('info', `no op matches “${search.query}”`);
+      return;
+    }
+    search.index = (search.index + 1) % search.matches.length;
+    $('#search-count').textContent = `${search.index + 1} of ${search.matches.length}`;
+    reveal(search.matches[search.index]);
+  }
+
+  function inView(entry) {
+    const scroller = $('#tree-scroll');
+    const zoom = ZOOMS[st.zoomIndex];
+    const x = entry.x * zoom - scroller.scrollLeft;
+    const y = entry.y * zoom - scroller.scrollTop;
+    return x >= 0 && y >= 0 && x + NODE_W * zoom <= scroller.clientWidth && y + NODE_H * zoom <= scroller.clientHeight;
+  }
+
+  // "Follow running": when no running op is in view, the first one (in tree order) is scrolled to.
+  function followRunning() {
+    if (!$('#follow-running').checked || !st.tree) return;
+    let first = null;
+    for (const entry of st.visible) {
+      if ((entry.op.state !== 'running' && entry.op.state !== 'paused') || (!isLeaf(entry) && entry.open)) continue;
+      if (inView(entry)) return;
+      if (first === null) first = entry;
+    }
+    if (first) scrollToOp(first);
+  }
+
   function gotoRunning() {
     let target = null;
     for (const entry of st.ops.values()) {
-      if (entry.op.state !== 'running') continue;
-      const busyChild = (entry.op.children || []).some((id) => {
-        const child = st.ops.get(id);
-        return child && child.op.state === 'running';
-      });
-      if (!busyChild) {
+      if (entry.op.state === 'running' && isLeaf(entry)) {
         target = entry;
         break;
       }
@@ -728,8 +1300,7 @@
       showMessage('info', 'no op of this plan is running');
       return;
     }
-    scrollToOp(target);
-    selectOp(target.op.op_id);
+    reveal(target.op.op_id);
   }
 
   function scrollToOp(entry) {
@@ -738,13 +1309,17 @@
     const x = (entry.x + NODE_W / 2) * zoom;
     const y = (entry.y + NODE_H / 2) * zoom;
     scroller.scrollTo(x - scroller.clientWidth / 2, y - scroller.clientHeight / 2);
+    scheduleWindow();
   }
 
   // ---------------------------------------------------------------- live updates
 
   function applyNodeEvent(event, replayed) {
     if (event.event === 'step_transition') {
-      markTaken(event.step, event.outcome);
+      if (st.graph) {
+        addTrace(event);
+        paintTaken();
+      }
       const path = st.tree ? st.tree.path || [] : [];
       // A replayed transition may be in the path read already (a step's self-loop may be missed then).
       if (st.tree && !(replayed && path[path.length - 1] === event.step)) {
@@ -766,7 +1341,18 @@
       op.ended_at = null;
       op.result = null;
     }
+    const before = entry.op.state;
     entry.op = op;
+    if (before !== op.state && isLeaf(entry)) {
+      ancestors(entry, (above) => {
+        if (before in above.counts) above.counts[before] -= 1;
+        if (op.state in above.counts) above.counts[op.state] += 1;
+        if (above.g) st.dirty.add(above.op.op_id);
+        if (!st.graph && above.open !== isOpen(above)) st.layoutDirty = true;
+      });
+    }
+    st.statesChanged = true;
+    st.minimapDirty = true;
     markDirty(op.op_id);
   }
 
@@ -774,6 +1360,14 @@
     logEvent(event);
     switch (event.event) {
       case 'node_state':
+        if ((event.state === 'failed' || event.state === 'timeout') && event.kind !== 'sequence' &&
+            event.kind !== 'parallel') {
+          const known = event.plan_id === st.renderedPlan ? st.ops.get(event.op_id) : null;
+          const op = { ...(known ? known.op : {}), op_id: event.op_id, state: event.state, detail: event.detail };
+          if ('result' in event) op.result = event.result;
+          if (rememberFailure(event.plan_id, op)) renderLists();
+        }
+      // falls through
       case 'step_transition':
         if (event.plan_id !== st.selectedPlan) return;
         if (st.buffer !== null && st.bufferPlan === event.plan_id) st.buffer.push(event);
@@ -891,12 +1485,15 @@
     }
   }
 
+  // A few entries a frame, oldest first (each batch goes on top): a burst of a thousand events never
+  // holds up the frame that draws the tree.
   function flushLog() {
     if (!st.logQueue.length) return;
     const list = $('#event-log');
     const fragment = document.createDocumentFragment();
-    for (let i = st.logQueue.length - 1; i >= 0; i -= 1) {
-      const event = st.logQueue[i];
+    const batch = st.logQueue.splice(0, LOG_PER_FRAME);
+    for (let i = batch.length - 1; i >= 0; i -= 1) {
+      const event = batch[i];
       const kind = event.event || 'event';
       const state = event.state || event.outcome || '';
       fragment.appendChild(h('li', { class: `log-entry log-${kind}${state ? ` log-state-${state}` : ''}` },
@@ -905,9 +1502,9 @@
         h('span', { class: 'log-kind', text: kind.replace('_', ' ') }),
         h('span', { class: 'log-text', text: describeEvent(event) })));
     }
-    st.logQueue = [];
     list.insertBefore(fragment, list.firstChild);
     while (list.childElementCount > LOG_MAX) list.lastElementChild.remove();
+    if (st.logQueue.length) schedule();
   }
 
   // ---------------------------------------------------------------- details panel
@@ -933,6 +1530,8 @@
       if (tree.run_id) fact(planFacts, 'Run id', tree.run_id);
       if (tree.cancel_reason) fact(planFacts, 'Cancelled', tree.cancel_reason);
       if (tree.error) fact(planFacts, 'Error', tree.error, 'error-text');
+      const failure = state === 'failed' ? currentFailure() : null;
+      if (failure) fact(planFacts, 'Failed at', failureText(failure), 'error-text');
       if (tree.duration_s) fact(planFacts, 'Duration', duration(tree.duration_s));
       if (tree.transitions) fact(planFacts, 'Path', (tree.path || []).join(' → ') || '(not started)');
       world.hidden = !tree.state;
@@ -1304,6 +1903,11 @@
       selectPlan(plan.dataset.planId);
       return;
     }
+    const toggle = event.target.closest('[data-toggle]');
+    if (toggle) {
+      toggleOp(toggle.getAttribute('data-toggle'));
+      return;
+    }
     const op = event.target.closest('g.op');
     if (op) {
       selectOp(op.getAttribute('data-op-id'));
@@ -1322,17 +1926,20 @@
       case 'zoom-out': zoomBy(-1); break;
       case 'zoom-reset': zoomBy(0); break;
       case 'goto-running': gotoRunning(); break;
+      case 'goto-failed': reveal(action.dataset.opId); break;
+      case 'search-next': searchNext(); break;
       default:
     }
   }
 
   function onKey(event) {
-    if (event.key !== 'Enter' && event.key !== ' ') return;
     const op = event.target.closest && event.target.closest('g.op');
-    if (op) {
-      event.preventDefault();
-      selectOp(op.getAttribute('data-op-id'));
-    }
+    if (!op) return;
+    const opId = op.getAttribute('data-op-id');
+    if (event.key === 'Enter' || event.key === ' ') selectOp(opId);
+    else if (event.key === 'ArrowRight' || event.key === 'ArrowLeft') toggleOp(opId, event.key === 'ArrowRight');
+    else return;
+    event.preventDefault();
   }
 
   async function loadInfo() {
@@ -1350,8 +1957,34 @@
   function init() {
     document.addEventListener('click', onClick);
     $('#tree').addEventListener('keydown', onKey);
-    $('#tree-scroll').addEventListener('scroll', scheduleHydrate, { passive: true });
-    window.addEventListener('resize', scheduleHydrate);
+    const scroller = $('#tree-scroll');
+    scroller.addEventListener('scroll', scheduleWindow, { passive: true });
+    // Scrolling by hand ends "follow running": the view stays where the operator put it.
+    scroller.addEventListener('wheel', () => { $('#follow-running').checked = false; }, { passive: true });
+    window.addEventListener('resize', () => {
+      scheduleWindow();
+      st.minimapDirty = true;
+      schedule();
+    });
+    const minimap = $('#minimap');
+    minimap.addEventListener('pointerdown', (event) => {
+      $('#follow-running').checked = false;
+      minimap.setPointerCapture(event.pointerId);
+      minimapScroll(event);
+    });
+    minimap.addEventListener('pointermove', (event) => {
+      if (event.buttons) minimapScroll(event);
+    });
+    $('#follow-running').addEventListener('change', (event) => {
+      if (event.target.checked) followRunning();
+    });
+    const search = $('#search');
+    search.addEventListener('input', applySearch);
+    search.addEventListener('keydown', (event) => {
+      if (event.key !== 'Enter') return;
+      event.preventDefault();
+      searchNext();
+    });
     const token = $('#token');
     token.value = st.token;
     token.addEventListener('input', () => {
@@ -1371,6 +2004,8 @@
     });
     renderDetails();
     loadInfo();
+    // A link to a plan reads its tree at once; the stream, once open, reads it again (no event missed).
+    if (planInAddress() !== null) selectPlan(planInAddress());
     connectEvents();  // once open, it reads the lists and the selected tree: one read, no events missed
   }
 
