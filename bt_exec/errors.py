@@ -1,7 +1,7 @@
 """Exception types and the validation issue record shared by every module."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -11,17 +11,31 @@ class Issue:
     ``path`` points into the input: a JSON pointer for trees and envelopes
     (``/rtdl/children/2/args``), node indices for arenas
     (``nodes[5].children[1]``), an empty string for the whole document.
+
+    Repairs (``compilers.fixes``), only where the fault has one: ``fix``, a JSON Patch (RFC 6902
+    operations, JSON pointers into the document) that repairs it; ``alternatives``, several such
+    patches as likely as each other (then no ``fix``); ``fixed_by``, the index in the same report
+    of the issue whose fix repairs this one too (one fault, two issues, one fix).
     """
 
     code: str
     path: str
     message: str
     steps: tuple | None = None  # step-graph dialects: the step ids the issue is about
+    fix: list | None = field(default=None, compare=False)
+    alternatives: list | None = field(default=None, compare=False)
+    fixed_by: int | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict:
         out = {"code": self.code, "path": self.path, "message": self.message}
         if self.steps is not None:
             out["steps"] = list(self.steps)
+        if self.fix is not None:
+            out["fix"] = self.fix
+        if self.alternatives is not None:
+            out["alternatives"] = self.alternatives
+        if self.fixed_by is not None:
+            out["fixed_by"] = self.fixed_by
         return out
 
     def __str__(self) -> str:

@@ -10,6 +10,7 @@ import gc
 from bt_exec.errors import Issue, PlanError
 
 from .catalog import CapabilityCatalog
+from .fixes import apply_fixes, document_fixes
 from .dialects import DIALECTS, FALLBACK_DIALECT, CheckContext, Dialect, dialect_of, scene_of, skill_catalog_of
 from .ir import ControlRequest, Op, Plan
 from .report import Report
@@ -22,8 +23,8 @@ from .tree import CompiledPlan
 DIALECT_NAMES = ("auto", *DIALECTS)
 
 __all__ = ["CapabilityCatalog", "CheckContext", "CompiledPlan", "ControlRequest", "DIALECT_NAMES", "Dialect",
-           "Limits", "Op", "Plan", "Report", "Scene", "SkillCatalog", "compile_plan", "dialect_of", "load",
-           "gc_paused", "load_with_warnings", "scene_of", "skill_catalog_of", "validate"]
+           "Limits", "Op", "Plan", "Report", "Scene", "SkillCatalog", "apply_fixes", "compile_plan", "dialect_of",
+           "document_of", "load", "gc_paused", "load_with_warnings", "scene_of", "skill_catalog_of", "validate"]
 
 
 def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | ControlRequest:
@@ -47,10 +48,20 @@ def load_with_warnings(source, dialect: str = "auto", limits: Limits | None = No
     with gc_paused():
         named = DIALECTS.get(dialect)
         doc, warnings = parse_document(source, limits, named.recognises if named is not None else _recognised)
-        loaded = _load_document(doc, named, not isinstance(source, dict), limits)
+        try:
+            loaded = _load_document(doc, named, not isinstance(source, dict), limits)
+        except PlanError as exc:  # each issue with its repair, where it has one
+            raise PlanError(document_fixes(doc, exc.issues)) from None
     if isinstance(loaded, ControlRequest) and isinstance(doc, dict):
         warnings.extend(capped_wait_warnings(doc, loaded))
     return loaded, warnings
+
+
+def document_of(source, dialect: str = "auto", limits: Limits | None = None) -> object:
+    """The JSON document ``load`` reads from ``source`` (of a reply with text around it, the JSON it
+    holds): what the fixes of its issues point into. PlanError if there is none."""
+    named = DIALECTS.get(dialect)
+    return parse_document(source, limits or DEFAULT_LIMITS, named.recognises if named is not None else _recognised)[0]
 
 
 def _recognising(doc: dict) -> Dialect | None:

@@ -16,6 +16,7 @@ from bt_exec.errors import ConfigError, Issue, Issues
 
 from .call_guard import CallGuard
 from .catalog import CapabilityCatalog, check_plan, is_control_only
+from .fixes import plan_fixes
 from .ir import ControlRequest, Plan
 from .qwen3 import load_qwen3, looks_like_qwen3
 from .qwen3_check import check_graph, verdict_of
@@ -138,6 +139,8 @@ class Rtdl:
         issues = check_plan(plan, context.capability_catalog, context.skills)
         if context.call_guard is not None:
             issues = (Issues(issues) + context.call_guard.check_plan(plan)).listed()
+        if issues:
+            issues = plan_fixes(plan, issues, context)
         kinds = Counter(map(attrgetter("kind"), plan.ops.values()))
         stats = {"shape": plan.shape, "ops": plan.op_count, "depth": plan.depth,
                  "sequence": kinds["sequence"], "parallel": kinds["parallel"], "do": kinds["do"]}
@@ -195,6 +198,8 @@ class Qwen3:
         verdict = verdict_of(plan, issues)
         if context.require_scene and context.scene is None and verdict != "blocked":
             issues, verdict = [NO_SCENE, *issues], "invalid"
+        if issues:
+            issues = plan_fixes(plan, issues, context)
         stats = {"shape": plan.shape, "status": graph.status, "steps": len(graph.steps),
                  "transitions": sum(len(m) for m in graph.transitions.values()), "entry": graph.entry,
                  "scene_revision": graph.scene_revision}

@@ -41,6 +41,7 @@ class StepGraph:
     run_id: str | None = None
     reason: str | None = None
     prefix: str = ""                                   # "/response" inside a submit envelope
+    edge_list: bool = False                            # transitions written as a list of {from, event, to}
     revision_path: str = "/scene_revision"             # where scene_revision is (or belongs) in the input
 
     def successors(self, step_id: str) -> list[tuple[str, str]]:
@@ -109,10 +110,8 @@ def _response(response: object, limits: Limits, issues: list[Issue]) -> object:
     if not isinstance(response, str):
         issues.append(_issue("type", "/response", f"response must be the graph as an object or as JSON text, got {type(response).__name__}"))
         return None
-    fenced = _FENCE.match(response)
-    text = fenced.group(1) if fenced else response
     try:
-        graph = STRICT_JSON.decode(text.strip())
+        graph = graph_in_response(response)
     except (ValueError, RecursionError) as exc:
         issues.append(_issue("json_syntax", "/response", f"response is not JSON text of a graph: {exc}"))
         return None
@@ -123,6 +122,12 @@ def _response(response: object, limits: Limits, issues: list[Issue]) -> object:
     if problems:
         raise PlanError(issues + problems)
     return graph
+
+
+def graph_in_response(response: str) -> object:
+    """The JSON value a submit envelope's response text holds (in one code fence or none); ValueError if none."""
+    fenced = _FENCE.match(response)
+    return STRICT_JSON.decode((fenced.group(1) if fenced else response).strip())
 
 
 def _read_steps(doc: dict, graph: StepGraph, limits: Limits, issues: list[Issue]) -> None:
@@ -197,6 +202,7 @@ def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
             here = f"{prefix}/transitions/{_esc(source)}"
             edges += [(source, event, target, f"{here}/{_esc(event)}") for event, target in by_event.items()]
     elif isinstance(raw, list):
+        graph.edge_list = True
         for index, edge in enumerate(raw):
             path = f"{prefix}/transitions/{index}"
             if not isinstance(edge, dict) or not {"from", "event", "to"} <= edge.keys():

@@ -6,12 +6,14 @@ the current scene's state on some path), ``ok``. Every issue names its steps.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 
 import networkx as nx
 
 from bt_exec.errors import Issue, Issues
 
+from .fixes import step_insertion
 from .ir import Plan
 from .qwen3 import StepGraph
 from .scene import PATRON, Scene
@@ -302,10 +304,25 @@ def _check_preconditions(graph: StepGraph, catalog: SkillCatalog, skills, scene:
         for failure in model.preconditions(skills[step_id], graph.steps[step_id].params, states[step_id]):
             obj, bad = failure.culprits[0]
             path = _failing_path(graph, skills, model, start, obj, bad, step_id, searches)
-            issues.append(_issue("precondition_fails_in_scene", graph.steps[step_id].path,
-                                 f"step {step_id!r} ({graph.steps[step_id].skill}): {failure.describe()}, but from the "
-                                 f"current scene it is not on the path {' -> '.join(path)}: plan again from "
-                                 f"this scene", path))
+            issue = _issue("precondition_fails_in_scene", graph.steps[step_id].path,
+                           f"step {step_id!r} ({graph.steps[step_id].skill}): {failure.describe()}, but from the "
+                           f"current scene it is not on the path {' -> '.join(path)}: plan again from "
+                           f"this scene", path)
+            fix = _taking_step(graph, catalog, failure, step_id, path)
+            issues.append(dataclasses.replace(issue, fix=fix) if fix else issue)
+
+
+def _taking_step(graph: StepGraph, catalog: SkillCatalog, failure, step_id: str, path: list[str]) -> list | None:
+    """The step to insert when what fails is that a tool is not on the flange: one that takes the tool
+    (grab(vacuum) before grab(cap)), on the path that reaches the step without it."""
+    if failure.predicate not in ("own_tool_in_patron", "carried") or catalog.object_type(failure.subject) != "tool":
+        return None
+    taker = next((skill for skill in catalog.skills.values()
+                  if any("take" in effect for effect in skill.effects)
+                  and "tool" in skill.params.get("object", {}).get("types", ())), None)
+    if taker is None:
+        return None
+    return step_insertion(graph, step_id, path, taker.name, failure.subject, taker.required)
 
 
 class _Propagation:

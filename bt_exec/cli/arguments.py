@@ -26,6 +26,13 @@ def add_guard(command: argparse.ArgumentParser) -> None:
                               "plans with calls it denies are refused, and a call denied at run time fails its op")
 
 
+def add_fix(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--fix", metavar="OUT",
+                         help="write the plan repaired by the report's fixes to OUT and check it again (exit 0 if "
+                              "OUT is valid); only unambiguous fixes are applied. A reply with text around its "
+                              "JSON: OUT holds the repaired JSON alone")
+
+
 def add_op_timeout(command: argparse.ArgumentParser) -> None:
     command.add_argument("--op-timeout", metavar="S", type=positive_seconds,
                          help="longest one capability call may run; past it the call is cancelled and its op ends "

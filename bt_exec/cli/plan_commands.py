@@ -11,14 +11,14 @@ import py_trees
 
 import bt_exec
 
-from ..compilers import Plan, dialect_of
+from ..compilers import Plan, apply_fixes, dialect_of, document_of
 from ..compilers.dialects import DIALECTS
 from ..errors import Issue, PlanError
 from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
 from ..terminal.render import one_line, printable
 from ..terminal.run_view import EventLines, LiveView
 from ..web import ControlApi
-from .arguments import add_catalog, add_guard, add_input, add_op_timeout, add_web, positive_int, stop_point, tick_rate
+from .arguments import add_catalog, add_fix, add_guard, add_input, add_op_timeout, add_web, positive_int, stop_point, tick_rate
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
 from .inputs import label, read_input, read_plan
 from .web_commands import start_web
@@ -31,6 +31,9 @@ SUMMARY_STATES = ("succeeded", "failed", "timeout", "canceled", "running", "paus
 CTRL_C_LATENCY_S = 0.1
 # How many op ids a "no such op" message lists before it stops.
 LISTED_OP_IDS = 20
+# validate --fix: most rounds of fixing then checking again (a fix can uncover faults the first check did not
+# reach, as a node's unknown op hides its other fields).
+FIX_ROUNDS = 5
 
 
 def add_commands(commands) -> None:
@@ -40,6 +43,7 @@ def add_commands(commands) -> None:
     validate.add_argument("--scene", metavar="SCENE.json", help="Qwen3: the scene to check the graph against")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     add_guard(validate)
+    add_fix(validate)
     validate.set_defaults(command=validate_command)
 
     compile_ = commands.add_parser("compile", help="print the behaviour tree a plan compiles to")
@@ -78,8 +82,9 @@ def add_commands(commands) -> None:
 
 def validate_command(args: argparse.Namespace) -> int:
     """The verdict ``Executor.validate_plan`` gives, as HTTP, MCP and ROS give it, for the options' catalog and
-    scene."""
+    scene; with ``--fix OUT`` the plan repaired by the report's fixes is written to OUT and checked again."""
     scene = bt_exec.Scene.from_file(args.scene) if args.scene else None
+    repair = None
     try:
         source = read_input(args.file)
     except PlanError as exc:  # over the input limit: not read whole, so no door is shown it
@@ -90,23 +95,63 @@ def validate_command(args: argparse.Namespace) -> int:
         executor = bt_exec.Executor(backend=bt_exec.SimBackend(), scene=scene, call_guard=args.guard, **catalogs)
         try:
             report = executor.validate_plan(source, dialect=args.dialect)
+            if args.fix:
+                repair = _repaired(executor, source, report, args)
         finally:
             executor.close()
+    if args.fix and repair is None:
+        error(f"--fix: {label(args.file)} holds no JSON document to repair; {args.fix} not written")
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps({**report, "repair": repair} if repair is not None else report, indent=2))
     else:
         print(printable(report_text(label(args.file), report)))  # issue paths and messages quote the input
-    return EXIT_OK if report["valid"] else EXIT_FAILED
+        if repair is not None:
+            count = repair["fixes_applied"]
+            print(printable(f"{label(args.file)}: {count} fix{'es' if count != 1 else ''} applied, the repaired "
+                            f"document written to {args.fix}"))
+            print(printable(report_text(args.fix, repair["report"])))
+    final = repair["report"] if repair is not None else report
+    return EXIT_OK if final["valid"] and (repair is not None or not args.fix) else EXIT_FAILED
+
+
+def _repaired(executor: bt_exec.Executor, source: bytes, report: dict, args: argparse.Namespace) -> dict | None:
+    """Apply the report's fixes to the document, check it again and repeat while fixes are found (a fix can
+    uncover faults the check did not reach); write the result to ``args.fix``. ``{out, fixes_applied,
+    report}`` (the report of what was written), or None if the input holds no JSON document."""
+    try:
+        doc = document_of(source, args.dialect)
+    except PlanError:
+        return None
+    applied = 0
+    for _round in range(FIX_ROUNDS):
+        fixes = sum("fix" in issue for issue in report["issues"])
+        if report["valid"] or not fixes:
+            break
+        doc = apply_fixes(doc, report["issues"])
+        applied += fixes
+        report = executor.validate_plan(json.dumps(doc).encode(), dialect=args.dialect)
+    try:
+        with open(args.fix, "w", encoding="utf-8") as out:
+            out.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise CommandError(f"cannot write {args.fix}: {exc.strerror or exc}") from None
+    return {"out": args.fix, "fixes_applied": applied, "report": report}
 
 
 def _dialect_of(source: bytes, dialect: str) -> str | None:
-    """The dialect ``source`` is in; None if it does not load (validate_plan then says why, with no catalog)."""
+    """The dialect ``source`` is in; None if it does not load and its JSON is no dialect's (validate_plan then
+    says why, with no catalog). A document that does not load keeps its dialect's catalog for ``--fix``."""
     if dialect != "auto":
         return dialect
     try:
         return bt_exec.load(source).dialect
     except PlanError:
+        pass
+    try:
+        doc = document_of(source)
+    except PlanError:
         return None
+    return next((name for name, kind in DIALECTS.items() if isinstance(doc, dict) and kind.recognises(doc)), None)
 
 
 def _catalogs(name_or_path: str, dialect: str | None) -> dict:
@@ -266,7 +311,14 @@ def _verdict_text(name: str, report: dict) -> str:
         return f"{name}: blocked: the planner refused" + (f" ({stats['reason']})" if stats.get("reason") else "")
     count = len(report["issues"])
     lines = [f"{name}: {verdict}: {count} issue{'s' if count != 1 else ''}"]
-    lines += [f"  {Issue(**issue)}" for issue in report["issues"]]
+    for issue in report["issues"]:
+        lines.append(f"  {Issue(**issue)}")
+        if "fix" in issue:
+            lines.append(f"    fix: {json.dumps(issue['fix'])}")
+        elif "alternatives" in issue:
+            lines.append(f"    alternatives: {json.dumps(issue['alternatives'])}")
+        elif "fixed_by" in issue:
+            lines.append(f"    fixed by the fix of issue {issue['fixed_by'] + 1}")
     return "\n".join(lines)
 
 
