@@ -25,7 +25,7 @@ from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
 from .runtime.feedback import OUTPUT_CHARS, call_entries, check_output_chars, snapshot_op
-from .runtime.op_views import OpView, op_view
+from .runtime.op_views import MAX_WAIT_FOR_PLAN_S, OpView, op_view
 from .runtime.plan_run import FINAL_STATES, STOP_WHENS, PlanRun
 from .runtime.runner import Runner
 from .sim import SimBackend
@@ -33,7 +33,6 @@ from .sim import SimBackend
 log = logging.getLogger(__name__)
 
 _PREVIEW_OPS = 4  # the ops a status too large to keep is previewed by
-MAX_WAIT_FOR_PLAN_S = 60.0  # the longest wait_for_plan holds its caller (and a door's request)
 
 
 class Executor:

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from ..executor import MAX_WAIT_FOR_PLAN_S
+from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S
 from .api import ROUTES_BY_NAME, ApiError
 
 
