@@ -284,6 +284,9 @@ def test_a_failed_op_shows_its_error_on_its_box_in_the_header_and_the_list(conso
     console.wait_text(f'#finished-plans [data-plan-id="{other}"] .plan-fail-line', "op 10: no cup left")
     assert console.css("#status").text.startswith(f"▶ plan {waiting}")
     console.executor.cancel_plan(waiting)
+    # A page opened after the failure names the op too.
+    console.open()
+    console.wait_text(f'#finished-plans [data-plan-id="{failing}"] .plan-fail-line', "op 4 “grasp the cup”")
 
 
 def test_dropped_events_make_the_page_read_the_state_again(console_factory):
@@ -392,3 +395,8 @@ def test_a_finished_step_graph_marks_only_the_transitions_its_trace_took(console
     shown = {(label.get_attribute("data-from"), label.get_attribute("data-outcome"))
              for label in console.all("text.transition.taken")}
     assert labels and shown == taken
+    # The path ended in "completed": that terminal is marked reached, the other terminals not.
+    assert "reached" in console.css('g.terminal-node[data-terminal="completed"]').get_attribute("class")
+    assert "reached" not in console.css('g.terminal-node[data-terminal="stop"]').get_attribute("class")
+    assert "×2" not in console.css('text.transition[data-from="s1"][data-outcome="success"]').text
+    console.screenshot("web-console-qwen3-finished.png")

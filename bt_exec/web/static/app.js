@@ -25,20 +25,21 @@
   const TOKEN_KEY = 'bt_exec.token';
 
   // Tree geometry (SVG user units = CSS px at zoom 100%).
-  const NODE_W = 222;
+  const NODE_W = 212;
   const NODE_H = 58;
-  const COL_W = 252;     // horizontal distance between depths
+  const COL_W = 236;     // horizontal distance between depths
   const ROW_H = 70;      // vertical distance between leaf slots
   const PAD = 12;
   const MAX_PARENT_DROP = 3;  // rows
-  const DESC_CHARS = 32;
+  const DESC_CHARS = 31;
   const HEAD_CHARS = 16;    // leaves room for the state word on the right
-  const SUB_CHARS = 33;
+  const SUB_CHARS = 31;
   const MAX_PULSING = 20;   // more running ops than this: no pulse (each pulse repaints every frame)
-  const ERROR_CHARS = 31;   // the error line of a failed op's box
+  const ERROR_CHARS = 30;   // the error line of a failed op's box
   const TOGGLE_R = 9;       // the open/close button on a composite's right edge
   const SMALL_PLAN = 100;   // plans up to this many ops open every composite
   const FAILURES_KEPT = 200;
+  const FAILURE_LOOKUP_OPS = 2000;  // larger failed plans are not read just to name their failed op
   // Step graphs.
   const G_COL_W = NODE_W + 118;
   const GRAPH_MIN_ZOOM = 0.65;  // a step graph opens at the largest zoom that fits its width, down to this
@@ -134,6 +135,8 @@
     nodeLayer: null,
     search: { query: '', matches: [], set: new Set(), index: -1 },
     failures: new Map(),    // plan_id -> the op it failed at {op_id, description, error}
+    failuresAsked: new Set(),
+    failureLookup: false,
     colours: null,
     selectedOp: null,
     buffer: null,           // node events that arrived while a tree fetch was in flight
@@ -369,6 +372,28 @@
     $('#finished-count').textContent = String(st.finished.length);
     $('#running-empty').hidden = st.running.length > 0;
     $('#finished-empty').hidden = st.finished.length > 0;
+    lookUpFailures();
+  }
+
+  // Plans that failed before this page saw their events: each one's tree is read once, one at a time,
+  // to find the op it failed at (a list entry that names it already needs nothing).
+  async function lookUpFailures() {
+    if (st.failureLookup) return;
+    const plan = st.finished.find((item) => item.outcome === 'failed' && !item.failed_op &&
+      !st.failures.has(item.plan_id) && !st.failuresAsked.has(item.plan_id) && item.op_count <= FAILURE_LOOKUP_OPS);
+    if (!plan) return;
+    st.failureLookup = true;
+    st.failuresAsked.add(plan.plan_id);
+    if (st.failuresAsked.size > FAILURES_KEPT) st.failuresAsked.delete(st.failuresAsked.values().next().value);
+    try {
+      const tree = await api('GET', planPath(plan.plan_id, 'tree'));
+      if (rememberFailure(plan.plan_id, failedOpOf(tree.ops))) renderLists();
+    } catch (err) {
+      // Too old to be kept any more: the entry says "failed" without the op.
+    } finally {
+      st.failureLookup = false;
+    }
+    lookUpFailures();
   }
 
   function markSelectedInLists() {
@@ -700,7 +725,7 @@
     }
     st.visible = visible;
     st.size = {
-      width: PAD * 2 + maxDepth * COL_W + NODE_W + TOGGLE_R,
+      width: PAD * 2 + maxDepth * COL_W + NODE_W,
       height: PAD * 2 + Math.max(1, slot) * ROW_H - (ROW_H - NODE_H),
     };
   }
@@ -1478,6 +1503,9 @@
       case 'plan_complete':
         return `${OUTCOME_SYMBOL[event.outcome] || ''} ${event.outcome}` +
           (event.terminal ? ` · ${event.terminal}` : '') + (event.terminal_reason ? ` (${event.terminal_reason})` : '');
+      case 'stop_point':
+        return `stop point ${event.state || ''} at op ${event.op_id} ${event.when || ''}` +
+          (event.source ? ` (${event.source})` : '');
       case 'dropped':
         return `${event.count} event(s) dropped: the view was reloaded`;
       default:
