@@ -15,7 +15,7 @@ from bt_exec.ros.outbox import Outbox
 from bt_exec.ros.tree_watcher import Mirror, MirrorHost
 
 ROS_COMMANDS = [["serve"], ["sim-robot"], ["submit", "examples/rtdl/snapshot_battery.json"], ["plans"],
-                ["status", "1"], ["stop-at", "1", "2"], ["cancel"]]
+                ["status", "1"], ["stop-at", "1", "2"], ["cancel"], ["robots"], ["plans", "--robot", "robot1"]]
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:

@@ -1,6 +1,7 @@
 """The ROS 2 commands: ``serve`` and ``sim-robot`` run nodes; ``submit``, ``plans``, ``status``, ``stop-at`` and
-``cancel`` are clients of a running ``bt_exec`` node. Also the ROS executables ``bt_exec_node`` and
-``bt_exec_sim_robot``.
+``cancel`` are clients of a running ``bt_exec`` node (``--node NAME``, or ``--robot NS`` for the node of a
+robot's namespace); ``robots`` lists the bt_exec nodes on the domain. Also the ROS executables ``bt_exec_node``
+and ``bt_exec_sim_robot``.
 
 They import rclpy only when they run, so the rest of the command line works where ROS 2 is not set up.
 """
@@ -24,7 +25,7 @@ from .console import EXIT_FAILED, EXIT_OK, CommandError, configure_logging, erro
 from .inputs import label, read_input
 from .plan_commands import feedback_chars
 
-ROS_COMMANDS = ("serve", "sim-robot", "submit", "plans", "status", "stop-at", "cancel")
+ROS_COMMANDS = ("serve", "sim-robot", "submit", "plans", "status", "stop-at", "cancel", "robots")
 ROS_SETUP = "bash scripts/setup-ros.sh && . build/ros/env.sh (see docs/ros.md)"
 
 
@@ -41,8 +42,11 @@ def add_commands(commands) -> None:
 
     def add_client(name: str, help_: str) -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=help_, epilog=ros_args_help)
-        command.add_argument("--node", default="/bt_exec", metavar="NAME",
-                             help="the bt_exec node's full name, for a remapped one (default: /bt_exec)")
+        where = command.add_mutually_exclusive_group()
+        where.add_argument("--node", default="/bt_exec", metavar="NAME",
+                           help="the bt_exec node's full name, for a remapped one (default: /bt_exec)")
+        where.add_argument("--robot", metavar="NS", type=robot_namespace,
+                           help="the robot's namespace: shorthand for --node NS/bt_exec (bt-exec robots lists them)")
         command.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
                              help="seconds to wait for the node's service, and again for its answer (default: 10)")
         command.set_defaults(takes_ros_args=True)
@@ -89,6 +93,16 @@ def add_commands(commands) -> None:
                         help="wait up to N ms for the plan(s) to finish (node caps it at 30000; default: 5000)")
     cancel.set_defaults(command=cancel_command)
 
+    robots = commands.add_parser("robots", help="list the bt_exec nodes on this ROS domain: namespace, plans in "
+                                                "flight, whether each answers", epilog=ros_args_help)
+    robots.add_argument("--wait", type=positive_seconds, default=2.0, metavar="S",
+                        help="seconds to look for nodes (DDS discovery is gradual; default: 2)")
+    robots.add_argument("--timeout", type=positive_seconds, default=5.0, metavar="S",
+                        help="seconds each node has to answer (default: 5)")
+    robots.add_argument("--json", action="store_true", help="print {count, robots: [{namespace, node, health, "
+                                                            "plans}]} as JSON")
+    robots.set_defaults(command=robots_command, takes_ros_args=True)
+
 
 def _ros_module(name: str):
     """Import a ``bt_exec.ros`` module; CommandError (exit 2) with the set-up steps when ROS 2 is missing."""
@@ -128,11 +142,24 @@ def _ros_executable(run) -> int:
         return exc.exit_code
 
 
+def robot_namespace(text: str) -> str:
+    """``--robot``: a namespace (``robot1``, ``/robot1``, ``/fleet/robot1``), as ``/robot1``."""
+    tokens = [token for token in text.split("/") if token]
+    if not tokens or not all(token.replace("_", "a").isalnum() and not token[0].isdigit() for token in tokens):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a ROS namespace (e.g. robot1 or /fleet/robot1)")
+    return "/" + "/".join(tokens)
+
+
+def _target(args: argparse.Namespace) -> str:
+    """The node a client command calls: ``--robot NS`` is ``NS/bt_exec``."""
+    return f"{args.robot}/bt_exec" if args.robot else args.node
+
+
 def _call(args: argparse.Namespace, service: str, fill=None, extra_wait_s: float = 0.0):
-    """Call one service of the node named by ``--node``; the response."""
+    """Call one service of the node named by ``--node`` or ``--robot``; the response."""
     client_module = _ros_module("bt_exec.ros.client")
     try:
-        client = client_module.Client(args.node, args.ros_args, args.timeout)
+        client = client_module.Client(_target(args), args.ros_args, args.timeout)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # bad --ros-args, an invalid node name
@@ -148,7 +175,8 @@ def _call(args: argparse.Namespace, service: str, fill=None, extra_wait_s: float
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # an invalid service name (--node), a request field out of range
-            raise CommandError(f"cannot call {args.node.rstrip('/')}/{service}: {type(exc).__name__}: {exc}") from None
+            where = _target(args).rstrip("/")
+            raise CommandError(f"cannot call {where}/{service}: {type(exc).__name__}: {exc}") from None
 
 
 def _response_dict(response) -> dict:
@@ -250,4 +278,34 @@ def cancel_command(args: argparse.Namespace) -> int:
         error(response.message)
         return EXIT_FAILED
     print(printable(response.message))
+    return EXIT_OK
+
+
+def robots_command(args: argparse.Namespace) -> int:
+    client_module = _ros_module("bt_exec.ros.client")
+    try:
+        client = client_module.Client("/bt_exec", args.ros_args, args.timeout)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # bad --ros-args
+        raise CommandError(f"cannot start a ROS 2 client: {exc}") from None
+    with client:
+        nodes = client_module.find_executors(client, args.wait)
+        answers = client_module.list_plans_of(client, nodes, args.timeout)
+    robots = []
+    for node in nodes:
+        answer = answers[node]
+        robots.append({"namespace": node.rpartition("/")[0] or "/", "node": node,
+                       "health": "ok" if answer is not None else "no answer",
+                       "plans": None if answer is None else [plan["plan_id"] for plan in answer["plans"]]})
+    if args.json:
+        print(json.dumps({"count": len(robots), "robots": robots}, indent=2))
+        return EXIT_OK
+    if not robots:
+        print("no bt_exec node found on this ROS domain")
+    for robot in robots:
+        plans = ("?" if robot["plans"] is None
+                 else f"{len(robot['plans'])} plan(s) in flight" + (f": {', '.join(robot['plans'])}"
+                                                                    if robot["plans"] else ""))
+        print(printable(f"{robot['namespace']}  {robot['node']}  {robot['health']}  {plans}"))
     return EXIT_OK

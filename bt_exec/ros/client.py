@@ -13,6 +13,7 @@ status reads repeat harmlessly. The first answer wins.
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -95,6 +96,57 @@ class Client:
                 self.executor.spin_once(timeout_sec=min(0.05, deadline - now))
         finally:
             self.node.destroy_client(client)
+
+
+LIST_PLANS_TYPE = "bt_exec_interfaces/srv/ListPlans"
+
+
+def find_executors(client: Client, wait_s: float) -> list[str]:
+    """The full names of the bt_exec nodes on the domain (every node serving a ListPlans service), sorted.
+
+    DDS discovery is gradual and says nothing of when it is complete, so this looks for ``wait_s``."""
+    found = set()
+    deadline = time.monotonic() + wait_s
+    while True:
+        for name, types in client.node.get_service_names_and_types():
+            if LIST_PLANS_TYPE in types and name.endswith("/list_plans"):
+                found.add(name[:-len("/list_plans")])
+        now = time.monotonic()
+        if now >= deadline:
+            return sorted(found)
+        client.executor.spin_once(timeout_sec=min(0.1, deadline - now))
+
+
+def list_plans_of(client: Client, nodes: list[str], timeout_s: float) -> dict:
+    """node -> its ``get_all_plans`` answer (parsed), or None when it gave none within ``timeout_s``; all asked
+    at once."""
+    pending = {}
+    for node in nodes:
+        service = client.node.create_client(ListPlans, f"{node}/list_plans")
+        pending[node] = (service, [])
+    answers = {node: None for node in nodes}
+    deadline = time.monotonic() + timeout_s
+    resend_at = {node: time.monotonic() for node in nodes}
+    resend_after = {node: RESEND_FIRST_S for node in nodes}
+    try:
+        while True:
+            now = time.monotonic()
+            for node, (service, futures) in pending.items():
+                if answers[node] is not None:
+                    continue
+                done = [future for future in futures if future.done() and future.result() is not None]
+                if done:
+                    answers[node] = json.loads(done[0].result().plans_json)
+                elif now >= resend_at[node] and service.service_is_ready():
+                    futures.append(service.call_async(ListPlans.Request()))
+                    resend_at[node] = now + resend_after[node]
+                    resend_after[node] *= 2
+            if all(answer is not None for answer in answers.values()) or now >= deadline:
+                return answers
+            client.executor.spin_once(timeout_sec=min(0.05, deadline - now))
+    finally:
+        for service, _futures in pending.values():
+            client.node.destroy_client(service)
 
 
 def new_run_id() -> str:
