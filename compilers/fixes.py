@@ -331,7 +331,8 @@ def _placeholders(doc, pointer: str, node: dict, field: str) -> list:
 def _free_op_id(doc, pointer: str) -> str:
     """An op id no arena node uses: ``n`` and the node's index, primed until free."""
     nodes = doc.get("nodes") if isinstance(doc, dict) else None
-    used = {node.get("op_id") for node in nodes if isinstance(node, dict)} if isinstance(nodes, list) else set()
+    used = {node.get("op_id") for node in nodes if isinstance(node, dict) and isinstance(node.get("op_id"), str)} \
+        if isinstance(nodes, list) else set()
     candidate = f"n{pointer.rsplit('/', 1)[-1]}"
     while candidate in used:
         candidate += "'"

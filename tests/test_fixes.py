@@ -299,6 +299,34 @@ def test_the_fixes_of_a_report_apply_in_order_without_conflict():
             changed |= paths
 
 
+ODD_VALUES = [None, 1, -3, 2.5, True, "", " ", "x", "do", "{}", "[]", '{"a": 1}', [], {}, [1, "2"], {"op": "do"},
+              "s1", "completed", "~a/b"]
+
+
+def places(value, path=()):
+    """Every object and array in ``value``, with its path."""
+    if isinstance(value, (dict, list)):
+        yield path, value
+        for key, inner in (value.items() if isinstance(value, dict) else enumerate(value)):
+            yield from places(inner, path + (key,))
+
+
+def test_working_out_fixes_never_fails_whatever_the_values():
+    rng = random.Random(7)
+    for _ in range(600):
+        _name, doc, options, _faults = rng.choice(CORPUS)
+        doc = copy.deepcopy(doc)
+        for _change in range(rng.randint(1, 4)):
+            _path, container = rng.choice(list(places(doc)))
+            if isinstance(container, dict):
+                key = rng.choice([*container, "extra", "op", "children", "description", "op_id", "~a/b"])
+                container[key] = copy.deepcopy(rng.choice(ODD_VALUES))
+            elif container:
+                container[rng.randrange(len(container))] = copy.deepcopy(rng.choice(ODD_VALUES))
+        _report, issues = check(doc, **options)
+        apply_fixes(doc, issues)
+
+
 # --- each kind of fix ---------------------------------------------------------------------------------------
 
 def test_a_misspelt_cap_becomes_the_nearest_known_cap():
