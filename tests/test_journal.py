@@ -217,3 +217,23 @@ def test_an_event_json_cannot_hold_is_written_as_a_note_in_its_place(tmp_path):
     _, note, following = [json.loads(line) for line in path.read_text().splitlines()]
     assert note["event"] == "journal_unencodable" and (note["of"], note["seq"]) == ("node_state", 7)
     assert following == {"event": "next"} and not journal.failed
+
+
+def test_a_journal_on_a_pipe_nobody_reads_closes_within_its_bound(tmp_path):
+    """A writer blocked for good (a FIFO whose reader never reads) does not hold the closing thread."""
+    import time
+
+    from bt_exec.events.journal import JsonlJournal
+
+    fifo = tmp_path / "journal.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # opened, never read: the pipe fills and blocks
+    try:
+        journal = JsonlJournal(fifo)
+        journal.write_batch([{"event": "node_state", "padding": "x" * 4096} for _ in range(64)])
+        started = time.monotonic()
+        journal.close(timeout_s=0.5)
+        assert time.monotonic() - started < 5
+        assert journal.failed and "still writing after 0.5 s" in journal.error
+    finally:
+        os.close(reader)

@@ -77,13 +77,24 @@ class JsonlJournal:
             self._queued += len(events)
         self._queue.put([dict(event) for event in events])
 
-    def close(self) -> None:
-        """Write what is queued, then close the file. Never raises; ``failed`` says whether all was written."""
+    def close(self, timeout_s: float | None = None) -> None:
+        """Write what is queued, then close the file. Never raises; ``failed`` says whether all was written.
+
+        ``timeout_s``: the longest to wait for the writer (a pipe nobody reads blocks it for good); past it,
+        ``error`` says so and the file is left to the writer, which writes nothing more.
+        """
         if self._closed:
             return
         self._closed = True
         self._queue.put(_CLOSE)
-        self._writer.join()
+        self._writer.join(timeout_s)
+        if self._writer.is_alive():  # what it still holds is counted unwritten as it gets to it
+            with self._count_lock:
+                if self.error is None:
+                    self.error = f"still writing after {timeout_s:g} s (a reader that does not read?)"
+                queued = self._queued
+            log.error("journal %s: %s; %d events were still queued", self.path, self.error, queued)
+            return
         try:
             os.close(self._fd)
         except OSError as exc:  # some file systems report a failed write only now
