@@ -1,6 +1,6 @@
 """Launch the bt_exec node, optionally a simulated robot and a tree viewer, in a namespace.
 
-    ros2 launch bt_exec bt_exec.launch.py [namespace:=robot1] [backend:=sim|ros|moveit] [sim_robot:=true|false]
+    ros2 launch bt_exec bt_exec.launch.py [contract:=bt_exec|iiwa] [experiment_id:=N] [namespace:=robot1] [backend:=sim|ros|moveit] [sim_robot:=true|false]
         [sim_script:=FILE] [viewer:=none|web|py_trees|watcher] [terminal:='xterm -e']
         [web_port:=8080] [web_host:=127.0.0.1] [params_file:=FILE]
 
@@ -23,12 +23,19 @@ line and the rest runs. ``viewer:=web`` has the node serve its web app
 loopback it needs a token (``BT_EXEC_WEB_TOKEN`` in the environment, or
 ``web_token`` in the params file), else the node will not start. The choices
 are made in bt_exec/ros/launch_config.py. See docs/ros.md, section 8.
+
+``contract:=iiwa`` starts instead the KUKA iiwa cell's executor, launch/iiwa.launch.py, with
+``experiment_id`` and that file's own defaults for the rest (none of the arguments above reach it); see
+docs/iiwa.md.
 """
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction, Shutdown
-from launch.substitutions import LaunchConfiguration
+from launch.actions import (DeclareLaunchArgument, ExecuteProcess, GroupAction, IncludeLaunchDescription, LogInfo,
+                            OpaqueFunction, Shutdown)
+from launch.conditions import IfCondition, UnlessCondition
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import EqualsSubstitution, LaunchConfiguration
 from launch_ros.actions import Node
 
 from bt_exec.errors import ConfigError
@@ -67,8 +74,16 @@ def start(context):
 
 
 def generate_launch_description():
-    config = os.path.join(get_package_share_directory("bt_exec"), "config", "bt_exec.yaml")
+    share = get_package_share_directory("bt_exec")
+    config = os.path.join(share, "config", "bt_exec.yaml")
+    iiwa = EqualsSubstitution(LaunchConfiguration("contract"), "iiwa")
     return LaunchDescription([
+        DeclareLaunchArgument("contract", default_value="bt_exec", choices=list(launch_config.CONTRACTS),
+                              description="bt_exec: this node and its API; iiwa: the KUKA iiwa cell's executor "
+                                          "(iiwa.launch.py, docs/iiwa.md)"),
+        DeclareLaunchArgument("experiment_id", default_value="0",
+                              description="contract:=iiwa: the cell's experiment (1..20) whose scene is taken; "
+                                          "0: any"),
         DeclareLaunchArgument("namespace", default_value="",
                               description="namespace of every node, service, topic and capability server "
                                           "(e.g. robot1: /robot1/bt_exec); empty: the root"),
@@ -95,5 +110,11 @@ def generate_launch_description():
         DeclareLaunchArgument("web_host", default_value="127.0.0.1",
                               description="address the web app binds to (viewer:=web); beyond loopback it needs "
                                           "a token: BT_EXEC_WEB_TOKEN, or web_token in params_file"),
-        OpaqueFunction(function=start),
+        GroupAction([OpaqueFunction(function=start)], condition=UnlessCondition(iiwa)),
+        # Not forwarded: this file's backend, params_file and sim_script would override iiwa.launch.py's
+        # own defaults, which differ (backend auto, config/iiwa.yaml).
+        GroupAction([IncludeLaunchDescription(PythonLaunchDescriptionSource(
+                         os.path.join(share, "launch", "iiwa.launch.py")))],
+                    condition=IfCondition(iiwa), forwarding=False,
+                    launch_configurations={"experiment_id": LaunchConfiguration("experiment_id")}),
     ])

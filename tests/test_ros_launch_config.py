@@ -10,11 +10,17 @@ from bt_exec.ros import launch_config, params
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 LAUNCH = REPO / "launch" / "bt_exec.launch.py"
+FLEET_LAUNCH = REPO / "launch" / "fleet.launch.py"
+IIWA_LAUNCH = REPO / "launch" / "iiwa.launch.py"
 CONFIG = REPO / "config" / "bt_exec.yaml"
 
 
-def launch_tree() -> ast.Module:
-    return ast.parse(LAUNCH.read_text(), filename=str(LAUNCH))
+def launch_tree(path: pathlib.Path = LAUNCH) -> ast.Module:
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+def declared(tree: ast.Module) -> dict[str, ast.Call]:
+    return {ast.literal_eval(call.args[0]): call for call in calls(tree, "DeclareLaunchArgument")}
 
 
 def calls(tree: ast.AST, name: str) -> list[ast.Call]:
@@ -63,6 +69,34 @@ def test_launch_starts_the_node_and_the_sim_robot_in_the_namespace():
     assert keyword(opaque, "function").id == "start"  # every choice made once the arguments are known
     text = LAUNCH.read_text()
     assert '"bt_exec.yaml"' in text and '"config"' in text
+
+
+def test_contract_iiwa_starts_the_cells_launch_file_instead():
+    tree = launch_tree()
+    arguments = declared(tree)
+    assert keyword(arguments["contract"], "default_value") == "bt_exec"
+    assert launch_config.CONTRACTS == ("bt_exec", "iiwa")
+    assert "choices=list(launch_config.CONTRACTS)" in LAUNCH.read_text()
+    # experiment_id keeps the cell's launch file's default and is the one argument it is given
+    assert keyword(arguments["experiment_id"], "default_value") == \
+        keyword(declared(launch_tree(IIWA_LAUNCH))["experiment_id"], "default_value")
+    (iiwa,) = calls(tree, "EqualsSubstitution")
+    assert ast.literal_eval(iiwa.args[0].args[0]) == "contract" and ast.literal_eval(iiwa.args[1]) == "iiwa"
+    groups = {keyword(group, "condition").func.id: group for group in calls(tree, "GroupAction")}
+    assert set(groups) == {"UnlessCondition", "IfCondition"}
+    for group in groups.values():
+        assert keyword(group, "condition").args[0].id == "iiwa"
+    (own,) = groups["UnlessCondition"].args[0].elts  # today's actions only without the cell's contract
+    assert own.func.id == "OpaqueFunction" and keyword(own, "function").id == "start"
+    cell = groups["IfCondition"]
+    assert keyword(cell, "forwarding") is False  # this file's backend, params_file ... never reach it
+    configurations = keyword(cell, "launch_configurations")
+    assert [ast.literal_eval(key) for key in configurations.keys] == ["experiment_id"]
+    assert ast.literal_eval(configurations.values[0].args[0]) == "experiment_id"
+    (include,) = calls(cell, "IncludeLaunchDescription")
+    path = include.args[0].args[0]
+    assert [ast.literal_eval(part) for part in path.args[1:]] == ["launch", "iiwa.launch.py"]
+    assert IIWA_LAUNCH.exists()
 
 
 def test_the_namespace_is_checked_and_normalised():
@@ -115,6 +149,57 @@ def test_the_watcher_hint_picks_this_nodes_tree_only():
     services = ["/robot1/bt_exec/snapshot_streams/open", "/robot10/bt_exec/snapshot_streams/open"]
     hint = launch_config.snapshot_streams_hint(launch_config.node_namespace("robot1"))
     assert [name for name in services if hint in name] == services[:1]  # as the watcher matches it
+
+
+def test_fleet_robots_by_name_or_count():
+    assert launch_config.fleet_namespaces("", "3") == ["/robot1", "/robot2", "/robot3"]
+    assert launch_config.fleet_namespaces("arm, /cart/", "3") == ["/arm", "/cart"]  # robots wins over count
+    assert launch_config.fleet_namespaces("fleet/a,fleet/b", "") == ["/fleet/a", "/fleet/b"]
+    for robots, count, where in (("", "0", "count:="), ("", "two", "count:="), ("", "65", "count:="),
+                                 ("a,,b", "2", "an empty name"), ("a,/a/", "2", "named twice"),
+                                 ("1robot", "2", "namespace:=")):
+        with pytest.raises(ConfigError, match=where):
+            launch_config.fleet_namespaces(robots, count)
+    many = ",".join(f"r{index}" for index in range(launch_config.MAX_FLEET + 1))
+    with pytest.raises(ConfigError, match="at most"):
+        launch_config.fleet_namespaces(many, "")
+
+
+def test_fleet_nodes_each_robot_with_its_sim_robot():
+    nodes = launch_config.fleet_nodes(["/robot1", "/robot2"], "ros", "/s.json", "/p.yaml")
+    assert nodes == [
+        {"executable": "bt_exec_node", "name": "bt_exec", "namespace": "/robot1",
+         "parameters": ["/p.yaml", {"backend": "ros"}]},
+        {"executable": "bt_exec_sim_robot", "name": "bt_exec_sim_robot", "namespace": "/robot1",
+         "parameters": [{"sim_script": "/s.json"}]},
+        {"executable": "bt_exec_node", "name": "bt_exec", "namespace": "/robot2",
+         "parameters": ["/p.yaml", {"backend": "ros"}]},
+        {"executable": "bt_exec_sim_robot", "name": "bt_exec_sim_robot", "namespace": "/robot2",
+         "parameters": [{"sim_script": "/s.json"}]}]
+    embedded = launch_config.fleet_nodes(["/a"], "sim", "/s.json", "/p.yaml")
+    assert embedded == [{"executable": "bt_exec_node", "name": "bt_exec", "namespace": "/a",
+                         "parameters": ["/p.yaml", {"backend": "sim", "sim_script": "/s.json"}]}]
+    with pytest.raises(ConfigError, match="backend:='moveit'"):
+        launch_config.fleet_nodes(["/a"], "moveit", "", "/p.yaml")
+
+
+def test_fleet_launch_file():
+    tree = launch_tree(FLEET_LAUNCH)
+    compile(FLEET_LAUNCH.read_text(), str(FLEET_LAUNCH), "exec")
+    assert "generate_launch_description" in [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+    arguments = declared(tree)
+    assert set(arguments) == {"count", "robots", "backend", "sim_script", "params_file"}
+    assert keyword(arguments["backend"], "choices") == ["ros", "sim"]
+    assert keyword(arguments["backend"], "default_value") == "ros"
+    launch_config.fleet_namespaces(keyword(arguments["robots"], "default_value"),
+                                   keyword(arguments["count"], "default_value"))  # the defaults are a fleet
+    (opaque,) = calls(tree, "OpaqueFunction")
+    assert keyword(opaque, "function").id == "start"
+    (node,) = calls(tree, "Node")  # every robot's nodes as launch_config.fleet_nodes describes them
+    assert keyword(node, "package") == "bt_exec" and [kw.arg for kw in node.keywords][-1] is None
+    text = FLEET_LAUNCH.read_text()
+    assert "launch_config.fleet_namespaces(arg(\"robots\"), arg(\"count\"))" in text
+    assert "except ConfigError" in text and "Shutdown(" in text
 
 
 def test_setup_installs_the_launch_file_config_and_executables():

@@ -1,8 +1,9 @@
-"""What launch/bt_exec.launch.py starts, decided from its arguments (no ROS and no launch import here).
+"""What launch/bt_exec.launch.py and launch/fleet.launch.py start, decided from their arguments (no ROS and no
+launch import here).
 
-Kept apart from the launch file so that every choice it makes (namespace,
-where ``sim_script`` goes, which viewer runs and how) is tested where
-``launch`` is not installed. Each function raises ConfigError with a message
+Kept apart from the launch files so that every choice they make (namespace,
+where ``sim_script`` goes, which viewer runs and how, which contract, the
+fleet's robots) is tested where ``launch`` is not installed. Each function raises ConfigError with a message
 naming the argument that is wrong.
 """
 from __future__ import annotations
@@ -15,6 +16,8 @@ from ..errors import ConfigError
 
 BACKENDS = ("sim", "ros", "moveit")
 VIEWERS = ("none", "web", "py_trees", "watcher")
+CONTRACTS = ("bt_exec", "iiwa")  # bt_exec's own node and API, or the KUKA iiwa cell's (launch/iiwa.launch.py)
+MAX_FLEET = 64  # robots one fleet launch starts: each is a process pair on one machine
 # viewer -> (program, the apt package that has it)
 VIEWER_PROGRAMS = {"py_trees": ("py-trees-tree-viewer", "ros-jazzy-py-trees-ros-viewer"),
                    "watcher": ("py-trees-tree-watcher", "ros-jazzy-py-trees-ros")}
@@ -98,3 +101,41 @@ def viewer_command(viewer: str, namespace: str, terminal: str = "", which=shutil
     if prefix and which(prefix[0]) is None:
         raise ConfigError(f"terminal:={terminal!r}: {prefix[0]} is not installed here")
     return [*prefix, program, "--namespace-hint", snapshot_streams_hint(namespace)], None
+
+
+def fleet_namespaces(robots: str, count: str) -> list[str]:
+    """The fleet's robot namespaces: ``robots:=robot1,robot2`` as given (``/robot1``, ``/robot2``), else
+    ``count:=N`` robots named ``/robot1`` .. ``/robotN``."""
+    if robots.strip():
+        names = [node_namespace(name) for name in robots.split(",")]
+        if "" in names:
+            raise ConfigError(f"robots:={robots!r}: an empty name; give comma-separated namespaces, "
+                              "e.g. robots:=robot1,robot2")
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ConfigError(f"robots:={robots!r}: {repeated[0]} is named twice; each robot needs its own "
+                              "namespace")
+    else:
+        if not count.strip().isdigit() or not 1 <= int(count) <= MAX_FLEET:
+            raise ConfigError(f"count:={count!r}: expected a number of robots, 1 to {MAX_FLEET}")
+        names = [f"/robot{index}" for index in range(1, int(count) + 1)]
+    if len(names) > MAX_FLEET:
+        raise ConfigError(f"robots:=...: {len(names)} robots, at most {MAX_FLEET}")
+    return names
+
+
+def fleet_nodes(namespaces: list[str], backend: str, sim_script: str, params_file: str) -> list[dict]:
+    """Each robot's processes as ``launch_ros`` ``Node`` arguments (package bt_exec): its bt_exec node and,
+    with ``backend:=ros``, its sim robot serving the node's capability actions in the same namespace. With
+    ``backend:=sim`` each node runs ``sim_script`` in its embedded simulator and no sim robot is started."""
+    if backend not in ("sim", "ros"):
+        raise ConfigError(f"backend:={backend!r}: a fleet runs on sim or ros (moveit drives one arm: use "
+                          "bt_exec.launch.py with namespace:=)")
+    nodes = []
+    for namespace in namespaces:
+        nodes.append({"executable": "bt_exec_node", "name": "bt_exec", "namespace": namespace,
+                      "parameters": [params_file, node_parameters(backend, sim_script)]})
+        if backend == "ros":
+            nodes.append({"executable": "bt_exec_sim_robot", "name": "bt_exec_sim_robot", "namespace": namespace,
+                          "parameters": [sim_robot_parameters(sim_script)]})
+    return nodes
