@@ -2,9 +2,10 @@
 //
 // Data flow: the plan lists and a plan's tree are fetched from the JSON API;
 // afterwards every change arrives on the event stream (EventSource /api/events)
-// and is applied in place: a node_state event touches only that op's SVG group
-// (a Map op_id -> elements), and DOM writes are batched in requestAnimationFrame,
-// so a tree of thousands of ops stays responsive. Nothing is polled.
+// and is applied in place: a node_state event updates that op's entry (a Map
+// op_id -> entry) and the leaf counts of the composites above it; only the ops
+// in and around the view have SVG nodes, and DOM writes are batched in
+// requestAnimationFrame, so a tree of 10,000 ops stays responsive. Nothing is polled.
 //
 // The page's Content-Security-Policy allows scripts and styles from this server
 // only: no inline scripts or style attributes in the markup; styles are classes
@@ -249,7 +250,6 @@
     if (st.statesChanged) {
       st.statesChanged = false;
       followRunning();
-      if (st.dirty.size) flush();  // nodes the scroll brought in
     }
     if (st.minimapDirty) drawMinimap();
     if (st.detailsDirty) {
@@ -1402,16 +1402,18 @@
         refreshLists();
         return;
       case 'plan_complete':
-        refreshLists();
-        if (event.plan_id === st.selectedPlan) {
-          if (st.tree) {
-            st.tree.running = false;
-            st.tree.outcome = event.outcome;
-            st.tree.cancelled = event.cancelled;
-            renderStatus();
-          }
-          reloadSelected();
+        if (event.plan_id === st.selectedPlan && st.tree) {
+          st.tree.running = false;
+          st.tree.outcome = event.outcome;
+          st.tree.cancelled = event.cancelled;
+          renderStatus();
         }
+        // The lists and the final record (results, times) are read once the frame that shows the
+        // last states is out: a plan that ends a thousand ops at once is shown ended first.
+        requestAnimationFrame(() => setTimeout(() => {
+          refreshLists();
+          if (event.plan_id === st.selectedPlan) reloadSelected();
+        }, 0));
         return;
       case 'dropped':
         st.missed += event.count;
