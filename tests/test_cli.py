@@ -326,7 +326,7 @@ def test_run_stop_at_on_enter(tmp_path):
     assert result.returncode == 1, result.stderr
     events = read_events(events_path)
     assert op_states(events, "3") == ["canceled"]
-    [canceled] = [e for e in events if e.get("op_id") == "3"]
+    [canceled] = [e for e in events if e["event"] == "node_state" and e["op_id"] == "3"]
     assert canceled["detail"] == "stop point on_enter fired: the op never started"
     assert op_states(events, "5") == []
     complete = plan_complete(events)
@@ -340,7 +340,7 @@ def test_run_stop_at_defaults_to_on_complete(tmp_path):
     assert result.returncode == 1, result.stderr
     events = read_events(events_path)
     assert op_states(events, "2") == ["running", "canceled"]
-    [final] = [e for e in events if e.get("op_id") == "2" and e["state"] == "canceled"]
+    [final] = [e for e in events if e["event"] == "node_state" and e["op_id"] == "2" and e["state"] == "canceled"]
     assert final["detail"] == "stop point on_complete fired after the op succeeded"
     assert op_states(events, "5") == []
     assert plan_complete(events)["cancelled"] is True
