@@ -377,18 +377,27 @@ def test_wait_for_plan_answers_the_record_or_not_finished_at_the_timeout(app):
 
 
 def test_wait_for_plan_holds_at_most_max_waits_threads(make_executor):
-    executor = make_executor({"default": {"outcome": "success", "duration_s": 5.0}})
+    executor = make_executor({"default": {"outcome": "success", "duration_s": 30.0}})
     executor.start()
     api = ControlApi(executor, max_waits=2)
     plan_id = executor.submit(slow_plan(1))["plan_id"]
-    waiting = [threading.Thread(target=api.call, args=("wait_for_plan", {"plan_id": plan_id, "timeout_s": 1}))
+    answers = []
+    waiting = [threading.Thread(target=lambda: answers.append(api.call("wait_for_plan", {"plan_id": plan_id,
+                                                                                         "timeout_s": 20})))
                for _ in range(2)]
     for thread in waiting:
         thread.start()
-    time.sleep(0.2)
-    with pytest.raises(ApiError) as busy:
-        api.call("wait_for_plan", {"plan_id": plan_id, "timeout_s": 1})
+    busy = None
+    for _ in range(100):  # until both waiters hold their slot
+        try:
+            api.call("wait_for_plan", {"plan_id": plan_id, "timeout_s": 0})
+        except ApiError as refused:
+            busy = refused
+            break
+        time.sleep(0.05)
+    executor.cancel_plan(plan_id, wait_ms=5000)  # the waiters get the record at once
     for thread in waiting:
-        thread.join(5)
-    assert busy.value.status == 503 and busy.value.code == "too_many_waits"
-    assert api.call("wait_for_plan", {"plan_id": plan_id, "timeout_s": 0})["finished"] is False  # slots came back
+        thread.join(10)
+    assert busy is not None and busy.status == 503 and busy.code == "too_many_waits"
+    assert [answer["outcome"] for answer in answers] == ["cancelled", "cancelled"]
+    assert api.call("wait_for_plan", {"plan_id": plan_id, "timeout_s": 0})["outcome"] == "cancelled"  # slots back
