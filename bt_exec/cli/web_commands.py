@@ -26,7 +26,7 @@ def add_commands(commands) -> None:
     mcp = commands.add_parser("mcp", help="serve the control operations as MCP tools on stdin/stdout (for LLM agents)",
                               description="Serve submit_plan, validate_plan, get_all_plans, get_plan_status, "
                                           "get_plan_result, get_plan_feedback, get_plans_snapshot, stop_plan_at, "
-                                          "cancel_plan and cancel_all (among others) as MCP tools "
+                                          "cancel_plan, cancel_all and wait_for_plan as MCP tools "
                                           "over stdio: to a running app (--url) or to an executor of its own on the "
                                           "sim backend. The token of --url's app comes from $" + TOKEN_ENV + ". "
                                           "A running app also serves MCP itself, at its URL's /mcp.")

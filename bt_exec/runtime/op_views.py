@@ -16,7 +16,7 @@ OP_STATES = ("pending", "running", "paused", "succeeded", "failed", "canceled", 
 SUMMARY_STATES = frozenset(("running", "paused", "failed", "timeout"))  # what an agent acts on: live or failed ops
 MIN_VIEW_CHARS = 1000  # room for a plan's own fields and the truncation marker
 MAX_VIEW_CHARS = 64 * 1024 * 1024
-MAX_WAIT_FOR_PLAN_S = 60.0  # the longest wait_for_plan holds its caller (and a door's request) before its view
+MAX_WAIT_FOR_PLAN_S = 60.0  # the longest wait_for_plan holds its caller (at a door: a request and a worker thread)
 
 
 @dataclass(frozen=True)
