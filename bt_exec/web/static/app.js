@@ -1119,12 +1119,14 @@
     } else if (!tree.running) {
       fetchTrace(tree.plan_id);  // a finished run's record holds its trace
     } else {
-      // In flight and no trace in the tree: each ended step's last outcome, then the events as they come.
-      for (const op of tree.ops) {
+      // In flight and no trace in the tree: each ended step's last outcome (the run's own word, in the
+      // order the steps ended), then the events as they come.
+      const ended = tree.ops.filter((op) => {
         const event = op.result && typeof op.result === 'object' ? op.result.event : null;
-        if (event && FINAL_STATES.has(op.state) && graph.transitions[op.op_id] && event in graph.transitions[op.op_id]) {
-          addTrace({ step: op.op_id, outcome: event, next: graph.transitions[op.op_id][event] });
-        }
+        return event && FINAL_STATES.has(op.state) && graph.transitions[op.op_id] && event in graph.transitions[op.op_id];
+      }).sort((a, b) => (a.ended_at || 0) - (b.ended_at || 0));
+      for (const op of ended) {
+        addTrace({ step: op.op_id, outcome: op.result.event, next: graph.transitions[op.op_id][op.result.event] });
       }
     }
     paintTaken();
