@@ -400,3 +400,21 @@ def test_a_finished_step_graph_marks_only_the_transitions_its_trace_took(console
     assert "reached" not in console.css('g.terminal-node[data-terminal="stop"]').get_attribute("class")
     assert "×2" not in console.css('text.transition[data-from="s1"][data-outcome="success"]').text
     console.screenshot("web-console-qwen3-finished.png")
+
+
+def test_a_live_step_graph_marks_the_transitions_as_the_run_takes_them(console_factory):
+    console = _qwen3_console(console_factory, {"s1": {"outcome": ["grasp_failed", "success"], "duration_s": 0.05},
+                                               "s4": {"outcome": "placed", "duration_s": 0.05},
+                                               "s2": {"outcome": "success", "duration_s": 60}})
+    console.open()
+    console.wait_text("#connection", "live")
+    plan_id = console.submit(json.loads((REPO / "examples/qwen3/cap_to_hatch.json").read_text()))
+    console.wait_op_class("s2", "state-running")
+    expected = {("s0", "success"), ("s1", "grasp_failed"), ("s4", "placed"), ("s1", "success")}
+    console.wait_for(lambda d: {(label.get_attribute("data-from"), label.get_attribute("data-outcome"))
+                                for label in console.all("text.transition.taken")} == expected,
+                     message="the taken transitions are not the ones the run took")
+    assert "taken" not in console.css('text.transition[data-from="s4"][data-outcome="empty"]').get_attribute("class")
+    assert "last" in console.css('path.gedge[data-from="s1"][data-to="s2"]').get_attribute("class")
+    console.executor.cancel_plan(plan_id)
+    console.wait_text("#status", f"plan {plan_id}: cancelled")
