@@ -163,6 +163,11 @@ def test_a_thousand_op_plan_opens_only_the_path_to_the_running_op(console_factor
     assert "open" in console.op(batch_id(1)).get_attribute("class")
     console.css(f'g.op[data-op-id="{batch_id(1)}"] .toggle').click()
     console.wait_for(lambda d: not console.all(f'g.op[data-op-id="{leaf_id(1, 0)}"]'), message="batch 1 did not close")
+    from selenium.webdriver.common.keys import Keys
+    console.op(batch_id(1)).send_keys(Keys.ARROW_RIGHT)  # the keyboard opens and closes too
+    console.wait_for(lambda d: console.all(f'g.op[data-op-id="{leaf_id(1, 0)}"]'), message="→ did not open batch 1")
+    console.op(batch_id(1)).send_keys(Keys.ARROW_LEFT)
+    console.wait_for(lambda d: not console.all(f'g.op[data-op-id="{leaf_id(1, 0)}"]'), message="← did not close batch 1")
     # Closing the running batch hides its op; "Find running" opens the way to it again.
     console.driver.execute_script("document.getElementById('tree-scroll').scrollTo(0, 0)")
     console.wait_for(lambda d: console.all(f'g.op[data-op-id="{batch_id(0)}"] .toggle'))
