@@ -1,4 +1,4 @@
-"""The web door: tree reads and the event stream over HTTP, and the console drawing a 1,000-op tree.
+"""The web door: tree reads and the event stream over HTTP, and the console drawing 1,000- and 10,000-op trees.
 
 Run from the repository root::
 
