@@ -206,6 +206,10 @@ class StatusLog:
 
 
 class Client:
+    """A planner kept open: a ``~/submit`` client and a ``~/status`` subscription, each on a node and a
+    SingleThreadedExecutor of its own, spun in a thread of its own, so that an answer is never queued behind
+    the events its plan's start sends at the same moment (514 for figure 1's plan)."""
+
     def __init__(self, node_name: str):
         import rclpy
         from bt_exec_interfaces.srv import Submit
@@ -217,33 +221,46 @@ class Client:
         self.Submit = Submit
         self.context = Context()
         rclpy.init(context=self.context)
+        self.nodes, self.executors, self._threads = [], [], []
         try:
-            self.node = rclpy.create_node(f"bench_client_{uuid.uuid4().hex[:8]}", context=self.context)
             requests = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
             events = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                                 durability=DurabilityPolicy.VOLATILE)
             self.status = StatusLog()
-            self.subscription = self.node.create_subscription(String, f"{node_name}/status", self.status, events)
-            self.submit_client = self.node.create_client(Submit, f"{node_name}/submit", qos_profile=requests)
-            self.executor = SingleThreadedExecutor(context=self.context)
-            self.executor.add_node(self.node)
+            listener, caller = (rclpy.create_node(f"bench_{role}_{uuid.uuid4().hex[:8]}", context=self.context)
+                                for role in ("listener", "client"))
+            self.nodes = [listener, caller]
+            self.subscription = listener.create_subscription(String, f"{node_name}/status", self.status, events)
+            self.submit_client = caller.create_client(Submit, f"{node_name}/submit", qos_profile=requests)
+            for node in self.nodes:
+                executor = SingleThreadedExecutor(context=self.context)
+                executor.add_node(node)
+                self.executors.append(executor)
         except BaseException:
+            for node in self.nodes:
+                node.destroy_node()
             self.context.try_shutdown()
             raise
-        self._thread = threading.Thread(target=self._spin, name="bench-ros", daemon=True)
-        self._thread.start()
+        for executor in self.executors:
+            thread = threading.Thread(target=self._spin, args=(executor,), name="bench-ros", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
-    def _spin(self) -> None:
+    @staticmethod
+    def _spin(executor) -> None:
         from rclpy.executors import ExternalShutdownException
         try:
-            self.executor.spin()
+            executor.spin()
         except ExternalShutdownException:
             pass
 
     def close(self) -> None:
-        self.executor.shutdown(timeout_sec=2.0)
-        self._thread.join(5)
-        self.node.destroy_node()
+        for executor in self.executors:
+            executor.shutdown(timeout_sec=2.0)
+        for thread in self._threads:
+            thread.join(5)
+        for node in self.nodes:
+            node.destroy_node()
         self.context.try_shutdown()
 
     def submit_async(self, text: str, run_id: str):

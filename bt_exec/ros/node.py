@@ -6,9 +6,10 @@ pure conversions in ``convert``; the executor ticks in its own loop
 
 Services (all in one reentrant callback group, served by a MultiThreadedExecutor):
 ``~/submit``, ``~/stop_at``, ``~/cancel``, ``~/get_status``, ``~/list_plans``.
-Submit and cancel are ``async``: submit validates and compiles in a small worker
-pool, cancel waits for the executor's Cancellation on an rclpy Future, so
-neither holds an executor thread while it waits.
+Submit and cancel are ``async``: submit validates and compiles in the callback
+(a large text, or one that may wait, in a small worker pool), cancel waits for
+the executor's Cancellation on an rclpy Future, so neither holds an executor
+thread while it waits.
 
 Topics: ``~/plan`` (each accepted graph's text, published from the tick thread
 as the plan starts: before its first tick), ``~/status`` (one JSON event per
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import gc
 import logging
 import os
 import signal
@@ -67,6 +69,12 @@ DROP_REPORT_PERIOD_S = 1.0
 STATUS_QUEUE = params.STATUS_QUEUE  # default of status_queue: events waiting for the ~/status publisher
 REMEMBER_RUN_IDS = 10_000  # as many as the executor remembers answers for
 SUBMIT_WORKERS = 2
+# A submit up to this many characters is validated and compiled in the service callback (a few ms for 256 ops): handing it
+# to a worker and back costs two more thread switches, each a wait for the GIL while the tick thread runs.
+INLINE_SUBMIT_CHARS = 64 * 1024
+# How long a thread holds the GIL while another waits for it (CPython's default is 5 ms). An accepted plan
+# starts at once in the tick thread; short slices let the service thread send the answer meanwhile.
+GIL_SWITCH_INTERVAL_S = 0.0001
 SHUTDOWN_CANCEL_MS = 2000  # of shutdown_timeout_s, the most spent waiting for plans to finish
 LAST_EVENTS_S = 1.0        # of shutdown_timeout_s, what is kept for the last events to reach the subscribers
 SIGNAL_GRACE_S = 2.0       # a second SIGINT/SIGTERM this soon after the first is the same request (ros2 launch's)
@@ -394,8 +402,11 @@ class ExecutorNode(Node):
                     self._plan_texts[run_id] = submission.text
                     while len(self._plan_texts) > REMEMBER_RUN_IDS:
                         self._plan_texts.popitem(last=False)
-            answer = await self._offload(self.bt.submit, submission.source, run_id=run_id,
-                                         dialect=submission.dialect)
+            if len(submission.source) <= INLINE_SUBMIT_CHARS and '"wait_ms"' not in submission.source:
+                answer = self.bt.submit(submission.source, run_id=run_id, dialect=submission.dialect)
+            else:  # a large plan, or a meta op that may wait: off the executor's threads
+                answer = await self._offload(self.bt.submit, submission.source, run_id=run_id,
+                                             dialect=submission.dialect)
             if fresh and not (answer.get("accepted") and answer.get("plan_id")):
                 with self._plan_lock:
                     self._plan_texts.pop(run_id, None)  # a refusal or a meta op: nothing is published
@@ -605,6 +616,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
         except (ConfigError, ValueError) as exc:
             return fail(f"cannot start: {exc}", 2)
         started.append(node)
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         ros_executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
         ros_executor.add_node(node)
         if node.watcher is not None and node.watcher.own_node is not None:
@@ -612,6 +624,9 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
         spin_thread = threading.Thread(target=_spin, args=(ros_executor, stop), name="bt_exec-ros", daemon=True)
         spin_thread.start()
         node.start()
+        # What is loaded by now lives as long as the process: out of the collector's sight, a full collection
+        # (which a large plan's objects can trigger) no longer walks it.
+        gc.freeze()
         while not stop.wait(0.2):
             if not rclpy.ok():  # the context was shut down from elsewhere
                 break
