@@ -210,7 +210,8 @@ def update_trial(driver, server: WebServer, executor: bt_exec.Executor) -> float
     if load_page(driver, f"{server.url}#plan={plan_id}", root) is None:
         return None
     # The view stays put (following the running ops would scroll the root's count out of the view).
-    driver.execute_script("const follow = document.getElementById('follow-running'); if (follow.checked) follow.click();")
+    driver.execute_script("const follow = document.getElementById('follow-running');"
+                          "if (follow.checked) follow.click();")
     driver.execute_script(WATCH_SHOWN, root, TREE_OPS - 1)
     record = executor.run_until_complete(plan_id, timeout=60)
     deadline = time.monotonic() + 30

@@ -167,7 +167,8 @@ def test_a_thousand_op_plan_opens_only_the_path_to_the_running_op(console_factor
     console.op(batch_id(1)).send_keys(Keys.ARROW_RIGHT)  # the keyboard opens and closes too
     console.wait_for(lambda d: console.all(f'g.op[data-op-id="{leaf_id(1, 0)}"]'), message="→ did not open batch 1")
     console.op(batch_id(1)).send_keys(Keys.ARROW_LEFT)
-    console.wait_for(lambda d: not console.all(f'g.op[data-op-id="{leaf_id(1, 0)}"]'), message="← did not close batch 1")
+    console.wait_for(lambda d: not console.all(f'g.op[data-op-id="{leaf_id(1, 0)}"]'),
+                     message="← did not close batch 1")
     # Closing the running batch hides its op; "Find running" opens the way to it again.
     console.driver.execute_script("document.getElementById('tree-scroll').scrollTo(0, 0)")
     console.wait_for(lambda d: console.all(f'g.op[data-op-id="{batch_id(0)}"] .toggle'))
@@ -199,7 +200,8 @@ def test_a_thousand_op_plan_opens_only_the_path_to_the_running_op(console_factor
     minimap = console.css("#minimap")
     assert minimap.size["height"] > 100
     from selenium.webdriver.common.action_chains import ActionChains
-    ActionChains(console.driver).move_to_element_with_offset(minimap, 0, minimap.size["height"] // 2 - 5).click().perform()
+    halfway = minimap.size["height"] // 2 - 5
+    ActionChains(console.driver).move_to_element_with_offset(minimap, 0, halfway).click().perform()
     console.wait_for(lambda d: d.execute_script(scroll_top) > 1000, message="the minimap click did not scroll")
     assert not console.css("#follow-running").is_selected()
 
@@ -347,7 +349,8 @@ def test_a_step_graph_shows_its_steps_and_transitions_live(console_factory):
     assert edges == pairs
     terminals = {next_ for _, next_ in pairs if next_ not in transitions}
     assert {t.get_attribute("data-terminal") for t in console.all("g.terminal-node")} == terminals
-    assert console.css('text.transition[data-from="s3"][data-outcome="success"]').get_attribute("data-to") == "completed"
+    s3_success = console.css('text.transition[data-from="s3"][data-outcome="success"]')
+    assert s3_success.get_attribute("data-to") == "completed"
     # s1 -> s2 was the last transition taken: the running step's way in is marked.
     assert "last" in console.css('path.gedge[data-from="s1"][data-to="s2"]').get_attribute("class")
     assert "taken" not in console.css('path.gedge[data-from="s4"][data-to="s1"]').get_attribute("class")
