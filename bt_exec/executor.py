@@ -26,7 +26,7 @@ from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
 from .runtime.feedback import OUTPUT_CHARS, call_entries, check_output_chars, snapshot_op
 from .runtime.op_views import MAX_WAIT_FOR_PLAN_S, OpView, op_view
-from .runtime.plan_run import FINAL_STATES, STOP_WHENS, PlanRun
+from .runtime.plan_run import FINAL_STATES, STOP_POINT_SOURCES, STOP_WHENS, PlanRun
 from .runtime.runner import Runner
 from .sim import SimBackend
 
@@ -170,7 +170,7 @@ class Executor:
             elif request.op == "cancel_all":
                 result = self.cancel_all(wait_ms=request.wait_ms)
             else:
-                result = self.stop_plan_at(request.plan_id, request.target_op_id, when=request.when)
+                result = self.stop_plan_at(request.plan_id, request.target_op_id, when=request.when, source="builtin")
         except ControlError as exc:
             return {"accepted": False, "run_id": run_id, "plan_id": None, "verdict": "control",
                     "issues": [Issue("control_refused", "", str(exc)).as_dict()], "message": str(exc),
@@ -282,30 +282,61 @@ class Executor:
 
     # --- control -------------------------------------------------------------------
 
-    def stop_plan_at(self, plan_id: str | int, op_id: str | int, when: str = "on_complete") -> dict:
+    def stop_plan_at(self, plan_id: str | int, op_id: str | int, when: str = "on_complete",
+                     source: str = "api") -> dict:
         """Arm a stop point: when execution reaches ``op_id`` the whole plan is cancelled.
 
         A StopGuard is placed above the op (an op already running goes on untouched and
-        is checked when it completes).
+        is checked when it completes). ``source``: the door that asks (api, http, mcp, ros,
+        builtin), named by the ``stop_point`` events.
         """
-        op_id = _check_id(op_id, "op_id", "stop_plan_at")
-        plan_id = _check_id(plan_id, "plan_id", "stop_plan_at")
-        if when not in STOP_WHENS:
-            raise ControlError(f"stop_plan_at: invalid when {quote(when)} (expected on_enter or on_complete)")
+        plan_id, op_id, when = self._stop_point_args(plan_id, op_id, when, source, "stop_plan_at")
         run = self._active_run(plan_id, "stop_plan_at")
         if run is None:
             return {"success": True, "armed": False,
                     "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); no stop point needed."}
-        record = run.records.get(op_id)
-        if record is None:
-            raise ControlError(f"stop_plan_at: plan {quote(plan_id)} has no op {quote(op_id)}; "
-                               "call get_plan_status to see its op ids")
-        run.arm(op_id, when, in_tick=self._runner.in_tick())
+        record = self._op_record(run, op_id, "stop_plan_at")
+        run.arm(op_id, when, in_tick=self._runner.in_tick(), source=source)
         message = f"Stop point set: plan {quote(plan_id)} will be cancelled {when} op_id={cut_text(op_id, QUOTE_CHARS)}."
         too_late = record.state != "pending" if when == "on_enter" else record.state not in ("pending", "running", "paused")
         if too_late:
             message += f" Note: op {op_id} is already {record.state}, so this stop point will not fire."
         return {"success": True, "armed": True, "message": message}
+
+    def disarm_stop_point(self, plan_id: str | int, op_id: str | int, when: str = "on_complete",
+                          source: str = "api") -> dict:
+        """Disarm a stop point armed with ``stop_plan_at``: the plan goes on through ``op_id``.
+        ``{success, disarmed, message}``; ``disarmed`` is false when none was armed there."""
+        plan_id, op_id, when = self._stop_point_args(plan_id, op_id, when, source, "disarm_stop_point")
+        run = self._active_run(plan_id, "disarm_stop_point")
+        if run is None:
+            return {"success": True, "disarmed": False,
+                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); nothing to disarm."}
+        self._op_record(run, op_id, "disarm_stop_point")
+        shown = cut_text(op_id, QUOTE_CHARS)
+        if not run.disarm(op_id, when, source=source):
+            return {"success": True, "disarmed": False,
+                    "message": f"plan {quote(plan_id)} has no stop point {when} op_id={shown}; nothing to disarm."}
+        return {"success": True, "disarmed": True,
+                "message": f"Stop point disarmed: plan {quote(plan_id)} goes on {when} op_id={shown}."}
+
+    @staticmethod
+    def _stop_point_args(plan_id, op_id, when, source: str, caller: str) -> tuple[str, str, str]:
+        op_id = _check_id(op_id, "op_id", caller)
+        plan_id = _check_id(plan_id, "plan_id", caller)
+        if when not in STOP_WHENS:
+            raise ControlError(f"{caller}: invalid when {quote(when)} (expected on_enter or on_complete)")
+        if source not in STOP_POINT_SOURCES:
+            raise ControlError(f"{caller}: invalid source {quote(source)} (expected {', '.join(STOP_POINT_SOURCES)})")
+        return plan_id, op_id, when
+
+    @staticmethod
+    def _op_record(run: PlanRun, op_id: str, caller: str):
+        record = run.records.get(op_id)
+        if record is None:
+            raise ControlError(f"{caller}: plan {quote(run.plan_id)} has no op {quote(op_id)}; "
+                               "call get_plan_status to see its op ids")
+        return record
 
     def begin_cancel(self, plan_id: str | None, reason: str) -> "Cancellation":
         """Ask for a cancel without waiting: one plan, or (``plan_id`` None) every plan but control-only ones.

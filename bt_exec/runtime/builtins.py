@@ -50,7 +50,8 @@ class BuiltinBackend:
             if name == "get_plan_status":
                 return _done(ex._plan_status(args["plan_id"], self._max_result_bytes))
             if name == "stop_plan_at":
-                return _done(ex.stop_plan_at(args["plan_id"], args["op_id"], args.get("when", "on_complete")))
+                return _done(ex.stop_plan_at(args["plan_id"], args["op_id"], args.get("when", "on_complete"),
+                                             source="builtin"))
             if name == "cancel_plan":
                 run = ex.request_cancel(args["plan_id"], f"builtin cancel_plan from plan {call.plan_id}")
                 runs = [] if run is None else [run]

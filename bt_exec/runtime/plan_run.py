@@ -17,6 +17,8 @@ from .plan_tree import PlanTree
 
 FINAL_STATES = frozenset(("succeeded", "failed", "canceled", "timeout"))
 STOP_WHENS = ("on_enter", "on_complete")
+# Who arms or disarms a stop point: the Python API, a door, or a plan (a builtin call or a meta op).
+STOP_POINT_SOURCES = ("api", "http", "mcp", "ros", "builtin")
 _DESCRIPTION = attrgetter("description")
 _KIND = attrgetter("kind")
 _CAP = attrgetter("cap")

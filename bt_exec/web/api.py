@@ -35,6 +35,8 @@ _OP_ID = {"description": "an op id, as get_plan_status lists it (text, or a non-
 _WAIT_MS = {"description": "how long to wait for the plan(s) to finish tearing down, in milliseconds (longer than "
                            f"{MAX_WAIT_MS} is waited {MAX_WAIT_MS}, and the answer's message says so)",
             "type": "integer", "minimum": 0, "maximum": INT64_MAX, "default": 5000}
+_WHEN = {"description": "on_enter (before the op starts) or on_complete (when it ends)",
+         "enum": ["on_enter", "on_complete"], "default": "on_complete"}
 MAX_FILTER_OP_IDS = 1000
 # Options narrowing the ops a status or a record lists (Executor.get_plan_status): an agent pays for each character.
 _OP_VIEW = {
@@ -78,6 +80,7 @@ class Route:
     properties: dict = field(default_factory=dict)
     required: tuple[str, ...] = ()
     tool: bool = True
+    says_door: bool = False
 
     @property
     def schema(self) -> dict:
@@ -148,12 +151,14 @@ ROUTES: tuple[Route, ...] = (
     Route("stop_plan_at", "POST", "/api/plans/{plan_id}/stop_at",
           "Arm a stop point: when execution reaches op_id (on_enter: before it starts; on_complete: when it "
           "ends) the whole plan is cancelled. The ticking never blocks.",
-          lambda ex, plan_id, op_id, when="on_complete": ex.stop_plan_at(plan_id, op_id, when),
-          {"plan_id": _PLAN_ID,
-           "op_id": _OP_ID,
-           "when": {"description": "on_enter or on_complete", "enum": ["on_enter", "on_complete"],
-                    "default": "on_complete"}},
-          ("plan_id", "op_id")),
+          lambda ex, plan_id, op_id, when="on_complete", source="http": ex.stop_plan_at(plan_id, op_id, when, source),
+          {"plan_id": _PLAN_ID, "op_id": _OP_ID, "when": _WHEN}, ("plan_id", "op_id"), says_door=True),
+    Route("disarm_stop_point", "POST", "/api/plans/{plan_id}/disarm",
+          "Disarm a stop point armed with stop_plan_at (same op_id and when): the plan goes on through that op. "
+          "Answers disarmed: false when none was armed there.",
+          lambda ex, plan_id, op_id, when="on_complete", source="http":
+              ex.disarm_stop_point(plan_id, op_id, when, source),
+          {"plan_id": _PLAN_ID, "op_id": _OP_ID, "when": _WHEN}, ("plan_id", "op_id"), says_door=True),
     Route("cancel_plan", "POST", "/api/plans/{plan_id}/cancel",
           "Cancel one plan; answers once it finished tearing down or wait_ms passed, saying which.",
           lambda ex, plan_id, wait_ms=5000: ex.cancel_plan(plan_id, wait_ms=wait_ms),
@@ -164,6 +169,8 @@ ROUTES: tuple[Route, ...] = (
 )
 
 ROUTES_BY_NAME = {route.name: route for route in ROUTES}
+DOORS = ("http", "mcp")
+DOOR_HEADER = "X-Bt-Exec-Door"  # an HTTP client serving MCP (bt-exec mcp --url) says so
 _VALIDATORS = {route.name: jsonschema.Draft202012Validator(route.schema) for route in ROUTES}
 
 
@@ -241,8 +248,9 @@ class ControlApi:
         self._stream_capacity = stream_capacity
         self._unsubscribe = executor.subscribe_batches(self._on_events)
 
-    def call(self, name: str, args: dict | None = None) -> dict:
-        """Run operation ``name`` with ``args``; ApiError for unknown names, bad arguments or refused control."""
+    def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
+        """Run operation ``name`` with ``args``; ApiError for unknown names, bad arguments or refused control.
+        ``door``: "http" or "mcp", what the executor's events say a stop point was armed or disarmed over."""
         route = ROUTES_BY_NAME.get(name)
         if route is None:
             raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(ROUTES_BY_NAME)}")
@@ -256,6 +264,8 @@ class ControlApi:
         if name == "wait_for_plan" and not self._waits.acquire(blocking=False):
             raise ApiError(503, "too_many_waits", f"{self.max_waits} wait_for_plan calls are waiting already; try "
                                                   "again shortly, or poll get_plan_status with summary=true")
+        if route.says_door:
+            args = {**args, "source": door if door in DOORS else "http"}
         try:
             return route.call(self.executor, **args)
         except ControlError as exc:

@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 
 from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S
-from .api import ROUTES_BY_NAME, ApiError
+from .api import DOOR_HEADER, ROUTES_BY_NAME, ApiError
 
 
 class HttpApi:
@@ -27,7 +27,7 @@ class HttpApi:
         # Straight to the app, as the event stream goes: never through an http_proxy from the environment.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
-    def call(self, name: str, args: dict | None = None) -> dict:
+    def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
         route = ROUTES_BY_NAME.get(name)
         if route is None:
             raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(ROUTES_BY_NAME)}")
@@ -37,7 +37,7 @@ class HttpApi:
             if param not in rest:
                 raise ApiError(400, "bad_arguments", f"{name}: {param} is required")
             path = path.replace("{" + param + "}", urllib.parse.quote(str(rest.pop(param)), safe=""))
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", DOOR_HEADER: door}
         if self.token:  # every request: an app bound beyond loopback wants it for reads too
             headers["Authorization"] = f"Bearer {self.token}"
         data = None

@@ -92,7 +92,7 @@ def build_server(api):
     async def call_tool(name: str, arguments: dict):
         try:
             # Executor calls block (cancel waits for teardown): keep the event loop free.
-            answer = await anyio.to_thread.run_sync(api.call, name, arguments)
+            answer = await anyio.to_thread.run_sync(api.call, name, arguments, "mcp")
         except ApiError as exc:
             return types.CallToolResult(isError=True, content=[types.TextContent(
                 type="text", text=encodable(f"{exc.code}: {exc.message}"))])

@@ -39,7 +39,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..errors import ConfigError
 from ..web_token import TOKEN_ENV  # noqa: F401  (one definition; the ROS node reads it too)
-from .api import ROUTES, ApiError, ControlApi
+from .api import DOOR_HEADER, ROUTES, ApiError, ControlApi
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +309,8 @@ class _App:
         route, args = _route(scope["method"], scope)
         if scope["method"] == "POST":
             args = {**_json_object(await self._body(scope, receive)), **args}
-        answer = await anyio.to_thread.run_sync(self.web.api.call, route.name, args)
+        door = Headers(scope=scope).get(DOOR_HEADER, "http")
+        answer = await anyio.to_thread.run_sync(self.web.api.call, route.name, args, door)
         await _json_response(200, answer)(scope, receive, send)
 
     async def _body(self, scope, receive) -> bytes:
