@@ -93,7 +93,7 @@ class Executor:
         self.limits = limits or Limits()
         self.call_guard = load_call_guard(call_guard)
         context = CheckContext(self.catalog, self.skill_catalog, scene_of(scene), require_scene=True,
-                               call_guard=self.call_guard)
+                               call_guard=self.call_guard, max_wait_ms=self.limits.max_wait_ms)
         if backend is None:
             backend = SimBackend.in_scene(skill_catalog=self.skill_catalog, scene=context.scene)
         self.backend = backend

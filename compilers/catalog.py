@@ -16,13 +16,15 @@ from .args_schema import ArgsSchema
 from .config_files import check_schema, read_json_file
 from .ir import Op, Plan
 from .rtdl import MAX_WAIT_MS
+from .source import INT64_MAX
 from .skill_catalog import SkillCatalog
 
 BUILTIN_PREFIX = "executor.builtin_"
 _ARENA_BUILTIN_PREFIX = "robonix/system/executor/builtin/"
 
 _PLAN_ID = {"type": "string", "pattern": r"\S"}
-_WAIT_MS = {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_MS}
+# Longer waits are not refused but capped (Limits.max_wait_ms), as a meta op's are.
+_WAIT_MS = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 BUILTIN_ARGS_SCHEMAS: dict[str, dict] = {
     "get_all_plans": {"type": "object", "additionalProperties": False},
     "get_plan_status": {"type": "object", "required": ["plan_id"], "properties": {"plan_id": _PLAN_ID},
@@ -89,8 +91,10 @@ class CapabilityCatalog:
         return self._schemas[cap].problems(args)
 
 
-def check_plan(plan: Plan, catalog: CapabilityCatalog | None, skills: SkillCatalog | None = None) -> list[Issue]:
-    """Issues of the plan's do ops against the builtins and, when given, the catalog.
+def check_plan(plan: Plan, catalog: CapabilityCatalog | None, skills: SkillCatalog | None = None,
+               warnings: list[dict] | None = None, max_wait_ms: int = MAX_WAIT_MS) -> list[Issue]:
+    """Issues of the plan's do ops against the builtins and, when given, the catalog; into ``warnings``,
+    each builtin call asking to wait longer than ``max_wait_ms`` (it waits that long).
 
     A cap naming a skill of ``skills`` (the motion cell's step-graph skills, or an alias of one) is
     refused unless the catalog lists that very name: a skill runs only as a step of a verified step
@@ -105,6 +109,10 @@ def check_plan(plan: Plan, catalog: CapabilityCatalog | None, skills: SkillCatal
         builtin = builtins[key] if key in builtins else builtins.setdefault(key, builtin_name(op.cap, op.provider))
         if builtin is not None:
             problems = check_args_of_builtin(builtin, op.args)
+            asked = op.args.get("wait_ms") if type(op.args) is dict else None
+            if warnings is not None and not problems and asked is not None and asked > max_wait_ms:
+                warnings.append({"code": "wait_capped", "message": f"{_field_path(plan, op, 'args', '/wait_ms')}: "
+                                 f"wait_ms {asked} capped at {max_wait_ms} (the longest a cancel waits)"})
         elif skills is not None and (motion_skills[op.cap] if op.cap in motion_skills else motion_skills.setdefault(
                 op.cap, skills.resolve(op.cap) is not None)) and (catalog is None or op.cap not in catalog):
             issues.append(Issue("motion_skill", _field_path(plan, op, "cap"),

@@ -21,7 +21,7 @@ from .ir import ControlRequest, Plan
 from .qwen3 import load_qwen3, looks_like_qwen3
 from .qwen3_check import check_graph, verdict_of
 from .report import Report
-from .rtdl import detect_shape, load_arena_within_limits, load_rtdl
+from .rtdl import MAX_WAIT_MS, detect_shape, load_arena_within_limits, load_rtdl
 from .scene import Scene
 from .skill_catalog import TERMINALS, SkillCatalog
 from .source import Limits
@@ -44,7 +44,8 @@ class CheckContext:
     checked against; ``require_scene``: an executor runs step graphs only against one, so
     without it they are refused (``no_scene``) with every other issue listed beside it.
     ``call_guard``: the rules every capability call passes; RTDL do ops it denies whatever the
-    robot's state are refused (``call_denied``).
+    robot's state are refused (``call_denied``). ``max_wait_ms``: the longest a builtin cancel waits
+    (a longer wait is capped, with a warning).
     """
 
     capability_catalog: CapabilityCatalog | None = None
@@ -52,6 +53,7 @@ class CheckContext:
     scene: Scene | None = None
     require_scene: bool = False
     call_guard: CallGuard | None = None
+    max_wait_ms: int = MAX_WAIT_MS
 
     @property
     def skills(self) -> SkillCatalog:
@@ -136,7 +138,8 @@ class Rtdl:
         return load_arena_within_limits(doc, limits) if self.uses_arena_paths(doc) else None
 
     def check(self, plan: Plan, context: CheckContext) -> Report:
-        issues = check_plan(plan, context.capability_catalog, context.skills)
+        warnings: list[dict] = []
+        issues = check_plan(plan, context.capability_catalog, context.skills, warnings, context.max_wait_ms)
         if context.call_guard is not None:
             issues = (Issues(issues) + context.call_guard.check_plan(plan)).listed()
         if issues:
@@ -144,7 +147,7 @@ class Rtdl:
         kinds = Counter(map(attrgetter("kind"), plan.ops.values()))
         stats = {"shape": plan.shape, "ops": plan.op_count, "depth": plan.depth,
                  "sequence": kinds["sequence"], "parallel": kinds["parallel"], "do": kinds["do"]}
-        return Report("invalid" if issues else "ok", plan.dialect, issues, stats)
+        return Report("invalid" if issues else "ok", plan.dialect, issues, stats, warnings)
 
     def refusal_details(self, plan: Plan, report: Report, context: CheckContext) -> dict:
         return {}

@@ -122,8 +122,21 @@ class TestWaitMs:
         plan_id = ex.submit(envelope(do("work")))["plan_id"]
         assert ex.cancel_plan(plan_id, wait_ms=30_000)["finished"]
 
+    def test_a_builtins_wait_past_the_cap_waits_the_cap_and_says_so(self, ex):
+        answer = ex.submit(envelope(seq(builtin("cancel_all_plans", wait_ms=30_001))))
+        assert answer["accepted"] and answer["warnings"] == [{
+            "code": "wait_capped",
+            "message": "/rtdl/children/0/args/wait_ms: wait_ms 30001 capped at 30000 (the longest a cancel waits)"}]
+        record = ex.run_until_complete(answer["plan_id"], timeout=10)
+        output = record["ops"][1]["result"]["output"]
+        assert output["wait_ms"] == 30_000 and output["message"] == "all targets finished (wait_ms capped at 30000)"
+        report = ex.validate_plan(envelope(seq(builtin("cancel_all_plans", wait_ms=30_001))))
+        assert report["valid"] and [w["code"] for w in report["warnings"]] == ["wait_capped"]
+        within = ex.submit(envelope(seq(builtin("cancel_all_plans", wait_ms=30_000))))
+        assert "warnings" not in within
+
     def test_a_builtins_wait_ms_out_of_range_is_refused_where_it_stands(self, ex):
-        for wait_ms in (10**400, 30_001, 1.5):
+        for wait_ms in (10**400, 2**63, -1, 1.5):
             answer = ex.submit(envelope(seq(builtin("cancel_all_plans", wait_ms=wait_ms))))
             assert not answer["accepted"] and answer["issues"][0]["code"] in ("bad_args", "bad_value")
             assert answer["issues"][0]["path"] == "/rtdl/children/0/args/wait_ms"

@@ -184,9 +184,12 @@ class Admission:
             self._release(plan_id, kind.holds_robot)
             raise
         self._accept(run)
-        return {"accepted": True, "run_id": run_id, "plan_id": plan_id, "verdict": "ok", "issues": [],
-                "message": kind.accepted_message(plan_id, plan, context), "dialect": plan.dialect,
-                "op_count": plan.op_count, "root_op_id": plan.root}
+        answer = {"accepted": True, "run_id": run_id, "plan_id": plan_id, "verdict": "ok", "issues": [],
+                  "message": kind.accepted_message(plan_id, plan, context), "dialect": plan.dialect,
+                  "op_count": plan.op_count, "root_op_id": plan.root}
+        if report.warnings:
+            answer["warnings"] = report.warnings
+        return answer
 
     # --- release --------------------------------------------------------------------
 
@@ -265,7 +268,7 @@ def _with_warnings(answer: dict, warnings: list[dict]) -> dict:
     """An answer with the warnings of reading its input (text skipped, a wait capped), when there are any;
     a control answer's message says its wait was capped."""
     if warnings:
-        answer["warnings"] = warnings
+        answer["warnings"] = warnings + answer.get("warnings", [])
         if answer.get("verdict") == "control":
             capped = [warning["message"] for warning in warnings if warning["code"] == "wait_capped"]
             if capped:

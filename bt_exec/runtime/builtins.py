@@ -62,8 +62,12 @@ class BuiltinBackend:
         except ControlError as exc:
             return CallStatus("FAILED", error=str(exc))
         run_id = f"builtin-{next(self._run_ids)}"
+        asked = args.get("wait_ms", 5000)
+        waited = min(asked, ex.limits.max_wait_ms)
+        if waited < asked:
+            summary["wait_ms"] = waited
         with self._lock:
-            self._waits[run_id] = (runs, time.monotonic() + args.get("wait_ms", 5000) / 1000.0, summary)
+            self._waits[run_id] = (runs, time.monotonic() + waited / 1000.0, summary)
         return run_id
 
     def status(self, run_id: str) -> CallStatus:
@@ -77,6 +81,8 @@ class BuiltinBackend:
                 return CallStatus("RUNNING")
             del self._waits[run_id]
         message = "all targets finished" if finished else "targets still tearing down when wait_ms passed"
+        if "wait_ms" in summary:
+            message += f" (wait_ms capped at {summary['wait_ms']})"
         return _done({**summary, "finished": finished, "message": message})
 
     def cancel(self, run_id: str) -> None:
