@@ -104,6 +104,12 @@ class WebServer:
         self._server: uvicorn.Server | None = None
         self._static = {path: (resources.files(__package__).joinpath("static", name).read_bytes(), mime)
                         for path, (name, mime) in STATIC_FILES.items()}
+        self._page_loads = 0  # counted in the event loop's thread only
+
+    @property
+    def page_loads(self) -> int:
+        """How many times the console's page (``GET /``) has been served."""
+        return self._page_loads
 
     @property
     def port(self) -> int:
@@ -295,6 +301,8 @@ class _App:
 
     async def _static_file(self, scope, receive, send) -> None:
         body, mime = self.web._static[scope["path"]]
+        if scope["path"] == "/" and scope["method"] == "GET":
+            self.web._page_loads += 1
         await Response(body, media_type=mime)(scope, receive, send)
 
     async def _info(self, scope, receive, send) -> None:
