@@ -21,12 +21,12 @@ from .compilers.source import INT64_MAX, number_shown
 from .errors import ControlError, Issue
 from .events import EventBus
 from .runtime.admission import Admission
-from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote
+from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote, shown
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
 from .runtime.feedback import OUTPUT_CHARS, call_entries, check_output_chars, snapshot_op
 from .runtime.op_views import MAX_WAIT_FOR_PLAN_S, OpView, op_view
-from .runtime.plan_run import FINAL_STATES, STOP_POINT_SOURCES, STOP_WHENS, PlanRun
+from .runtime.plan_run import FINAL_STATES, STOP_POINT_SOURCES, STOP_WHENS, PlanRun, trace_view
 from .runtime.runner import Runner
 from .sim import SimBackend
 
@@ -188,17 +188,22 @@ class Executor:
         return {"count": len(plans), "plans": plans}
 
     def get_plan_status(self, plan_id: str | int, *, states=None, op_ids=None, summary: bool = False,
-                        max_chars: int | None = None) -> dict:
+                        max_chars: int | None = None, with_args: bool = True) -> dict:
         """Live state of every op of an in-flight plan; raises ControlError for any other plan.
+
+        Each call lists its ``cap`` and ``args`` (args past 4 KiB of JSON as a marker; the whole op is
+        ``get_op``'s answer); ``with_args=False`` leaves both out.
 
         The ops listed can be narrowed: ``states`` (a list of op states), ``op_ids`` (a list; ids not in the
         plan are named in ``unknown_op_ids``), ``summary=True`` (``counts`` of ops by state, and the running,
         paused, failed and timed-out ops only); ``max_chars`` (1,000 or more) cuts the ops list so the
         answer's compact JSON fits, with a ``truncated`` marker saying what to ask for next."""
         view = self._op_view("get_plan_status", states, op_ids, summary, max_chars)
-        return view.apply(self._plan_status(plan_id, None))
+        if type(with_args) is not bool:
+            raise ControlError(f"get_plan_status: with_args must be true or false, got {quote(with_args)}")
+        return view.apply(self._plan_status(plan_id, None, with_args))
 
-    def _plan_status(self, plan_id: str, max_bytes: int | None) -> dict:
+    def _plan_status(self, plan_id: str, max_bytes: int | None, with_args: bool = False) -> dict:
         """``get_plan_status``; a status whose ops alone are over ``max_bytes`` is answered by its marker,
         built from its first ops only."""
         run = self._active_run(plan_id, "get_plan_status")
@@ -213,6 +218,10 @@ class Executor:
         ops = [{"op_id": op_id, "kind": record.op.kind, "description": record.op.description,
                 "state": record.state, "stop_point": run.stop_point_of(op_id)}
                for op_id, record in records]
+        if with_args:
+            for op, record in zip(ops, run.records.values()):
+                if record.op.cap is not None:
+                    op.update(cap=record.op.cap, args=record.shown_args())
         status = {"plan_id": run.plan_id, "running": not run.finished, "cancelled": run.cancel_requested,
                   "description": run.plan.description, "ops": ops}
         if run.world is not None:  # what the robot holds, always
@@ -234,21 +243,49 @@ class Executor:
         if record is not None:
             view = {key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "root", "cancelled",
                                                      "cancel_reason", "outcome", "error", "duration_s")}
-            view.update(running=False, ops=[{**op, "stop_point": None} for op in record["ops"]])
+            view.update(running=False, failed_op=record["failed_op"],
+                        ops=[{**op, "stop_point": None, "args": shown(op["args"])} if "args" in op else
+                             {**op, "stop_point": None} for op in record["ops"]])
             if "transitions" in record:
-                view.update(transitions=record["transitions"], path=record["path"], state=record["state"])
+                view.update(transitions=record["transitions"], path=record["path"], state=record["state"],
+                            trace=trace_view(record["trace"]))
             return view
         if run is None:
             raise ControlError(f"get_plan_tree: no plan {quote(plan_id)} is running or kept (never submitted, or too "
                                "old); call get_all_plans or get_finished_plans to list plans")
         return run.tree_view()
 
+    def get_op(self, plan_id: str | int, op_id: str | int) -> dict:
+        """One op of a plan in flight or kept, whole: ``{plan_id, running, op: {op_id, kind, description,
+        children, state, cap, args, result, detail, started_at, ended_at, stop_point}}`` (``cap`` and
+        ``args`` on calls; args never cut, where views show them past 4 KiB as a marker)."""
+        plan_id = _check_id(plan_id, "plan_id", "get_op")
+        op_id = _check_id(op_id, "op_id", "get_op")
+        run = self._runner.live(plan_id)
+        record = self._runner.finished_record(plan_id)
+        if record is not None:
+            found = next((dict(op) for op in record["ops"] if op["op_id"] == op_id), None)
+            running, stop_point = False, None
+        elif run is not None:
+            live = run.records.get(op_id)
+            found = live.as_dict() if live is not None else None
+            running, stop_point = True, run.stop_point_of(op_id)
+        else:
+            raise ControlError(f"get_op: no plan {quote(plan_id)} is running or kept (never submitted, or too "
+                               "old); call get_all_plans or get_finished_plans to list plans")
+        if found is None:
+            raise ControlError(f"get_op: plan {quote(plan_id)} has no op {quote(op_id)}; call get_plan_status "
+                               "to see its op ids")
+        found["stop_point"] = stop_point
+        return {"plan_id": plan_id, "running": running, "op": found}
+
     def get_finished_plans(self, limit: int = 50) -> dict:
         """The newest ``limit`` finished plans still kept, newest first: id, description, outcome, times."""
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
             raise ControlError(f"get_finished_plans: limit must be a non-negative integer, got {quote(limit)}")
         plans = [{key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "outcome",
-                                                   "cancel_reason", "error", "started_at", "ended_at", "duration_s")}
+                                                   "cancel_reason", "error", "failed_op", "started_at", "ended_at",
+                                                   "duration_s")}
                  | {"op_count": len(record["ops"])} for record in reversed(self._runner.finished_records(limit))]
         return {"count": len(plans), "plans": plans}
 

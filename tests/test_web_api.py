@@ -302,7 +302,7 @@ def test_no_get_route_changes_state(make_executor, events):
             answered = []
             for plan_id in ((finished_id, running_id) if "plan_id" in route.path_params else (None,)):
                 before = executor_state(executor, events, finished_id, running_id)
-                path = route.path.replace("{plan_id}", str(plan_id))
+                path = route.path.replace("{plan_id}", str(plan_id)).replace("{op_id}", "2")  # an op of both plans
                 if route.name == "wait_for_plan":  # nothing ticks here: waiting for the running plan would time out
                     path += "?timeout_s=0"
                 status, _ = request(server, "GET", path)

@@ -14,6 +14,7 @@ QUOTE_CHARS = 200      # a client's value quoted in a message
 MESSAGE_CHARS = 1000   # one message (an issue, an op's error or detail)
 PREVIEW_CHARS = 300    # the start of an output kept in its place once it is cut
 MARKER_CHARS = PREVIEW_CHARS + 64  # a marker's own size, at most: what is no larger is never cut
+ARGS_SHOWN_CHARS = 4096  # an op's args as views show them (the whole op is one get_op away)
 _MAX_DEPTH = 128       # deeper (or cyclic) values are not measured: they are cut
 _PREVIEW_NODES = 32    # values looked at to write a preview, whatever the output's size
 
@@ -75,6 +76,12 @@ def _scalar_size(value: object) -> int:
         return len(str(value)) + 2  # what the doors send for it (default=str)
     except Exception:  # an object whose str() fails is sent as nothing useful: count it as large
         raise _Unmeasurable from None
+
+
+def shown(value: object, max_chars: int = ARGS_SHOWN_CHARS) -> object:
+    """``value`` as a view shows it: whole up to ``max_chars`` of compact JSON, else its marker."""
+    size = json_size(value)
+    return value if size is not None and size <= max_chars else cut_marker(value, size)
 
 
 def cut_marker(value: object, size: int | None) -> dict:

@@ -12,7 +12,7 @@ from bt_exec.behaviours import place_stop_guard
 from bt_exec.compilers import CompiledPlan, Plan
 from bt_exec.events import EventBus
 
-from .budgets import MARKER_CHARS, MESSAGE_CHARS, cut_marker, cut_text, json_size
+from .budgets import MARKER_CHARS, MESSAGE_CHARS, cut_marker, cut_text, json_size, shown
 from .plan_tree import PlanTree
 
 FINAL_STATES = frozenset(("succeeded", "failed", "canceled", "timeout"))
@@ -22,16 +22,23 @@ STOP_POINT_SOURCES = ("api", "http", "mcp", "ros", "builtin")
 _DESCRIPTION = attrgetter("description")
 _KIND = attrgetter("kind")
 _CAP = attrgetter("cap")
+_ARGS = attrgetter("args")
 # Compact JSON of one op's entry beyond its own texts: keys, quotes, state, stop point, times.
 _STATUS_ENTRY_CHARS = 90
 _RECORD_ENTRY_CHARS = 180
 _RESULT_FIELDS_CHARS = 90  # a result's keys and flags beyond its output and texts
 
 
+def trace_view(trace: list[dict]) -> list[dict]:
+    """A step graph's trace as views show it: each step's outcome and where it led, without the world state."""
+    return [{"step": entry["step"], "outcome": entry["outcome"], "next": entry["next"], "time": entry["time"]}
+            for entry in trace]
+
+
 class OpRecord:
     """The live and final state of one op."""
 
-    __slots__ = ("op", "state", "result", "detail", "started_at", "ended_at")
+    __slots__ = ("op", "state", "result", "detail", "started_at", "ended_at", "_shown_args")
 
     def __init__(self, op):
         self.op = op
@@ -41,15 +48,26 @@ class OpRecord:
         self.started_at: float | None = None
         self.ended_at: float | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self, whole_args: bool = True) -> dict:
+        """The op and its state; a call's ``cap`` and ``args`` (whole, or as views show them: cut past
+        ``ARGS_SHOWN_CHARS`` to a marker)."""
         op = self.op
         if op.cap is None:
             return {"op_id": op.op_id, "kind": op.kind, "description": op.description, "state": self.state,
                     "children": list(op.children), "result": self.result, "detail": self.detail,
                     "started_at": self.started_at, "ended_at": self.ended_at}
         return {"op_id": op.op_id, "kind": op.kind, "description": op.description, "state": self.state,
-                "children": list(op.children), "cap": op.cap, "result": self.result, "detail": self.detail,
-                "started_at": self.started_at, "ended_at": self.ended_at}
+                "children": list(op.children), "cap": op.cap, "args": op.args if whole_args else self.shown_args(),
+                "result": self.result, "detail": self.detail, "started_at": self.started_at,
+                "ended_at": self.ended_at}
+
+    def shown_args(self) -> object:
+        """The call's args as views show them, measured once."""
+        try:
+            return self._shown_args
+        except AttributeError:
+            self._shown_args = shown(self.op.args)
+            return self._shown_args
 
 
 class PlanRun:
@@ -189,8 +207,8 @@ class PlanRun:
     def record_size(self, record: dict) -> int:
         """About the compact JSON size of this run's final ``record``, from what was measured as it ran."""
         ops = self.plan.ops
-        if self._text_chars is None:
-            texts = self.op_text_chars()
+        if self._text_chars is None:  # the record keeps each call's args too (in a text, they are counted)
+            texts = self.op_text_chars() + sum(json_size(args) or 0 for args in filter(None, map(_ARGS, ops.values())))
         else:  # the ids: in the text once (arena) or renumbered by the executor; twice in the record
             texts = self._text_chars + (2 * len(ops) * len(next(reversed(ops), "")) if self.plan.numbered_by_loader
                                         else sum(map(len, ops)))
@@ -378,7 +396,8 @@ class PlanRun:
                   "started_at": self.started_at, "ended_at": self.ended_at,
                   "duration_s": (self.ended_at - self.started_at) if self.started_at and self.ended_at else 0.0,
                   "input": dict(self.plan.meta), "root": self.plan.root,
-                  "ops": [record.as_dict() for record in self.records.values()]}
+                  "ops": [record.as_dict() for record in self.records.values()],
+                  "failed_op": self.failed_op() if failed else None}
         if self.world is not None:
             record["transitions"] = self.transitions()
             terminal = self.terminal or ("stop" if cancelled or self.error else None)
@@ -392,11 +411,23 @@ class PlanRun:
         view = {"plan_id": self.plan_id, "run_id": self.run_id, "description": self.plan.description,
                 "dialect": self.plan.dialect, "root": self.plan.root, "running": not self.finished,
                 "cancelled": self.cancel_requested, "cancel_reason": self.cancel_reason, "outcome": None,
-                "ops": [{**record.as_dict(), "stop_point": self.stop_point_of(op_id)}
+                "ops": [{**record.as_dict(whole_args=False), "stop_point": self.stop_point_of(op_id)}
                         for op_id, record in self.records.items()]}
         if self.world is not None:
-            view.update(transitions=self.transitions(), path=[entry["step"] for entry in self.trace], state=self.state)
+            view.update(transitions=self.transitions(), path=[entry["step"] for entry in self.trace], state=self.state,
+                        trace=trace_view(self.trace))
         return view
+
+    def failed_op(self) -> dict | None:
+        """The first op, in plan order, that ended failed or timed out without children to blame:
+        ``{op_id, description, error}`` (its call's error, else its detail)."""
+        for record in self.records.values():
+            if record.state in ("failed", "timeout") and not record.op.children:
+                result = record.result
+                error = result.get("error") if type(result) is dict else None
+                return {"op_id": record.op.op_id, "description": record.op.description,
+                        "error": error or record.detail}
+        return None
 
     def transitions(self) -> dict:
         """Step graphs: step id -> {outcome: next step or terminal}."""

@@ -145,7 +145,8 @@ class Runner:
         run.release_tree()
         complete = {"event": "plan_complete", "plan_id": run.plan_id, "run_id": run.run_id,
                     "any_failed": record["any_failed"], "cancelled": record["cancelled"],
-                    "outcome": record["outcome"], "description": run.plan.description, "time": run.ended_at}
+                    "outcome": record["outcome"], "description": run.plan.description,
+                    "failed_op": record["failed_op"], "time": run.ended_at}
         if run.world is not None:
             complete.update(terminal=record["terminal"], terminal_reason=record["terminal_reason"], state=record["state"])
             if "scene" in record:

@@ -97,11 +97,20 @@ ROUTES: tuple[Route, ...] = (
           "List the plans in flight: id, description, op count, whether cancelling, armed stop points.",
           lambda ex: ex.get_all_plans()),
     Route("get_plan_status", "GET", "/api/plans/{plan_id}/status",
-          "Live state of every op of an in-flight plan (op ids, kinds, descriptions, states, stop points). For a "
+          "Live state of every op of an in-flight plan (op ids, kinds, descriptions, states, stop points, each "
+          "call's cap and args). For a "
           "large plan ask for summary=true (counts by state, running and failed ops), states or op_ids, and "
           "bound the answer with max_chars.",
-          lambda ex, plan_id, **view: ex.get_plan_status(plan_id, **view), {"plan_id": _PLAN_ID, **_OP_VIEW},
+          lambda ex, plan_id, **view: ex.get_plan_status(plan_id, **view),
+          {"plan_id": _PLAN_ID, **_OP_VIEW,
+           "with_args": {"description": "list each call's cap and args (args past 4 KiB as a marker; get_op has "
+                                        "them whole)", "type": "boolean", "default": True}},
           ("plan_id",)),
+    Route("get_op", "GET", "/api/plans/{plan_id}/ops/{op_id}",
+          "One op of a plan in flight or finished, whole: its state, cap, args (never cut, where status and tree "
+          "views cut args past 4 KiB), result, detail and times.",
+          lambda ex, plan_id, op_id: ex.get_op(plan_id, op_id), {"plan_id": _PLAN_ID, "op_id": _OP_ID},
+          ("plan_id", "op_id")),
     Route("get_plan_result", "GET", "/api/plans/{plan_id}/result",
           "The final record of a finished plan: outcome, each op's state, result and timings. Narrow it as "
           "get_plan_status (summary, states, op_ids, max_chars).",
