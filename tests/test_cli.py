@@ -1,19 +1,26 @@
 """The bt-exec command line, run as a real process: exit codes, reports, trees, runs and hostile input."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 from terminal import run_on_terminal
 
 import bt_exec
 from bt_exec import cli
+from bt_exec.cli import plan_commands
+from bt_exec.terminal.compiled import CALL_CHARS
+from bt_exec.web.client import HttpApi
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SNAPSHOT = REPO / "examples" / "rtdl" / "snapshot_battery.json"
@@ -87,6 +94,23 @@ def test_no_command_is_a_usage_error():
     result = bt_exec_cli()
     assert result.returncode == 2
     assert "usage:" in result.stderr
+
+
+def test_every_help_is_plain_text():
+    """No reStructuredText from docstrings (``literals``, :class: roles) in bt-exec's or any command's --help."""
+    def helps(parser, name):
+        yield name, parser.format_help()
+        for action in parser._actions:  # argparse keeps its subcommands here and nowhere public
+            if isinstance(action, argparse._SubParsersAction):
+                for command, sub in action.choices.items():
+                    if command != "sim-robot":  # its options are the sim robot's own, read by ROS
+                        yield from helps(sub, f"{name} {command}")
+
+    shown = dict(helps(cli.dispatch.build_parser(), "bt-exec"))
+    assert {"bt-exec", "bt-exec run", "bt-exec compile", "bt-exec watch", "bt-exec journal check"} <= set(shown)
+    markup = {name: re.findall(r"``|:[a-z]+:`|`", text) for name, text in shown.items()}
+    assert not {name: found for name, found in markup.items() if found}
+    assert bt_exec_cli("--help").stdout == shown["bt-exec"]
 
 
 # --- validate ---------------------------------------------------------------------
@@ -243,26 +267,53 @@ def test_validate_answers_as_the_executor_validate_plan_does(write, plan, option
 
 # --- compile ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("render", ["ascii", "unicode"])
-def test_compile_text_tree(render):
-    result = bt_exec_cli("compile", SNAPSHOT, "--render", render)
+def test_compile_renders_ascii_by_default_each_do_op_with_its_call():
+    result = bt_exec_cli("compile", SNAPSHOT)
     assert result.returncode == 0, result.stderr
-    lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-    assert lines == [  # one node per op: a sequence, a parallel, do ops
+    assert result.stdout.splitlines() == [  # one line per op: a sequence, a parallel, do ops
         "{-} [1] capture the scene and check the battery, then report",
-        "/_/ [2] snapshot and battery check together",
-        "--> [3] take a snapshot",
-        "--> [4] read the battery status",
-        "--> [5] tell the user the result",
+        "    /_/ [2] snapshot and battery check together",
+        "        --> [3] take a snapshot -- tiago_camera.camera_snapshot",
+        "        --> [4] read the battery status -- battery.battery_status",
+        '    --> [5] tell the user the result -- audio.speak_text {"text": "Snapshot taken and battery checked."}',
+    ]
+    assert bt_exec_cli("compile", SNAPSHOT, "--render", "ascii").stdout == result.stdout
+    assert result.stdout.isascii()
+
+
+def test_compile_unicode_draws_branches_with_box_drawing_characters():
+    result = bt_exec_cli("compile", SNAPSHOT, "--render", "unicode")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "{-} [1] capture the scene and check the battery, then report",
+        "├── /_/ [2] snapshot and battery check together",
+        "│   ├── --> [3] take a snapshot — tiago_camera.camera_snapshot",
+        "│   └── --> [4] read the battery status — battery.battery_status",
+        '└── --> [5] tell the user the result — audio.speak_text {"text": "Snapshot taken and battery checked."}',
     ]
 
 
-def test_compile_dot():
+def test_compile_cuts_long_args_to_a_sensible_width(write):
+    plan = write("long.json", json.dumps({"op": "do", "description": "say", "cap": "audio.speak_text",
+                                          "args": {"text": "la " * 500}}))
+    for render, ellipsis in (("ascii", "..."), ("unicode", "…")):
+        [line] = bt_exec_cli("compile", plan, "--render", render).stdout.splitlines()
+        call = line.split(" -- " if render == "ascii" else " — ", 1)[1]
+        assert call.startswith('audio.speak_text {"text": "la la ') and call.endswith(ellipsis)
+        assert len(call) == CALL_CHARS
+
+
+def test_compile_dot_is_named_after_the_plan_with_a_node_per_op():
     result = bt_exec_cli("compile", ARENA, "--render", "dot")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("digraph ")
-    assert '"[4] run the three commands" -> "[5] echo one";' in result.stdout
-    assert result.stdout.count("->") == 3  # one node per op: the sequence -> its three do ops
+    lines = result.stdout.splitlines()
+    assert lines[0] == 'digraph "run the three commands" {' and lines[-1] == "}"
+    assert '  "4" -> "5";' in lines and result.stdout.count("->") == 3  # the sequence -> its three do ops
+    assert ('  "5" [shape=ellipse, label="[5] echo one\\nrobonix/system/executor/builtin/run_command '
+            '{\\"command\\": \\"echo STEP_ONE_DONE\\"}"];') in lines
+    quoted = bt_exec_cli("compile", "-", "--render", "dot",
+                         stdin=json.dumps({"op": "do", "description": 'say "hi" \\ bye', "cap": "a.b"}).encode())
+    assert quoted.stdout.splitlines()[0] == 'digraph "say \\"hi\\" \\\\ bye" {'
 
 
 def test_compile_invalid_plan(write):
@@ -279,10 +330,10 @@ def test_compile_meta_op_is_not_a_plan():
     assert "is a control request (cancel_all), not a plan" in result.stderr
 
 
-def test_compile_needs_a_render():
-    result = bt_exec_cli("compile", SNAPSHOT)
+def test_compile_refuses_an_unknown_render():
+    result = bt_exec_cli("compile", SNAPSHOT, "--render", "svg")
     assert result.returncode == 2
-    assert "--render" in result.stderr
+    assert "--render" in result.stderr and "'ascii', 'unicode', 'dot'" in result.stderr
 
 
 # --- run --------------------------------------------------------------------------
@@ -360,9 +411,28 @@ def test_run_stop_at_missing_op_is_a_usage_error(tmp_path):
     result = bt_exec_cli("run", SNAPSHOT, "--stop-at", "9:on_enter", "--events", events_path)
     assert result.returncode == 2
     assert "the plan has no op '9' (its op ids: 1, 2, 3, 4, 5;" in result.stderr
-    assert f"bt-exec compile {SNAPSHOT} --render ascii" in result.stderr
+    assert result.stderr.rstrip().endswith(f"See each op with its id: bt-exec compile {SNAPSHOT}")
     assert result.stdout == ""
     assert not events_path.exists()
+
+
+@pytest.mark.parametrize("stop_at, op_id, when", [("5:on_exit", "5", "on_exit"), ("3:", "3", "")])
+def test_run_stop_at_an_op_with_a_bad_when_names_the_when_and_the_phases(stop_at, op_id, when):
+    result = bt_exec_cli("run", SNAPSHOT, "--stop-at", stop_at)
+    assert result.returncode == 2
+    assert result.stderr == (f"bt-exec: --stop-at {stop_at!r}: bad WHEN {when!r} for op {op_id!r} (the phases a stop "
+                             "point takes: on_enter, on_complete)\n")
+    assert result.stdout == ""
+
+
+def test_run_stop_at_an_op_id_holding_a_colon_is_that_op(tmp_path):
+    plan = {"root_index": 0, "nodes": [{"node_kind": 2, "children": [], "op_id": "arm:left", "description": "wave",
+                                        "call": {"contract_id": "sim.act", "args_json": "{}"}}]}
+    path = tmp_path / "colon.json"
+    path.write_text(json.dumps(plan))
+    assert bt_exec_cli("run", path, "--stop-at", "arm:left:on_enter").returncode == 1  # stopped there
+    bad_when = bt_exec_cli("run", path, "--stop-at", "arm:left:on_exit")
+    assert bad_when.returncode == 2 and "bad WHEN 'on_exit' for op 'arm:left'" in bad_when.stderr
 
 
 def test_run_stop_at_without_op_is_a_usage_error():
@@ -455,21 +525,69 @@ def test_run_on_a_terminal_draws_a_live_tree():
     assert proc.returncode == 1
     assert "\x1b[H" in screen and "\x1b[2J" in screen
     final_frame = screen.rsplit("\x1b[H", 1)[1]
-    assert "│  ├─ ✔ 3 do succeeded: take a snapshot" in final_frame
-    assert ("│  └─ ✘ 4 do failed: read the battery status [battery at 7%: below the 15% needed to continue]"
-            in final_frame)
-    assert "└─ ○ 5 do pending: tell the user the result" in final_frame
+    assert "│  ├─ ✔ 3 do succeeded: take a snapshot — tiago_camera.camera_snapshot()" in final_frame
+    assert ("│  └─ ✘ 4 do failed: read the battery status — battery.battery_status() [battery at 7%: below the 15% "
+            "needed to continue]" in final_frame)
+    assert '└─ ○ 5 do pending: tell the user the result — audio.speak_text(text="Snapshot taken and battery ' \
+           'checked.")' in final_frame
     assert "plan 1 failed after " in final_frame
     assert "op 3 do running" not in screen  # a terminal gets the tree, not the event lines
 
 
 def test_control_characters_in_descriptions_never_reach_the_terminal(write):
-    plan = write("escape.json", json.dumps({"op": "do", "description": "red \x1b[31m alert\r\nline two", "cap": "a.b"}))
+    plan = write("escape.json", json.dumps({"op": "do", "description": "red \x1b[31m alert\r\nline two", "cap": "a.b",
+                                            "args": {"say": "\u202eevil\x1b[2J"}}))
     ran = bt_exec_cli("run", plan)
-    compiled = bt_exec_cli("compile", plan, "--render", "ascii")
-    assert ran.returncode == 0 and compiled.returncode == 0
+    assert ran.returncode == 0
     assert "op 1 do succeeded: red [31m alert line two" in ran.stdout.splitlines()
-    assert "\x1b" not in ran.stdout + compiled.stdout and "\r" not in ran.stdout + compiled.stdout
+    for render in ("ascii", "unicode", "dot"):
+        compiled = bt_exec_cli("compile", plan, "--render", render)
+        assert compiled.returncode == 0
+        for control in ("\x1b", "\r", "\u202e"):
+            assert control not in ran.stdout + compiled.stdout
+
+
+def start_web_run(*options):
+    """``bt-exec run SNAPSHOT --web 0 OPTIONS`` started; (process, the app's URL)."""
+    process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "run", str(SNAPSHOT), "--web", "0", *options],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    announced = process.stderr.readline()
+    assert "web console: http://" in announced, announced
+    return process, announced.rsplit(" ", 1)[1].strip()
+
+
+def test_run_web_serves_on_after_a_quick_plan_until_its_page_has_loaded():
+    process, url = start_web_run()
+    try:
+        waiting = process.stderr.readline()
+        assert waiting == (f"bt-exec: the plan ended; serving {url} until its page has loaded once (at most "
+                           f"{plan_commands.PAGE_GRACE_S:.0f} s; Ctrl-C stops now, --keep-serving serves on)\n")
+        assert HttpApi(url).call("get_plan_result", {"plan_id": "1"})["outcome"] == "succeeded"
+        time.sleep(0.5)
+        assert process.poll() is None  # the API read is not the page
+        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as page:
+            assert b"<html" in page.read().lower()
+        loaded = time.monotonic()
+        process.wait(timeout=TIMEOUT_S)
+        served_on = time.monotonic() - loaded
+    finally:
+        process.kill()
+    assert process.returncode == 0 and "plan 1 succeeded" in process.stdout.read()
+    # On for the page's scripts and first reads, then off well before the grace period would have ended.
+    assert plan_commands.PAGE_SETTLE_S - 0.5 <= served_on < plan_commands.PAGE_GRACE_S - 2
+
+
+def test_run_web_with_no_page_loaded_stops_serving_after_the_grace_period():
+    process, _url = start_web_run()
+    try:
+        assert "until its page has loaded once" in process.stderr.readline()
+        ended = time.monotonic()
+        process.wait(timeout=plan_commands.PAGE_GRACE_S + TIMEOUT_S)
+        served_on = time.monotonic() - ended
+    finally:
+        process.kill()
+    assert process.returncode == 0
+    assert plan_commands.PAGE_GRACE_S - 0.5 <= served_on < plan_commands.PAGE_GRACE_S + 5
 
 
 # --- no traceback, whatever the input -------------------------------------------------

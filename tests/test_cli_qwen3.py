@@ -62,8 +62,34 @@ def test_run_needs_a_scene():
     assert result.returncode == 2 and "--scene" in result.stderr
 
 
-def test_compile_shows_every_step():
-    result = bt_exec_cli("compile", HATCH, "--render", "ascii")
-    assert result.returncode == 0
-    for step in ("[s0] grab(vacuum)", "[s1] pick(cap)", "[s5] inspect_state(vacuum)"):
-        assert step in result.stdout
+def test_compile_shows_every_step_then_every_transition():
+    result = bt_exec_cli("compile", HATCH)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["--> step graph from s0 (6 steps)", "    --> [s0] grab(vacuum)"]
+    assert lines[6:9] == ["    --> [s5] inspect_state(vacuum)", "transitions (18):", "    s0 -> success -> s1"]
+    # each step -> outcome -> next as the graph gives them, a cycle (s1 -> s4 -> s1) and terminals included
+    assert {"    s1 -> grasp_failed -> s4", "    s4 -> empty -> s1", "    s3 -> success -> completed",
+            "    s5 -> unknown -> operator_required"} <= set(lines[8:])
+    assert len(lines) == 8 + 18
+    unicode = bt_exec_cli("compile", HATCH, "--render", "unicode").stdout.splitlines()
+    assert unicode[1] == "├── --> [s0] grab(vacuum)" and unicode[6] == "└── --> [s5] inspect_state(vacuum)"
+    assert "    s1 → grasp_failed → s4" in unicode
+
+
+def test_compile_dot_draws_steps_as_nodes_and_transitions_as_labelled_edges():
+    result = bt_exec_cli("compile", HATCH, "--render", "dot")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == 'digraph "6-step graph from s0" {' and lines[-1] == "}"
+    assert '  "step s0" [shape=box, label="[s0] grab(vacuum)"];' in lines
+    assert "  entry -> \"step s0\";" in lines  # the entry: an arrow from a dot
+    edges = [line for line in lines if " -> " in line and "label=" in line]
+    assert len(edges) == 18
+    assert '  "step s1" -> "step s4" [label="grasp_failed"];' in edges
+    assert '  "step s4" -> "step s1" [label="empty"];' in edges and '  "step s4" -> "step s1" [label="placed"];' in edges
+    assert '  "step s3" -> "terminal completed" [label="success"];' in edges
+    terminals = [line for line in lines if "shape=octagon" in line]
+    assert terminals == ['  "terminal stop" [shape=octagon, label="stop"];',
+                         '  "terminal completed" [shape=octagon, label="completed"];',
+                         '  "terminal operator_required" [shape=octagon, label="operator_required"];']

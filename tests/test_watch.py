@@ -14,7 +14,7 @@ import pytest
 from rtdl_plans import do, envelope, seq
 from terminal import run_on_terminal
 
-from bt_exec.terminal.render import tree_lines
+from bt_exec.terminal.render import CALL_CHARS, call_text, tree_lines
 from bt_exec.terminal import watch as watch_module
 from bt_exec.terminal.watch import STREAM_SILENCE_S, EventStream, sse_events
 from bt_exec.web import ControlApi, WebServer
@@ -127,9 +127,26 @@ def test_a_tree_view_renders_each_op_with_its_state_and_note(make_executor):
     executor.run_until_complete(answer["plan_id"], timeout=TIMEOUT_S)
     view = executor.get_plan_tree(answer["plan_id"])
     assert tree_lines(view) == ["✘ 1 sequence failed: in order [child 3 failed after 1 of 3 succeeded; 1 skipped]",
-                                "├─ ✔ 2 do succeeded: take a snapshot",
-                                "├─ ✘ 3 do failed: read the battery [sim outcome failure]",
-                                "└─ ○ 4 do pending: tell the user"]
+                                "├─ ✔ 2 do succeeded: take a snapshot — sim.act()",
+                                "├─ ✘ 3 do failed: read the battery — sim.fail() [sim outcome failure]",
+                                "└─ ○ 4 do pending: tell the user — sim.act()"]
+
+
+def test_a_do_op_shows_its_call_cut_to_one_short_line_and_args_cut_by_the_view_as_their_size(make_executor):
+    executor = make_executor(SCRIPT)
+    speak = do("say it", cap="audio.speak_text", args={"text": "Snapshot taken and battery checked.", "volume": 3})
+    huge = do("send the map", cap="map.upload", args={"cells": "#" * 5000})
+    answer = executor.submit(envelope(seq(do("wave", args={"arm": "left"}), speak, huge)))
+    view = executor.get_plan_tree(answer["plan_id"])
+    lines = tree_lines(view)
+    assert lines[1] == '├─ ○ 2 do pending: wave — sim.act(arm="left")'
+    assert lines[2] == '├─ ○ 3 do pending: say it — audio.speak_text(text="Snapshot taken and battery checked.", v…)'
+    assert len(lines[2].split(" — ", 1)[1]) == CALL_CHARS
+    [cut] = [op["args"] for op in view["ops"] if op["op_id"] == "4"]
+    assert cut["truncated"] is True  # the view's marker, shown as such, not as args named truncated and bytes
+    assert lines[3].startswith(f'└─ ○ 4 do pending: send the map — map.upload(args of {cut["bytes"]} bytes: '
+                               '{"cells":"####') and lines[3].endswith("#…)")
+    assert call_text("sim.act", None) == "sim.act"  # an app whose views carry no args
 
 
 def test_server_sent_events_are_read_as_they_come():
@@ -174,9 +191,9 @@ def test_once_prints_the_running_plan_and_exits(app):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["plan 1: snapshot + battery — running",
                                           "▶ 1 sequence running: in order",
-                                          "├─ ✔ 2 do succeeded: take a snapshot",
-                                          "├─ ▶ 3 do running: read the battery",
-                                          "└─ ○ 4 do pending: tell the user [stop point on_enter]"]
+                                          "├─ ✔ 2 do succeeded: take a snapshot — sim.act()",
+                                          "├─ ▶ 3 do running: read the battery — sim.slow()",
+                                          "└─ ○ 4 do pending: tell the user — sim.act() [stop point on_enter]"]
     assert result.stderr == ""
 
 
@@ -189,7 +206,7 @@ def test_once_without_plans_in_flight_shows_the_newest_finished(app):
     result = watch("--url", url, "--once")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("plan 2: second — succeeded after ")
-    assert "└─ ✔ 8 do succeeded: tell the user" in result.stdout.splitlines()
+    assert "└─ ✔ 8 do succeeded: tell the user — sim.act()" in result.stdout.splitlines()
     assert watch("--url", url, "--once", "--plan", "1").stdout.startswith("plan 1: first — succeeded")
 
 
@@ -268,7 +285,7 @@ def test_on_a_terminal_the_tree_is_redrawn(app):
     final_frame = screen.rsplit("\x1b[H", 1)[1]
     assert f"bt-exec watch {url} — Ctrl-C to quit" in final_frame
     assert "plan 1: snapshot + battery — cancelled after " in final_frame
-    assert "├─ ⊘ 3 do canceled: read the battery [plan cancelled while the op ran]" in final_frame
+    assert "├─ ⊘ 3 do canceled: read the battery — sim.slow() [plan cancelled while the op ran]" in final_frame
     assert "op 3 do" not in screen  # a terminal gets the tree, not event lines
 
 

@@ -49,7 +49,8 @@ def add_web(command: argparse.ArgumentParser) -> None:
 
 
 def stop_point(text: str) -> tuple[str, str]:
-    """``OP[:on_enter|on_complete]`` -> (op id, when). Op ids may hold colons: only a known WHEN is split off."""
+    """``OP[:on_enter|on_complete]`` -> (op id, when). Op ids may hold colons: only a known WHEN is split off,
+    and whether ``5:on_exit`` is an op or op 5 with a bad WHEN is told once the plan's ops are known (``run``)."""
     op_id, colon, when = text.rpartition(":")
     if not colon or when not in STOP_WHENS:
         op_id, when = text, "on_complete"

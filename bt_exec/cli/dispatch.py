@@ -21,6 +21,9 @@ from . import journal_commands, plan_commands, ros_commands, web_commands
 from .console import (EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, configure_logging,
                       error, make_output_safe, print_refusal)
 
+# Plain text for --help: the module's docstring is reStructuredText.
+DESCRIPTION = "The bt-exec command line: validate, compile and run plans; serve and drive them over ROS 2."
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run one ``bt-exec`` command; return its exit code. Nothing it is given ends in a traceback."""
@@ -61,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bt-exec", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="bt-exec", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {bt_exec.__version__}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
     plan_commands.add_commands(commands)

@@ -6,19 +6,21 @@ import collections
 import json
 import sys
 import threading
-
-import py_trees
+import time
 
 import bt_exec
 
 from ..compilers import Plan, apply_fixes, dialect_of, document_of
+from ..compilers.ir import STOP_WHENS
 from ..compilers.dialects import DIALECTS
 from ..errors import Issue, PlanError
 from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
+from ..terminal.compiled import ASCII, UNICODE, dot_text, tree_text
 from ..terminal.render import one_line, printable
 from ..terminal.run_view import EventLines, LiveView
 from ..web import ControlApi
-from .arguments import add_catalog, add_fix, add_guard, add_input, add_op_timeout, add_web, positive_int, stop_point, tick_rate
+from .arguments import (add_catalog, add_fix, add_guard, add_input, add_op_timeout, add_web, positive_int, stop_point,
+                        tick_rate)
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
 from .inputs import label, read_input, read_plan
 from .web_commands import start_web
@@ -29,6 +31,10 @@ BACKENDS = ("sim",)
 SUMMARY_STATES = ("succeeded", "failed", "timeout", "canceled", "running", "paused", "pending")
 # Longest a Ctrl-C waits to be noticed during a run.
 CTRL_C_LATENCY_S = 0.1
+# run --web without --keep-serving, once the plan ended: how long the app waits for its page to be loaded, and
+# how long a loaded page is still answered (its scripts, its first reads, the last events).
+PAGE_GRACE_S = 10.0
+PAGE_SETTLE_S = 2.0
 # How many op ids a "no such op" message lists before it stops.
 LISTED_OP_IDS = 20
 # validate --fix: most rounds of fixing then checking again (a fix can uncover faults the first check did not
@@ -48,7 +54,10 @@ def add_commands(commands) -> None:
 
     compile_ = commands.add_parser("compile", help="print the behaviour tree a plan compiles to")
     add_input(compile_)
-    compile_.add_argument("--render", choices=RENDERS, required=True, help="tree format")
+    compile_.add_argument("--render", choices=RENDERS, default="ascii",
+                          help="ascii (the default) or unicode: one line per op, a do op's cap and args after its "
+                               "description, a step graph's transitions after its steps; dot: Graphviz source, "
+                               "the graph named after the plan")
     add_catalog(compile_)
     compile_.set_defaults(command=compile_command)
 
@@ -62,7 +71,7 @@ def add_commands(commands) -> None:
                      help="Qwen3: most steps one run may execute (default: 1000)")
     run.add_argument("--stop-at", metavar="OP[:WHEN]", type=stop_point, action="append", default=[],
                      help="cancel the plan when it reaches op OP; WHEN is on_enter or on_complete (default); "
-                          "repeatable. See op ids with: bt-exec compile FILE --render ascii")
+                          "repeatable. See op ids with: bt-exec compile FILE")
     run.add_argument("--events", metavar="F.jsonl",
                      help="append a run header and every event to this JSONL file; exit 1 if it cannot be written")
     run.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
@@ -70,7 +79,9 @@ def add_commands(commands) -> None:
     add_guard(run)
     add_web(run)
     run.add_argument("--keep-serving", action="store_true",
-                     help="with --web: keep serving after the plan ended, until Ctrl-C (more plans can be submitted)")
+                     help="with --web: keep serving after the plan ended, until Ctrl-C (more plans can be "
+                          "submitted). Without it the app serves on after the plan ended until its page has loaded "
+                          f"once (then {PAGE_SETTLE_S:.0f} s more), at most {PAGE_GRACE_S:.0f} s")
     run.add_argument("--feedback", action="store_true",
                      help="print the planner's feedback on the run (each finished call's op_id, cap, success, output, "
                           "error) as one JSON line, the last of the output")
@@ -168,13 +179,11 @@ def compile_command(args: argparse.Namespace) -> int:
     report = bt_exec.validate(plan, catalog=catalog)  # as the executor would check it (no scene here)
     if report.verdict not in ("ok", "replan_required"):  # replan_required is about a scene; the graph compiles
         raise PlanError(report.issues)
-    root = bt_exec.compile_plan(plan, catalog).root
+    compiled = bt_exec.compile_plan(plan, catalog)
     if args.render == "dot":
-        rendered = py_trees.display.dot_tree(root).to_string()
-    elif args.render == "unicode":
-        rendered = py_trees.display.unicode_tree(root)
+        rendered = dot_text(compiled)
     else:
-        rendered = py_trees.display.ascii_tree(root)
+        rendered = tree_text(compiled, UNICODE if args.render == "unicode" else ASCII)
     print(printable(rendered))  # node names carry the plan's descriptions, control characters included
     return EXIT_OK
 
@@ -203,7 +212,7 @@ def run_command(args: argparse.Namespace) -> int:
             plan = plan.renumbered(int(answer["root_op_id"]))
         for op_id, when in args.stop_at:
             if op_id not in plan.ops:
-                raise CommandError(_missing_op_message(op_id, plan, args.file))
+                raise CommandError(_unknown_stop_point_message(op_id, plan, args.file))
             executor.stop_plan_at(plan_id, op_id, when)
         code = _run_to_end(executor, plan_id, args.events)
         if args.feedback:
@@ -211,11 +220,31 @@ def run_command(args: argparse.Namespace) -> int:
         if args.keep_serving and code != EXIT_INTERRUPTED:
             error(f"the plan ended; still serving {web.url} until Ctrl-C")
             _wait_for_ctrl_c()
+        elif web is not None and code != EXIT_INTERRUPTED:
+            _serve_until_page_loaded(web)
         return code
     finally:
         if web is not None:
             web.close()
         executor.close()
+
+
+def _serve_until_page_loaded(web) -> None:
+    """A quick plan can end before a browser opens its URL: keep serving until the console page has been loaded
+    once, then PAGE_SETTLE_S more for its scripts and first reads, or until PAGE_GRACE_S passed without a load.
+    Ctrl-C ends it at once."""
+    try:
+        if web.page_loads == 0:
+            error(f"the plan ended; serving {web.url} until its page has loaded once (at most "
+                  f"{PAGE_GRACE_S:.0f} s; Ctrl-C stops now, --keep-serving serves on)")
+            deadline = time.monotonic() + PAGE_GRACE_S
+            while web.page_loads == 0:
+                if time.monotonic() >= deadline:
+                    return
+                time.sleep(CTRL_C_LATENCY_S)
+        time.sleep(PAGE_SETTLE_S)
+    except KeyboardInterrupt:
+        pass
 
 
 def _wait_for_ctrl_c() -> None:
@@ -344,11 +373,16 @@ def summary_line(record: dict, journal: bt_exec.JsonlJournal | None = None) -> s
     return line
 
 
-def _missing_op_message(op_id: str, plan: Plan, name: str) -> str:
+def _unknown_stop_point_message(text: str, plan: Plan, name: str) -> str:
+    """Why ``--stop-at TEXT`` names no op of ``plan``: an op of it with a WHEN that is no phase, or no op."""
+    op_id, colon, when = text.rpartition(":")
+    if colon and op_id in plan.ops:  # `stop_point` split off only a known WHEN: this one is not
+        return (f"--stop-at {text!r}: bad WHEN {when!r} for op {op_id!r} (the phases a stop point takes: "
+                f"{', '.join(STOP_WHENS)})")
     ids = list(plan.ops)
     shown = ", ".join(ids[:LISTED_OP_IDS]) + (f", ... ({len(ids)} ops)" if len(ids) > LISTED_OP_IDS else "")
-    return (f"--stop-at: the plan has no op {op_id!r} (its op ids: {shown}; expected OP, OP:on_enter or "
-            f"OP:on_complete). See each op with its id: bt-exec compile {name} --render ascii")
+    return (f"--stop-at: the plan has no op {text!r} (its op ids: {shown}; expected OP, OP:on_enter or "
+            f"OP:on_complete). See each op with its id: bt-exec compile {name}")
 
 
 def feedback_chars(text: str) -> int:

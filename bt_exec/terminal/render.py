@@ -6,12 +6,16 @@ from its own executor, ``bt-exec watch`` from a running app.
 """
 from __future__ import annotations
 
+import json
 import unicodedata
 
 STATE_SYMBOLS = {"pending": "○", "running": "▶", "paused": "‖", "succeeded": "✔", "failed": "✘",
                  "canceled": "⊘", "timeout": "⌛"}
 # Unicode categories never printed as they are: controls, format characters (bidi overrides), line separators.
 _CONTROL_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp"))
+# Longest ``cap(args)`` a tree line shows after a do op's description: enough for the cap and a glimpse of its
+# args, short enough that a note after it stays on the line.
+CALL_CHARS = 64
 
 
 def printable(text: object) -> str:
@@ -27,6 +31,35 @@ def printable(text: object) -> str:
 def one_line(text: object) -> str:
     """``text`` fit for a single terminal line: printable, whitespace runs (newlines too) made one space."""
     return " ".join(printable(text).split())
+
+
+def shortened(text: str, limit: int, ellipsis: str = "…") -> str:
+    """``text`` cut to ``limit`` characters, the last being ``ellipsis`` when it was cut."""
+    return text if len(text) <= limit else text[:max(limit - len(ellipsis), 0)] + ellipsis
+
+
+def is_cut_args(args: object) -> bool:
+    """Whether ``args`` is the marker a view sends in place of args past its size cap:
+    ``{"truncated": true, "bytes": N, "preview": ...}``."""
+    return (isinstance(args, dict) and args.get("truncated") is True and isinstance(args.get("bytes"), int)
+            and set(args) <= {"truncated", "bytes", "preview"})
+
+
+def call_text(cap: object, args: object, limit: int = CALL_CHARS) -> str:
+    """A do op's call on one short line: ``audio.speak_text(text="hello", volume=3)``, cut to ``limit``
+    characters; args cut by the view read ``cap(args of 5000 bytes: {"text": "aaa…)``; no args known: ``cap``."""
+    if args is None:
+        return shortened(one_line(cap), limit)
+    if is_cut_args(args):
+        preview = args.get("preview")
+        peek = preview if isinstance(preview, str) else json.dumps(preview, ensure_ascii=False)
+        inside = f"args of {args['bytes']} bytes: {peek}"
+    elif isinstance(args, dict):
+        inside = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
+    else:
+        inside = json.dumps(args, ensure_ascii=False)
+    head = f"{one_line(cap)}("
+    return head + shortened(one_line(inside), max(limit - len(head) - 1, 1)) + ")"
 
 
 def view_lines(view: dict, running_for_s: float | None = None) -> list[str]:
@@ -74,7 +107,8 @@ def op_states(ops: list[dict]) -> dict[str, tuple[str, str | None]]:
 
 def tree_lines(view: dict) -> list[str]:
     """One line per op of a tree view, in pre-order, with box-drawing branches: ``├─ ✔ 3 do succeeded: take a
-    snapshot``, a note (``op_states``) in brackets after the description.
+    snapshot — camera.snapshot(size=2)``: a do op's call (``call_text``) after its description, then a note
+    (``op_states``) in brackets.
 
     The view may come from another process: ops it names but lacks, and repeated ops, are skipped; ops
     without a state are pending. A step graph's steps are listed in plan order.
@@ -82,12 +116,15 @@ def tree_lines(view: dict) -> list[str]:
     ops = {str(op["op_id"]): (op.get("kind", "?"), op.get("description", ""), op.get("children") or [])
            for op in view["ops"]}
     states = op_states(view["ops"])
+    calls = {str(op["op_id"]): call_text(op["cap"], op.get("args"))
+             for op in view["ops"] if op.get("kind") == "do" and op.get("cap") is not None}
 
     def line(lead: str, op_id: str, kind: str | None, description: str) -> str:
         state, note = states.get(op_id, ("pending", None))
         kind_text = f" {one_line(kind)}" if kind is not None else ""
+        call = f" — {calls[op_id]}" if op_id in calls else ""
         return (f"{lead}{STATE_SYMBOLS.get(state, '?')} {one_line(op_id)}{kind_text} {one_line(state)}: "
-                f"{one_line(description)}" + (f" [{one_line(note)}]" if note else ""))
+                f"{one_line(description)}{call}" + (f" [{one_line(note)}]" if note else ""))
 
     if "transitions" in view:  # a step graph, not a tree: its steps in plan order
         return [line("", op_id, None, description) for op_id, (_kind, description, _children) in ops.items()]
