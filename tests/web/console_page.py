@@ -39,8 +39,11 @@ class Console:
         return self
 
     def wait_for(self, condition, timeout=WAIT_S, message=""):
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
-        return WebDriverWait(self.driver, timeout, poll_frequency=0.05).until(condition, message)
+        # The page redraws lists and boxes as events come: an element found may be replaced before it is read.
+        return WebDriverWait(self.driver, timeout, poll_frequency=0.05,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(condition, message)
 
     def css(self, selector):
         from selenium.webdriver.common.by import By

@@ -288,12 +288,22 @@ def test_a_failed_op_shows_its_error_on_its_box_in_the_header_and_the_list(conso
     console.wait_text("#status", f"plan {waiting}: running")
     console.css("#follow").click()  # stay on the waiting plan
     other = console.submit(envelope(seq(do("grasp again")), "fails while not shown"))  # ops 9, 10
-    console.wait_text(f'#finished-plans [data-plan-id="{other}"] .plan-fail-line', "op 10: no cup left")
+    console.wait_text(f'#finished-plans [data-plan-id="{other}"] .plan-fail-line', "op 10 “grasp again”: no cup left")
     assert console.css("#status").text.startswith(f"▶ plan {waiting}")
     console.executor.cancel_plan(waiting)
     # A page opened after the failure names the op too.
     console.open()
     console.wait_text(f'#finished-plans [data-plan-id="{failing}"] .plan-fail-line', "op 4 “grasp the cup”")
+    # ... from the list itself: no failed plan's tree is read but the one shown.
+    assert console.wait_text("#status", f"plan {waiting}: cancelled")  # the newest finished plan is shown
+    assert read_paths(console, "/tree") == {f"/api/plans/{waiting}/tree"}
+
+
+def read_paths(console, part):
+    """The paths of the API requests the page made so far whose path holds ``part``."""
+    return set(console.driver.execute_script(
+        "return performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)"
+        ".filter((p) => p.includes(arguments[0]))", part))
 
 
 def test_dropped_events_make_the_page_read_the_state_again(console_factory):
@@ -407,6 +417,7 @@ def test_a_finished_step_graph_marks_only_the_transitions_its_trace_took(console
     assert "reached" in console.css('g.terminal-node[data-terminal="completed"]').get_attribute("class")
     assert "reached" not in console.css('g.terminal-node[data-terminal="stop"]').get_attribute("class")
     assert "×2" not in console.css('text.transition[data-from="s1"][data-outcome="success"]').text
+    assert not read_paths(console, "/result")  # the tree view carries the trace
     console.screenshot("web-console-qwen3-finished.png")
 
 

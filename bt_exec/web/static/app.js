@@ -18,6 +18,7 @@
     pending: '○', running: '▶', paused: '‖', succeeded: '✓', failed: '✗', canceled: '⊘', timeout: '◷',
   };
   const OUTCOME_SYMBOL = { succeeded: '✓', failed: '✗', cancelled: '⊘', running: '▶', cancelling: '⊘' };
+  const WHEN_WORDS = { on_enter: 'on enter', on_complete: 'on complete' };
   const FINAL_STATES = new Set(['succeeded', 'failed', 'canceled', 'timeout']);
   const TERMINALS = new Set(['completed', 'stop', 'replan_required', 'operator_required']);
   const LOG_MAX = 500;
@@ -39,8 +40,7 @@
   const ERROR_CHARS = 30;   // the error line of a failed op's box
   const TOGGLE_R = 9;       // the open/close button on a composite's right edge
   const SMALL_PLAN = 100;   // plans up to this many ops open every composite
-  const FAILURES_KEPT = 200;
-  const FAILURE_LOOKUP_OPS = 2000;  // larger failed plans are not read just to name their failed op
+  const ARGS_TOOLTIP_CHARS = 300;
   // Step graphs.
   const G_COL_W = NODE_W + 118;
   const GRAPH_MIN_ZOOM = 0.65;  // a step graph opens at the largest zoom that fits its width, down to this
@@ -128,16 +128,14 @@
     followedUpTo: 0,        // newest running plan id already followed
     tree: null,             // the selected plan's tree view (metadata; ops live in `ops`)
     renderedPlan: null,
-    ops: new Map(),         // op_id -> {op, parent, x, y, shown, open, counts, leaves, g, parts, stops:Set}
+    ops: new Map(),         // op_id -> {op, parent, x, y, shown, open, counts, leaves, g, parts, stops:Set, fired,
+                            //           fullArgs}
     visible: [],            // the laid-out entries, in tree order
     userOpen: new Map(),    // composite op_id -> opened (true) or closed (false) by the operator
     graph: null,            // a step graph's edges, labels, terminals and trace
     edgeLayer: null,
     nodeLayer: null,
     search: { query: '', matches: [], set: new Set(), index: -1 },
-    failures: new Map(),    // plan_id -> the op it failed at {op_id, description, error}
-    failuresAsked: new Set(),
-    failureLookup: false,
     colours: null,
     selectedOp: null,
     buffer: null,           // node events that arrived while a tree fetch was in flight
@@ -340,8 +338,8 @@
       h('span', { class: `badge outcome-${state}`, text: `${OUTCOME_SYMBOL[state] || '•'} ${state}` })),
     h('span', { class: 'plan-desc-line', text: truncate(plan.description || '(no description)', 60) }),
     h('span', { class: 'plan-meta', text: meta.join(' · ') }));
-    const failure = plan.failed_op || st.failures.get(plan.plan_id);
-    if (failure && (state === 'failed' || !finished)) {
+    const failure = finished && state === 'failed' ? plan.failed_op : null;
+    if (failure) {
       const text = failureText(failure);
       button.appendChild(h('span', { class: 'plan-fail-line', text: `✗ ${truncate(text, 80)}`, title: text }));
     }
@@ -351,14 +349,6 @@
   function failureText(failure) {
     return `op ${failure.op_id}${failure.description ? ` “${truncate(failure.description, 40)}”` : ''}` +
       (failure.error ? `: ${failure.error}` : ' failed');
-  }
-
-  // The first op each plan failed at, from the trees read and the events seen (the list has no op states).
-  function rememberFailure(planId, op) {
-    if (!op || st.failures.has(planId)) return false;
-    st.failures.set(planId, { op_id: op.op_id, description: op.description || '', error: errorOf(op) });
-    if (st.failures.size > FAILURES_KEPT) st.failures.delete(st.failures.keys().next().value);
-    return true;
   }
 
   function renderLists() {
@@ -372,28 +362,6 @@
     $('#finished-count').textContent = String(st.finished.length);
     $('#running-empty').hidden = st.running.length > 0;
     $('#finished-empty').hidden = st.finished.length > 0;
-    lookUpFailures();
-  }
-
-  // Plans that failed before this page saw their events: each one's tree is read once, one at a time,
-  // to find the op it failed at (a list entry that names it already needs nothing).
-  async function lookUpFailures() {
-    if (st.failureLookup) return;
-    const plan = st.finished.find((item) => item.outcome === 'failed' && !item.failed_op &&
-      !st.failures.has(item.plan_id) && !st.failuresAsked.has(item.plan_id) && item.op_count <= FAILURE_LOOKUP_OPS);
-    if (!plan) return;
-    st.failureLookup = true;
-    st.failuresAsked.add(plan.plan_id);
-    if (st.failuresAsked.size > FAILURES_KEPT) st.failuresAsked.delete(st.failuresAsked.values().next().value);
-    try {
-      const tree = await api('GET', planPath(plan.plan_id, 'tree'));
-      if (rememberFailure(plan.plan_id, failedOpOf(tree.ops))) renderLists();
-    } catch (err) {
-      // Too old to be kept any more: the entry says "failed" without the op.
-    } finally {
-      st.failureLookup = false;
-    }
-    lookUpFailures();
   }
 
   function markSelectedInLists() {
@@ -476,7 +444,7 @@
       return;
     }
     let text = `${OUTCOME_SYMBOL[state] || '•'} plan ${st.selectedPlan}: ${state}`;
-    const failure = state === 'failed' ? currentFailure() : null;
+    const failure = state === 'failed' ? st.tree.failed_op : null;
     if (st.tree.cancel_reason && state !== 'running') text += ` (${st.tree.cancel_reason})`;
     else if (failure) text += ` at ${failureText(failure)}`;
     else if (st.tree.error) text += ` (${st.tree.error})`;
@@ -489,11 +457,6 @@
         type: 'button', class: 'link status-link', 'data-action': 'goto-failed', 'data-op-id': failure.op_id, text: 'show',
       }));
     }
-  }
-
-  function currentFailure() {
-    const op = failedOpOf([...st.ops.values()].map((entry) => entry.op));
-    return op ? { op_id: op.op_id, description: op.description, error: errorOf(op) } : null;
   }
 
   // ---------------------------------------------------------------- tree model
@@ -541,7 +504,8 @@
     for (const op of tree.ops) {
       st.ops.set(op.op_id, {
         op, parent: null, x: 0, y: 0, shown: false, open: false, g: null, parts: null, badge: null,
-        counts: emptyCounts(), leaves: 0, stops: stopsOf(op, tree, null),
+        counts: emptyCounts(), leaves: 0, stops: stopsOf(op, tree, null), fired: null, fullArgs: undefined,
+        argsTip: null,
       });
     }
     for (const entry of st.ops.values()) {
@@ -574,24 +538,12 @@
     return !(op.children && op.children.length);
   }
 
-  // The op a failed plan failed at: the first failed (or timed out) leaf, else the deepest failed op.
-  function failedOpOf(ops) {
-    let fallback = null;
-    for (const op of ops) {
-      if (op.state !== 'failed' && op.state !== 'timeout') continue;
-      if (isLeafOp(op)) return op;
-      fallback = op;
-    }
-    return fallback;
-  }
-
   // ---------------------------------------------------------------- tree rendering
 
   function renderTree(tree) {
     const sameShape = st.renderedPlan === tree.plan_id && st.ops.size === tree.ops.length &&
       tree.ops.every((op) => st.ops.has(op.op_id));
     st.tree = tree;
-    rememberFailure(tree.plan_id, failedOpOf(tree.ops));
     if (sameShape) {
       for (const op of tree.ops) {
         const entry = st.ops.get(op.op_id);
@@ -613,10 +565,12 @@
     schedule();
   }
 
+  // An op's armed stop points. The tree names one per op, on_enter when both are armed: on_complete is
+  // then kept as the events said. A stop point the tree does not name is not armed.
   function stopsOf(op, tree, known) {
-    if (!tree.running) return new Set();
-    const stops = new Set(known || []);
-    if (op.stop_point) stops.add(op.stop_point);
+    if (!tree.running || !op.stop_point) return new Set();
+    const stops = new Set([op.stop_point]);
+    if (op.stop_point === 'on_enter' && known && known.has('on_complete')) stops.add('on_complete');
     return stops;
   }
 
@@ -829,6 +783,7 @@
     const op = entry.op;
     let cls = `op kind-${op.kind} state-${op.state}`;
     for (const when of entry.stops) cls += ` stop-${when}`;
+    if (entry.fired) cls += ` stop-fired stop-fired-${entry.fired}`;
     if (op.op_id === st.selectedOp) cls += ' selected';
     if (!isLeaf(entry) && !st.graph) cls += entry.open ? ' open' : ' collapsed';
     if (st.search.set.has(op.op_id)) cls += ' match';
@@ -840,7 +795,8 @@
     if (!entry.g) return;
     const op = entry.op;
     const parts = entry.parts;
-    const stops = [...entry.stops].map((when) => `stop point ${when}`).join(', ');
+    const stops = [...entry.stops].map((when) => `stop point ${when}`)
+      .concat(entry.fired ? [`stop point ${entry.fired} fired`] : []).join(', ');
     const error = op.state === 'failed' || op.state === 'timeout' ? errorOf(op) : '';
     entry.g.setAttribute('class', opClass(entry));
     entry.g.setAttribute('aria-label', `op ${op.op_id}, ${op.kind}, ${op.state}${stops ? ', ' + stops : ''}: ` +
@@ -871,40 +827,66 @@
     parts.sub.textContent = truncate(sub, error && !parts.bar ? ERROR_CHARS : SUB_CHARS);
     parts.sub.setAttribute('class', error && !parts.bar ? 'sub error-line' : 'sub');
     parts.title.textContent = `${op.op_id} · ${op.kind} — ${op.state}${stops ? ' — ' + stops : ''}\n` +
-      `${op.description || ''}${op.cap ? `\ncap: ${op.cap}` : ''}${progress ? `\n${progress.text}` : ''}` +
-      `${error ? `\nerror: ${error}` : ''}`;
+      `${op.description || ''}${op.cap ? `\ncap: ${op.cap}` : ''}${'args' in op ? `\nargs: ${argsTip(entry)}` : ''}` +
+      `${progress ? `\n${progress.text}` : ''}${error ? `\nerror: ${error}` : ''}`;
     paintStopBadge(entry);
   }
 
+  // The stop badge: a bar on the side the stop point acts (left: on enter, right: on complete) and a
+  // pill above the box; a click on the pill disarms the op's armed stop points. A fired one stays marked.
+  // args cut by the server: {truncated: true, bytes, preview}; the whole op is one request away.
+  function isCutArgs(args) {
+    return Boolean(args) && typeof args === 'object' && args.truncated === true && typeof args.bytes === 'number' &&
+      typeof args.preview === 'string';
+  }
+
+  // The args line of the node's tooltip, made once per args value (a tick repaints a thousand boxes).
+  function argsTip(entry) {
+    const args = entry.op.args;
+    if (entry.argsTip && entry.argsTip.args === args) return entry.argsTip.text;
+    const text = isCutArgs(args)
+      ? `${truncate(args.preview, ARGS_TOOLTIP_CHARS)} (${args.bytes} bytes; "Full op" in the details shows them all)`
+      : truncate(JSON.stringify(args), ARGS_TOOLTIP_CHARS);
+    entry.argsTip = { args, text };
+    return text;
+  }
+
   function paintStopBadge(entry) {
-    if (!entry.stops.size) {
+    if (!entry.stops.size && !entry.fired) {
       if (entry.badge) entry.badge.group.setAttribute('display', 'none');
       return;
     }
     if (!entry.badge) {
-      const group = s('g', { class: 'stop-marker' });
       const enterBar = s('rect', { class: 'stop-bar stop-bar-enter', x: 0, y: 0, width: 6, height: NODE_H, rx: 2 });
       const completeBar = s('rect', {
         class: 'stop-bar stop-bar-complete', x: NODE_W - 6, y: 0, width: 6, height: NODE_H, rx: 2,
       });
+      const title = s('title');
       const pill = s('rect', { class: 'stop-pill', y: -9, height: 15, rx: 7.5, ry: 7.5 });
       const text = s('text', { class: 'stop-text', y: 2 });
-      group.append(enterBar, completeBar, pill, text);
+      const button = s('g', { class: 'stop-badge' }, title, pill, text);
+      const group = s('g', { class: 'stop-marker' }, enterBar, completeBar, button);
       entry.g.appendChild(group);
-      entry.badge = { group, enterBar, completeBar, pill, text };
+      entry.badge = { group, enterBar, completeBar, button, title, pill, text };
     }
     const badge = entry.badge;
-    const enter = entry.stops.has('on_enter');
-    const complete = entry.stops.has('on_complete');
-    const label = `■ stop ${enter && complete ? 'on enter + complete' : enter ? 'on enter' : 'on complete'}`;
+    const enter = entry.stops.has('on_enter') || entry.fired === 'on_enter';
+    const complete = entry.stops.has('on_complete') || entry.fired === 'on_complete';
+    const label = entry.fired ? `■ stop ${WHEN_WORDS[entry.fired] || entry.fired} fired`
+      : `■ stop ${enter && complete ? 'on enter + complete' : enter ? 'on enter' : 'on complete'}`;
     const width = label.length * 6.1 + 14;
+    const disarmable = !entry.fired && Boolean(st.tree && st.tree.running);
     badge.group.removeAttribute('display');
+    badge.group.setAttribute('class', `stop-marker${entry.fired ? ' fired' : ''}`);
     badge.enterBar.setAttribute('display', enter ? 'inline' : 'none');
     badge.completeBar.setAttribute('display', complete ? 'inline' : 'none');
     badge.pill.setAttribute('x', NODE_W - width - 12);
     badge.pill.setAttribute('width', width);
     badge.text.setAttribute('x', NODE_W - width - 5);
     badge.text.textContent = label;
+    badge.title.textContent = disarmable ? `${label.slice(2)}: click to disarm` : label.slice(2);
+    if (disarmable) badge.button.setAttribute('data-disarm', entry.op.op_id);
+    else badge.button.removeAttribute('data-disarm');
   }
 
   function toggleOp(opId, open) {
@@ -1108,43 +1090,16 @@
     st.size = { width: widest + PAD + 40, height: deepestArc + PAD + 16 };
   }
 
-  // The taken transitions come from the run's trace (its outcomes), never from where edges lead.
+  // The taken transitions come from the run's trace (its outcomes, in the tree view live and finished),
+  // never from where edges lead; a finished run's path ends with its terminal.
   function loadTrace(tree) {
     const graph = st.graph;
     if (!graph) return;
     graph.trace = [];
     graph.seen = new Set();
-    if (Array.isArray(tree.trace)) {
-      for (const entry of tree.trace) addTrace(entry);
-    } else if (!tree.running) {
-      fetchTrace(tree.plan_id);  // a finished run's record holds its trace
-    } else {
-      // In flight and no trace in the tree: each ended step's last outcome (the run's own word, in the
-      // order the steps ended), then the events as they come.
-      const ended = tree.ops.filter((op) => {
-        const event = op.result && typeof op.result === 'object' ? op.result.event : null;
-        return event && FINAL_STATES.has(op.state) && graph.transitions[op.op_id] && event in graph.transitions[op.op_id];
-      }).sort((a, b) => (a.ended_at || 0) - (b.ended_at || 0));
-      for (const op of ended) {
-        addTrace({ step: op.op_id, outcome: op.result.event, next: graph.transitions[op.op_id][op.result.event] });
-      }
-    }
-    paintTaken();
-  }
-
-  async function fetchTrace(planId) {
-    let record;
-    try {
-      record = await api('GET', planPath(planId, 'result'));
-    } catch (err) {
-      report(err);
-      return;
-    }
-    if (st.renderedPlan !== planId || !st.graph) return;
-    st.graph.trace = [];
-    st.graph.seen = new Set();
-    for (const entry of record.trace || []) addTrace(entry);
-    st.graph.terminal = record.terminal || null;
+    for (const entry of tree.trace || []) addTrace(entry);
+    const path = tree.path || [];
+    graph.terminal = !tree.running && graph.terminals.has(path[path.length - 1]) ? path[path.length - 1] : null;
     paintTaken();
   }
 
@@ -1342,6 +1297,10 @@
   // ---------------------------------------------------------------- live updates
 
   function applyNodeEvent(event, replayed) {
+    if (event.event === 'stop_point') {
+      applyStopPoint(event);
+      return;
+    }
     if (event.event === 'step_transition') {
       if (st.graph) {
         addTrace(event);
@@ -1383,18 +1342,26 @@
     markDirty(op.op_id);
   }
 
+  // A stop point armed, disarmed or fired through any door (the page, HTTP, MCP, ROS, a builtin, the API).
+  function applyStopPoint(event) {
+    const entry = st.ops.get(event.op_id);
+    if (!entry) return;
+    if (event.state === 'armed' && st.tree && st.tree.running) entry.stops.add(event.when);
+    else if (event.state === 'disarmed') entry.stops.delete(event.when);
+    else if (event.state === 'fired') {  // the plan is being cancelled: that stop point is spent
+      entry.stops.delete(event.when);
+      entry.fired = event.when;
+    }
+    markDirty(event.op_id);
+  }
+
   function onEvent(event) {
     logEvent(event);
     switch (event.event) {
-      case 'node_state':
-        if ((event.state === 'failed' || event.state === 'timeout') && event.kind !== 'sequence' &&
-            event.kind !== 'parallel') {
-          const known = event.plan_id === st.renderedPlan ? st.ops.get(event.op_id) : null;
-          const op = { ...(known ? known.op : {}), op_id: event.op_id, state: event.state, detail: event.detail };
-          if ('result' in event) op.result = event.result;
-          if (rememberFailure(event.plan_id, op)) renderLists();
-        }
+      case 'stop_point':
+        refreshLists();  // the list counts each plan's armed stop points
       // falls through
+      case 'node_state':
       case 'step_transition':
         if (event.plan_id !== st.selectedPlan) return;
         if (st.buffer !== null && st.bufferPlan === event.plan_id) st.buffer.push(event);
@@ -1408,7 +1375,19 @@
           st.tree.running = false;
           st.tree.outcome = event.outcome;
           st.tree.cancelled = event.cancelled;
+          st.tree.failed_op = event.failed_op || null;
+          for (const entry of st.ops.values()) {  // a plan that ended has no stop point armed
+            if (!entry.stops.size) continue;
+            entry.stops.clear();
+            markDirty(entry.op.op_id);
+          }
+          if (st.graph && event.terminal && st.graph.terminals.has(event.terminal)) {
+            st.graph.terminal = event.terminal;
+            paintTaken();
+          }
           renderStatus();
+          st.detailsDirty = true;
+          schedule();
         }
         // The lists and the final record (results, times) are read once the frame that shows the
         // last states is out: a plan that ends a thousand ops at once is shown ended first.
@@ -1562,7 +1541,7 @@
       if (tree.run_id) fact(planFacts, 'Run id', tree.run_id);
       if (tree.cancel_reason) fact(planFacts, 'Cancelled', tree.cancel_reason);
       if (tree.error) fact(planFacts, 'Error', tree.error, 'error-text');
-      const failure = state === 'failed' ? currentFailure() : null;
+      const failure = state === 'failed' ? tree.failed_op : null;
       if (failure) fact(planFacts, 'Failed at', failureText(failure), 'error-text');
       if (tree.duration_s) fact(planFacts, 'Duration', duration(tree.duration_s));
       if (tree.transitions) fact(planFacts, 'Path', (tree.path || []).join(' → ') || '(not started)');
@@ -1592,7 +1571,7 @@
     fact(opFacts, 'Kind', op.kind);
     fact(opFacts, 'Cap', op.cap);
     fact(opFacts, 'State', `${SYMBOL[op.state] || '•'} ${op.state}`, `state-text-${op.state}`);
-    fact(opFacts, 'Stop point', [...entry.stops].join(', ') || 'none');
+    fact(opFacts, 'Stop point', entry.fired ? `${entry.fired} (fired)` : [...entry.stops].join(', ') || 'none');
     if (op.children && op.children.length) fact(opFacts, 'Children', op.children.join(', '));
     fact(opFacts, 'Started', clock(op.started_at));
     if (op.ended_at) fact(opFacts, 'Ended', `${clock(op.ended_at)}${op.started_at ? ` (${duration(op.ended_at - op.started_at)})` : ''}`);
@@ -1600,6 +1579,7 @@
       fact(opFacts, 'Transitions', Object.entries(tree.transitions[op.op_id]).map(([k, v]) => `${k} → ${v}`).join(', '));
     }
     blocks.append(h('h4', { text: 'Description' }), h('p', { class: 'full-desc', text: op.description || '(none)' }));
+    if ('args' in op) blocks.append(...argsBlock(entry));
     const error = op.result && typeof op.result === 'object' ? op.result.error : null;
     if (error) blocks.append(h('h4', { text: 'Error' }), h('pre', { class: 'error-text', text: pretty(error) }));
     if (op.detail !== null && op.detail !== undefined) {
@@ -1613,6 +1593,39 @@
       }));
   }
 
+  // The op's args as pretty JSON; args the server cut show their start and a button that reads the whole op.
+  function argsBlock(entry) {
+    const args = entry.fullArgs !== undefined ? entry.fullArgs : entry.op.args;
+    const heading = h('h4', { text: 'Args' });
+    if (!isCutArgs(args)) {
+      const note = entry.fullArgs !== undefined ? h('span', { class: 'muted args-note', text: ' (whole)' }) : null;
+      if (note) heading.appendChild(note);
+      return [heading, h('pre', { class: 'args', text: JSON.stringify(args, null, 2) })];
+    }
+    const note = h('p', { class: 'args-cut' },
+      `cut: ${args.bytes.toLocaleString('en')} bytes in all `,
+      h('button', {
+        type: 'button', class: 'btn small', 'data-action': 'full-op', 'data-op-id': entry.op.op_id, text: 'Full op',
+      }));
+    return [heading, h('pre', { class: 'args cut', text: args.preview }), note];
+  }
+
+  async function loadFullOp(opId) {
+    const planId = st.selectedPlan;
+    if (planId === null) return;
+    let answer;
+    try {
+      answer = await api('GET', planPath(planId, `ops/${encodeURIComponent(opId)}`));
+    } catch (err) {
+      report(err);
+      return;
+    }
+    const entry = planId === st.renderedPlan ? st.ops.get(opId) : null;
+    if (!entry || !answer.op || !('args' in answer.op)) return;
+    entry.fullArgs = answer.op.args;
+    if (opId === st.selectedOp) renderDetails();
+  }
+
   function selectOp(opId) {
     const previous = st.selectedOp === null ? null : st.ops.get(st.selectedOp);
     st.selectedOp = opId;
@@ -1623,6 +1636,12 @@
   }
 
   // ---------------------------------------------------------------- control actions
+
+  function toggleStop(when) {
+    const entry = st.selectedOp === null ? null : st.ops.get(st.selectedOp);
+    if (entry && entry.stops.has(when)) disarmAt(st.selectedOp, [when]);
+    else stopAt(when);
+  }
 
   async function stopAt(when) {
     const planId = st.selectedPlan;
@@ -1642,6 +1661,26 @@
     } catch (err) {
       report(err);
     }
+  }
+
+  // A click on a stop badge disarms every stop point armed at that op; on a pressed stop button, its own.
+  async function disarmAt(opId, whens) {
+    const planId = st.selectedPlan;
+    const entry = st.ops.get(opId);
+    if (planId === null || !entry) return;
+    for (const when of whens || [...entry.stops]) {
+      try {
+        const answer = await api('POST', planPath(planId, 'disarm'), { op_id: opId, when });
+        showMessage(answer.disarmed ? 'info' : 'warn', answer.message);
+        if (answer.disarmed && planId === st.selectedPlan && st.ops.get(opId) === entry) {
+          entry.stops.delete(when);
+          markDirty(opId);
+        }
+      } catch (err) {
+        report(err);
+      }
+    }
+    refreshLists();
   }
 
   async function cancelPlan() {
@@ -1940,6 +1979,11 @@
       toggleOp(toggle.getAttribute('data-toggle'));
       return;
     }
+    const badge = event.target.closest('[data-disarm]');
+    if (badge) {
+      disarmAt(badge.getAttribute('data-disarm'));
+      return;
+    }
     const op = event.target.closest('g.op');
     if (op) {
       selectOp(op.getAttribute('data-op-id'));
@@ -1948,8 +1992,8 @@
     const action = event.target.closest('[data-action]');
     if (!action || action.disabled) return;
     switch (action.dataset.action) {
-      case 'stop-on_enter': stopAt('on_enter'); break;
-      case 'stop-on_complete': stopAt('on_complete'); break;
+      case 'stop-on_enter': toggleStop('on_enter'); break;
+      case 'stop-on_complete': toggleStop('on_complete'); break;
       case 'cancel-plan': cancelPlan(); break;
       case 'cancel-all': cancelAll(); break;
       case 'validate': validateOrSubmit(false); break;
@@ -1959,6 +2003,7 @@
       case 'zoom-reset': zoomBy(0); break;
       case 'goto-running': gotoRunning(); break;
       case 'goto-failed': reveal(action.dataset.opId); break;
+      case 'full-op': loadFullOp(action.dataset.opId); break;
       case 'search-next': searchNext(); break;
       default:
     }
