@@ -20,7 +20,6 @@
   const OUTCOME_SYMBOL = { succeeded: '✓', failed: '✗', cancelled: '⊘', running: '▶', cancelling: '⊘' };
   const WHEN_WORDS = { on_enter: 'on enter', on_complete: 'on complete' };
   const FINAL_STATES = new Set(['succeeded', 'failed', 'canceled', 'timeout']);
-  const TERMINALS = new Set(['completed', 'stop', 'replan_required', 'operator_required']);
   const LOG_MAX = 500;
   const LOG_PER_FRAME = 40;
   const FINISHED_LIMIT = 30;
