@@ -15,7 +15,8 @@ class Issue:
     Repairs (``compilers.fixes``), only where the fault has one: ``fix``, a JSON Patch (RFC 6902
     operations, JSON pointers into the document) that repairs it; ``alternatives``, several such
     patches as likely as each other (then no ``fix``); ``fixed_by``, the index in the same report
-    of the issue whose fix repairs this one too (one fault, two issues, one fix).
+    of the issue whose fix repairs this one too (one fault, two issues, one fix); ``after_fixes``, found
+    in the document as the fixes listed before it leave it (paths point into that document).
     """
 
     code: str
@@ -25,6 +26,7 @@ class Issue:
     fix: list | None = field(default=None, compare=False)
     alternatives: list | None = field(default=None, compare=False)
     fixed_by: int | None = field(default=None, compare=False)
+    after_fixes: bool = field(default=False, compare=False)
 
     def as_dict(self) -> dict:
         out = {"code": self.code, "path": self.path, "message": self.message}
@@ -36,6 +38,8 @@ class Issue:
             out["alternatives"] = self.alternatives
         if self.fixed_by is not None:
             out["fixed_by"] = self.fixed_by
+        if self.after_fixes:
+            out["after_fixes"] = True
         return out
 
     def __str__(self) -> str:

@@ -10,7 +10,7 @@ import gc
 from bt_exec.errors import Issue, PlanError
 
 from .catalog import CapabilityCatalog
-from .fixes import apply_fixes, document_fixes
+from .fixes import apply_fixes, document_fixes, issues_after_fixes
 from .dialects import DIALECTS, FALLBACK_DIALECT, CheckContext, Dialect, dialect_of, scene_of, skill_catalog_of
 from .ir import ControlRequest, Op, Plan
 from .report import Report
@@ -105,8 +105,21 @@ def validate(plan, catalog=None, dialect: str = "auto", limits: Limits | None = 
     ``catalog``: for RTDL a CapabilityCatalog (or its dict); for step graphs a
     SkillCatalog, or a shipped catalog's name or a file path (default: grant).
     ``scene``: for step graphs, the scene to check objects, revision and
-    preconditions against.
+    preconditions against. Raw input whose issues carry fixes also lists the issues the repaired
+    document still has (``fixes.issues_after_fixes``).
     """
+    report = _validate_once(plan, catalog, dialect, limits, scene)
+    if not report.ok and report.issues and not isinstance(plan, (Plan, ControlRequest)):
+        try:
+            document = document_of(plan, dialect, limits)
+        except PlanError:
+            return report
+        report.issues = issues_after_fixes(
+            document, report.issues, lambda repaired: _validate_once(repaired, catalog, dialect, limits, scene).issues)
+    return report
+
+
+def _validate_once(plan, catalog, dialect: str, limits: Limits | None, scene) -> Report:
     warnings: list[dict] = []
     if not isinstance(plan, (Plan, ControlRequest)):
         try:

@@ -15,14 +15,17 @@ envelope with the response read as the graph object it holds (which the envelope
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import json
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import jsonpatch
+import jsonpointer
 
-from bt_exec.errors import Issue
+from bt_exec.errors import MAX_ISSUES, Issue
 
 from .ir import Plan
 from .qwen3 import graph_in_response
@@ -147,6 +150,58 @@ class _Repairs:
                               alternatives or None, fixed_by) if fix or alternatives or fixed_by is not None
                         else issue)
         return bool(fix)
+
+
+# --- what the fixes uncover --------------------------------------------------------------------------------
+
+FIX_ROUNDS = 3  # checks of a document repaired by the fixes found so far, each finding what the last uncovered
+
+
+def issues_after_fixes(doc: object, issues: list[Issue], check_again: Callable[[object], list[Issue]]) -> list[Issue]:
+    """``issues``, followed by those the document repaired by their fixes still has (``after_fixes``), round
+    after round while new ones carry fixes: a fix can uncover what a check could not reach (a misspelt cap
+    behind a malformed node). Applied in order, every fix of the list gives the repaired document.
+    ``check_again(document)``: the issues of a document, with their fixes; empty when it is valid."""
+    if not any(issue.fix for issue in issues) or any(issue.code == "too_many_issues" for issue in issues):
+        return issues
+    seen = {_issue_key(issue) for issue in issues}
+    listed, latest = list(issues), issues
+    for _round in range(FIX_ROUNDS):
+        try:
+            doc = apply_fixes(doc, latest)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+            break
+        latest = _new_issues(check_again(doc), seen, offset=len(listed))
+        if not latest or len(listed) + len(latest) > MAX_ISSUES:
+            break
+        listed += latest
+        if not any(issue.fix for issue in latest):
+            break
+    return listed
+
+
+def _issue_key(issue: Issue) -> tuple:
+    return issue.code, issue.path, issue.message
+
+
+def _new_issues(issues: list[Issue], seen: set, offset: int) -> list[Issue]:
+    """The issues not listed before, marked ``after_fixes``, their ``fixed_by`` moved by ``offset`` (to where
+    the whole list has them); one fixed by an issue left out goes too."""
+    kept: dict[int, int] = {}  # index in ``issues`` -> index among the new ones
+    found = []
+    for index, issue in enumerate(issues):
+        key = _issue_key(issue)
+        if key in seen or issue.code == "too_many_issues":
+            continue
+        fixed_by = issue.fixed_by
+        if fixed_by is not None:
+            if fixed_by not in kept:
+                continue
+            fixed_by = offset + kept[fixed_by]
+        seen.add(key)
+        kept[index] = len(found)
+        found.append(dataclasses.replace(issue, fixed_by=fixed_by, after_fixes=True))
+    return found
 
 
 # --- documents that did not load --------------------------------------------------------------------------

@@ -15,7 +15,8 @@ PATRON = scene(vacuum="patron")   # the vacuum on the flange
 
 
 def issues(report):
-    return [(i.code, i.path, list(i.steps)) for i in report.issues]
+    """The graph's own issues (not those of the graph its fixes give, listed after them)."""
+    return [(i.code, i.path, list(i.steps)) for i in report.issues if not i.after_fixes]
 
 
 def check(the_graph, at=SOCKET, **options):

@@ -341,7 +341,7 @@ def _verdict_text(name: str, report: dict) -> str:
     count = len(report["issues"])
     lines = [f"{name}: {verdict}: {count} issue{'s' if count != 1 else ''}"]
     for issue in report["issues"]:
-        lines.append(f"  {Issue(**issue)}")
+        lines.append(f"  {'once the fixes above are applied, ' if issue.get('after_fixes') else ''}{Issue(**issue)}")
         if "fix" in issue:
             lines.append(f"    fix: {json.dumps(issue['fix'])}")
         elif "alternatives" in issue:

@@ -8,7 +8,9 @@ import re
 import threading
 from typing import Callable
 
-from bt_exec.compilers import CheckContext, ControlRequest, Limits, Plan, Report, dialect_of, gc_paused, load_with_warnings
+from bt_exec.compilers import (CheckContext, ControlRequest, Limits, Plan, Report, dialect_of, document_of, gc_paused,
+                               load_with_warnings)
+from bt_exec.compilers.fixes import issues_after_fixes
 from bt_exec.errors import Issue, PlanError
 
 from .budgets import MESSAGE_CHARS, QUOTE_CHARS, BoundedTable, cut_text, json_size, quote
@@ -217,16 +219,29 @@ class Admission:
 
     def check(self, source, dialect: str) -> dict:
         """What submitting would answer about the plan itself, running nothing:
-        ``{valid, verdict, dialect, issues, stats}``."""
+        ``{valid, verdict, dialect, issues, stats}``; where its issues carry fixes, those the repaired
+        document still has follow them (``compilers.fixes.issues_after_fixes``)."""
+        report = self._check_once(source, dialect)
+        if not report.ok and report.issues:
+            try:
+                document = document_of(source, dialect, self.limits)
+            except PlanError:
+                document = None
+            if document is not None:
+                report.issues = issues_after_fixes(document, report.issues,
+                                                   lambda repaired: self._check_once(repaired, dialect).issues)
+        return _with_issues_cut(report.as_dict())
+
+    def _check_once(self, source, dialect: str) -> Report:
         try:
             loaded, warnings = load_with_warnings(source, dialect=dialect, limits=self.limits)
         except PlanError as exc:
-            return _with_issues_cut(Report("invalid", None if dialect == "auto" else dialect, exc.issues).as_dict())
+            return Report("invalid", None if dialect == "auto" else dialect, exc.issues)
         if isinstance(loaded, ControlRequest):
-            return Report("control", loaded.dialect, [], {"control": loaded.as_dict()}, warnings).as_dict()
+            return Report("control", loaded.dialect, [], {"control": loaded.as_dict()}, warnings)
         report = dialect_of(loaded).check(loaded, self.context)
         report.warnings.extend(warnings)
-        return _with_issues_cut(report.as_dict())
+        return report
 
 
 class _Answering:
