@@ -237,3 +237,15 @@ def test_a_journal_on_a_pipe_nobody_reads_closes_within_its_bound(tmp_path):
         assert journal.failed and "still writing after 0.5 s" in journal.error
     finally:
         os.close(reader)
+
+
+def test_a_journal_records_what_ran_so_a_replay_needs_nothing_else(tmp_path):
+    from bt_exec.events.journal import JsonlJournal
+
+    path = tmp_path / "run.jsonl"
+    run_plan(JsonlJournal(path), seq(do("a", cap="arm.reach", args={"x": 1}), do("b")))
+    [started] = [json.loads(line) for line in lines_of(path) if '"plan_started"' in line]
+    assert started["plan"] == {"root": "1", "ops": [
+        {"op_id": "1", "kind": "sequence", "description": "in order", "children": ["2", "3"]},
+        {"op_id": "2", "kind": "do", "description": "a", "children": [], "cap": "arm.reach", "args": {"x": 1}},
+        {"op_id": "3", "kind": "do", "description": "b", "children": [], "cap": "sim.act", "args": {}}]}

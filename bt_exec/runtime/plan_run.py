@@ -17,6 +17,9 @@ from .plan_tree import PlanTree
 
 FINAL_STATES = frozenset(("succeeded", "failed", "canceled", "timeout"))
 STOP_WHENS = ("on_enter", "on_complete")
+# plan_started's field holding the plan's shape: journals keep it (a replay needs it); live doors, which
+# serve the plan by other means (tree views, ~/plan), leave it out of what they stream.
+PLAN_KEY = "plan"
 # Who arms or disarms a stop point: the Python API, a door, or a plan (a builtin call or a meta op).
 STOP_POINT_SOURCES = ("api", "http", "mcp", "ros", "builtin")
 _DESCRIPTION = attrgetter("description")
@@ -355,7 +358,8 @@ class PlanRun:
         if self._bus.listened:  # first in its plan's stream, before stop points armed while it was queued
             self._events.insert(0, {"event": "plan_started", "plan_id": self.plan_id, "run_id": self.run_id,
                                     "description": self.plan.description, "op_count": self.plan.op_count,
-                                    "dialect": self.plan.dialect, "time": self.started_at})
+                                    "dialect": self.plan.dialect, "time": self.started_at,
+                                    PLAN_KEY: self.plan_shape()})
 
     def poll_watched(self) -> bool:
         """Poll every watched source once; True when any has news for the tree."""
@@ -405,6 +409,20 @@ class PlanRun:
             record.update(terminal=terminal, terminal_reason=reason, trace=list(self.trace), state=self.state,
                           path=[entry["step"] for entry in self.trace] + ([terminal] if terminal else []))
         return record
+
+    def plan_shape(self) -> dict:
+        """What ran, as a journal records it for a replay: ``{root, ops: [{op_id, kind, description, children,
+        cap?, args?}], transitions?}`` (step graphs: their transitions)."""
+        ops = []
+        for op in self.plan.ops.values():
+            entry = {"op_id": op.op_id, "kind": op.kind, "description": op.description, "children": list(op.children)}
+            if op.cap is not None:
+                entry["cap"], entry["args"] = op.cap, op.args
+            ops.append(entry)
+        shape = {"root": self.plan.root, "ops": ops}
+        if self.world is not None:
+            shape["transitions"] = self.transitions()
+        return shape
 
     def tree_view(self) -> dict:
         """The plan's structure with every op's live state and armed stop point, for tree viewers."""

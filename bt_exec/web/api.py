@@ -20,6 +20,7 @@ from ..compilers.rtdl import MAX_WAIT_MS
 from ..compilers.source import INT64_MAX
 from ..errors import BtExecError, ControlError
 from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
+from ..runtime.plan_run import PLAN_KEY
 from ..runtime.op_views import MAX_VIEW_CHARS, MAX_WAIT_FOR_PLAN_S, MIN_VIEW_CHARS, OP_STATES
 
 _GRAPH = {"description": "the plan: an RTDL envelope or tree, a Qwen3 step graph or submit envelope; a JSON object "
@@ -307,11 +308,17 @@ class ControlApi:
             self._streams = tuple(s for s in self._streams if s is not stream)
 
     def _on_events(self, events: list[dict]) -> None:  # in the ticking thread, once a tick: never blocks
+        events = [without_plan_shape(event) if event["event"] == "plan_started" else event for event in events]
         with self._lock:
             self._recent.extend(events)
             streams = self._streams
         for stream in streams:
             stream.put_all(events)
+
+
+def without_plan_shape(event: dict) -> dict:
+    """A plan_started event as streams send it: without the plan's shape, which the tree view serves."""
+    return {key: value for key, value in event.items() if key != PLAN_KEY}
 
 
 def _refuse_fractions(name: str, route: Route, args: dict) -> None:
