@@ -65,7 +65,7 @@ def test_the_node_serves_its_executor_over_http(ros, start_node, sim_script):
     watched = subprocess.run([sys.executable, "-m", "bt_exec.cli", "watch", "--url", f"http://127.0.0.1:{port}/", "--once"],
                              capture_output=True, text=True, timeout=60, cwd=rosutil.REPO)
     assert watched.returncode == 0, watched.stderr
-    assert "├─ ▶ 2 do running: call sim.slow" in watched.stdout.splitlines()
+    assert "├─ ▶ 2 do running: call sim.slow — sim.slow()" in watched.stdout.splitlines()  # with the call it makes
 
     # submitted over HTTP, seen (and cancelled) over ROS
     status, submitted = call_http(port, "POST", "/api/plans", {"graph": plan(seq(do()), description="over http")})
