@@ -17,7 +17,7 @@ import sys
 import bt_exec
 
 from ..errors import BtExecError, PlanError
-from . import journal_commands, plan_commands, ros_commands, web_commands
+from . import journal_commands, plan_commands, replay_commands, ros_commands, web_commands
 from .console import (EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, configure_logging,
                       error, make_output_safe, print_refusal)
 
@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     web_commands.add_commands(commands)
     ros_commands.add_commands(commands)
     journal_commands.add_commands(commands)
+    replay_commands.add_commands(commands)
     return parser
 
 

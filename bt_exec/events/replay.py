@@ -1,0 +1,430 @@
+"""Replay of a recorded run: a journal's run found and checked in one streaming pass, its events played back at
+the recorded pace, and the plans they describe rebuilt, answering the read operations an executor answers.
+
+A journal's run is what one ``JsonlJournal`` wrote, from its header to the next (``journal.py``). Finding it
+reads the file once, line by line, without parsing most lines: our writer ends every event line with its
+``"seq": N}``, which is all the check needs (a line that ends otherwise is parsed). Only the chosen run's
+first byte and line are kept, so a journal of any size is indexed in constant memory; the events are then
+read again from there as they are played.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from ..errors import BtExecError, ControlError
+from ..runtime.budgets import quote, shown
+from ..runtime.op_views import op_view
+from ..runtime.plan_run import PLAN_KEY, trace_view
+from .journal import MAX_LINE_BYTES, RUN_HEADER, _parse
+
+_HEADER_START = b'{"event": "' + RUN_HEADER.encode() + b'"'
+_SEQ_KEY = b'"seq": '
+# Events handed on at once when they are due together (a tick's, or all of them at --speed 0): enough to keep a
+# fast replay from paying per event, few enough that a slow reader still sees them come.
+MAX_BATCH = 1000
+# Finished plans a replay keeps for its views, newest first (an executor keeps its newest too).
+FINISHED_KEPT = 200
+FINAL_STATES = frozenset(("succeeded", "failed", "canceled", "timeout"))
+
+
+class ReplayError(BtExecError):
+    """A journal, or a run of it, that cannot be replayed: the message says where and why."""
+
+
+@dataclass(frozen=True)
+class JournalRun:
+    """One run of a journal: ``number`` (from 1, as ``journal check`` lists them), its header, and where its
+    ``events`` are: from byte ``start`` (line ``first_line``) to byte ``end``."""
+
+    path: str
+    number: int
+    header: dict
+    first_line: int
+    start: int
+    end: int
+    events: int
+
+
+def find_run(path: str, number: int | None = None) -> JournalRun:
+    """Run ``number`` of the journal at ``path`` (None: the last), checked whole: ReplayError when the file
+    has no such run, or the run has a torn or malformed line or holds events of several runs (their ``seq``
+    going back: two writers appended at once). OSError when the file cannot be read."""
+    chosen = current = None
+    runs = 0
+    line_number = 0
+    offset = 0
+    with open(path, "rb") as file:
+        while True:
+            line = file.readline(MAX_LINE_BYTES)
+            if not line:
+                break
+            line_number += 1
+            offset += len(line)
+            if line.startswith(_HEADER_START):
+                why, header = _parse(line)
+                if why is None and header.get("event") == RUN_HEADER:
+                    if current is not None:
+                        current.close(offset - len(line), line_number - 1)
+                        if runs == number:
+                            chosen = current
+                            break
+                    runs += 1
+                    current = _RunScan(line_number, header, offset)
+                    continue
+            if current is not None:  # lines before the first header were written by a bt_exec that wrote none
+                current.take(line, line_number)
+    if current is not None and chosen is None and (number is None or runs == number):
+        current.close(offset, line_number)
+        chosen = current
+    if runs == 0:
+        raise ReplayError(f"{path} has no run header (a journal of a bt_exec that wrote none, or no journal): "
+                          "nothing to replay")
+    if chosen is None:
+        raise ReplayError(f"{path} has {runs} run{'s' if runs != 1 else ''}; there is no run {number} "
+                          "(bt-exec journal check lists them)")
+    run_number = number if number is not None else runs
+    if chosen.fault is not None:
+        raise ReplayError(_fault_message(path, run_number, *chosen.fault))
+    if chosen.events == 0:
+        raise ReplayError(f"run {run_number} of {path} (line {chosen.header_line}) recorded no events: nothing "
+                          "to replay")
+    return JournalRun(str(path), run_number, chosen.header, chosen.header_line + 1, chosen.start, chosen.end,
+                      chosen.events)
+
+
+class _RunScan:
+    """What ``find_run`` learns of one run as it reads it: its events and its first fault."""
+
+    def __init__(self, header_line: int, header: dict, start: int):
+        self.header_line = header_line
+        self.header = header
+        self.start = start
+        self.end = start
+        self.events = 0
+        self.last_seq: int | None = None
+        self.fault: tuple[int, str] | None = None  # (line, why)
+
+    def take(self, line: bytes, number: int) -> None:
+        self.events += 1
+        if self.fault is not None:
+            return
+        if not line.endswith(b"\n"):
+            self.fault = (number, f"longer than {MAX_LINE_BYTES} bytes" if len(line) == MAX_LINE_BYTES else "torn")
+            return
+        seq = _seq_of(line)
+        if type(seq) is str:
+            self.fault = (number, seq)
+        elif seq is not None:
+            if self.last_seq is not None and seq <= self.last_seq:
+                self.fault = (number, f"mixed: seq {seq} after seq {self.last_seq}")
+            self.last_seq = seq
+
+    def close(self, end: int, last_line: int) -> None:
+        """The run ends at byte ``end``, its last line ``last_line``: a last line that is no event is torn
+        (the next run closed it)."""
+        self.end = end
+        if self.fault is not None and self.fault[0] == last_line and not self.fault[1].startswith("mixed"):
+            self.fault = (last_line, "torn")
+
+
+def _seq_of(line: bytes) -> int | str | None:
+    """The ``seq`` our writer puts last on an event line; else the line parsed: its seq (None if it has none),
+    or why it is no JSON event."""
+    if line.startswith(b'{"event": "') and line.endswith(b"}\n"):
+        at = line.rfind(_SEQ_KEY)
+        if at > 0:
+            digits = line[at + len(_SEQ_KEY):-2]
+            if digits.isdigit():
+                return int(digits)
+    why, event = _parse(line)
+    if why is not None:
+        return why
+    seq = event.get("seq")
+    return seq if type(seq) is int else None
+
+
+def _fault_message(path: str, run_number: int, line: int, why: str) -> str:
+    where = f"line {line} of {path} (run {run_number})"
+    if why == "torn":
+        what = f"{where} is torn: the run writing it ended mid-line, so the run is not whole"
+    elif why.startswith("mixed"):
+        what = (f"{where} holds events of several runs ({why.removeprefix('mixed: ')}): two writers appended to "
+                "the file at once")
+    else:
+        what = f"{where} is not a JSON event ({why})"
+    return f"{what}; cannot replay it (bt-exec journal check {path} lists the journal's faults)"
+
+
+def read_events(run: JournalRun) -> Iterator[dict]:
+    """The run's events, read from the file one line at a time; ReplayError for a line that turns out not to
+    be a JSON event (the file changed since it was checked)."""
+    with open(run.path, "rb") as file:
+        file.seek(run.start)
+        offset, number = run.start, run.first_line
+        while offset < run.end:
+            line = file.readline(MAX_LINE_BYTES)
+            if not line:
+                return
+            offset += len(line)
+            why, event = _parse(line)
+            if why is not None:
+                raise ReplayError(_fault_message(run.path, run.number, number, why))
+            number += 1
+            yield event
+
+
+def paced(events: Iterator[dict], speed: float, stop: threading.Event | None = None,
+          clock: Callable[[], float] = time.monotonic) -> Iterator[list[dict]]:
+    """``events`` in batches, each when it is due: the gaps between their recorded ``time`` divided by
+    ``speed`` (0 or less: no waiting). A batch holds the events already due when the first of it is
+    handed on, at most ``MAX_BATCH``. Stops early when ``stop`` is set."""
+    stop = stop or threading.Event()
+    started = clock()
+    first_time = None
+    batch: list[dict] = []
+    for event in events:
+        recorded = event.get("time")
+        due = started
+        if speed > 0 and isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
+            if first_time is None:
+                first_time = recorded
+            due = started + max(recorded - first_time, 0.0) / speed
+        wait = due - clock()
+        if batch and (wait > 0 or len(batch) >= MAX_BATCH):
+            yield batch
+            batch = []
+            wait = due - clock()
+        if wait > 0 and stop.wait(wait):
+            return
+        if stop.is_set():
+            return
+        batch.append(event)
+    if batch:
+        yield batch
+
+
+class ReplayedPlans:
+    """The plans a replay's events describe, rebuilt event by event, answering as the executor's read
+    operations answer (``get_all_plans``, ``get_plan_tree``, ``get_finished_plans``, ``get_plan_status``,
+    ``get_plan_result``, ``get_op``). Thread-safe: one thread applies events while others read."""
+
+    def __init__(self, finished_kept: int = FINISHED_KEPT):
+        self.finished_kept = finished_kept
+        self._active: dict[str, dict] = {}
+        self._finished: dict[str, dict] = {}  # oldest first
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+
+    def apply(self, events: list[dict]) -> list[dict]:
+        """Take a batch of events in; answer the final records of the plans it completed."""
+        completed = []
+        with self._lock:
+            for event in events:
+                record = self._apply(event)
+                if record is not None:
+                    completed.append(record)
+            self._changed.notify_all()
+        return completed
+
+    def unfinished(self) -> list[dict]:
+        """Records of the plans that started but never completed in the journal (the run ended first)."""
+        with self._lock:
+            return [_record(plan) for plan in self._active.values()]
+
+    def _apply(self, event: dict) -> dict | None:
+        kind = event.get("event")
+        plan_id = event.get("plan_id")
+        if kind == "plan_started":
+            shape = event.get(PLAN_KEY)
+            if not isinstance(shape, dict) or not isinstance(shape.get("ops"), list):
+                raise ReplayError(f"plan {quote(plan_id)}'s plan_started event records no plan (a journal of a bt_exec "
+                                  "that did not record plans): cannot replay it")
+            self._active[str(plan_id)] = _new_plan(event, shape)
+            return None
+        plan = self._active.get(str(plan_id))
+        if plan is None:
+            return None
+        if kind == "node_state":
+            op = plan["ops"].get(str(event.get("op_id")))
+            if op is not None:
+                state = event.get("state")
+                op["state"] = state
+                if state == "running" and op["started_at"] is None:
+                    op["started_at"] = event.get("time")
+                if state in FINAL_STATES:
+                    op["ended_at"] = event.get("time")
+                if "result" in event:
+                    op["result"] = event["result"]
+                op["detail"] = event.get("detail")
+        elif kind == "stop_point":
+            op_id, when, state = str(event.get("op_id")), event.get("when"), event.get("state")
+            if state == "armed":
+                plan["stop_points"][op_id] = when
+            elif plan["stop_points"].get(op_id) == when:
+                plan["stop_points"].pop(op_id)
+            if state == "fired":
+                plan["cancel_reason"] = f"stop point {when} at op {op_id}"
+        elif kind == "step_transition":
+            plan["trace"].append({key: event.get(key) for key in ("step", "skill", "outcome", "next", "state", "time")})
+            plan["state"] = event.get("state")
+        elif kind == "plan_complete":
+            for key in ("outcome", "cancelled", "any_failed", "failed_op", "terminal", "terminal_reason"):
+                if key in event:
+                    plan[key] = event[key]
+            if "state" in event:
+                plan["state"] = event["state"]
+            plan["ended_at"] = event.get("time")
+            plan["running"] = False
+            del self._active[plan["plan_id"]]
+            self._finished[plan["plan_id"]] = plan
+            while len(self._finished) > self.finished_kept:
+                del self._finished[next(iter(self._finished))]
+            return _record(plan)
+        return None
+
+    # --- the executor's read operations ---------------------------------------------------------------
+
+    def get_all_plans(self) -> dict:
+        with self._lock:
+            plans = [{"plan_id": plan["plan_id"], "description": plan["description"], "op_count": len(plan["ops"]),
+                      "cancelled": plan["cancelled"], "stop_points": len(plan["stop_points"])}
+                     for plan in self._active.values()]
+        return {"count": len(plans), "plans": plans}
+
+    def get_finished_plans(self, limit: int = 50) -> dict:
+        with self._lock:
+            records = [_record(plan) for plan in reversed(self._finished.values())][:limit]
+        plans = [{key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "outcome",
+                                                   "cancel_reason", "error", "failed_op", "started_at", "ended_at",
+                                                   "duration_s")} | {"op_count": len(record["ops"])}
+                 for record in records]
+        return {"count": len(plans), "plans": plans}
+
+    def get_plan_tree(self, plan_id: str) -> dict:
+        with self._lock:
+            plan = self._plan(plan_id, "get_plan_tree")
+            view = {key: plan[key] for key in ("plan_id", "run_id", "description", "dialect", "root", "running",
+                                               "cancelled", "cancel_reason", "outcome")}
+            view["ops"] = [{**op, "args": shown(op["args"]), "stop_point": plan["stop_points"].get(op["op_id"])}
+                           if "args" in op else {**op, "stop_point": plan["stop_points"].get(op["op_id"])}
+                           for op in plan["ops"].values()]
+            if not plan["running"]:
+                record = _record(plan)
+                view.update(error=None, duration_s=record["duration_s"], failed_op=plan["failed_op"])
+            if plan["transitions"] is not None:
+                view.update(transitions=plan["transitions"], path=_path(plan), state=plan["state"],
+                            trace=trace_view(plan["trace"]))
+        return view
+
+    def get_plan_status(self, plan_id: str, *, states=None, op_ids=None, summary: bool = False,
+                        max_chars: int | None = None, with_args: bool = True) -> dict:
+        view = op_view("get_plan_status", states, op_ids, summary, max_chars, _text_id)
+        with self._lock:
+            plan = self._active.get(str(plan_id))
+            if plan is None:
+                raise ControlError(f"get_plan_status: no active plan {quote(plan_id)} in the replay (it already "
+                                   "finished, or has not started yet); get_plan_result has a finished plan's record")
+            ops = []
+            for op in plan["ops"].values():
+                entry = {key: op[key] for key in ("op_id", "kind", "description", "state")}
+                entry["stop_point"] = plan["stop_points"].get(op["op_id"])
+                if with_args and "cap" in op:
+                    entry.update(cap=op["cap"], args=shown(op["args"]))
+                ops.append(entry)
+            status = {"plan_id": plan["plan_id"], "running": True, "cancelled": plan["cancelled"],
+                      "description": plan["description"], "ops": ops}
+            if plan["transitions"] is not None:
+                status.update(run_id=plan["run_id"], state=plan["state"], path=[entry["step"] for entry in plan["trace"]])
+        return view.apply(status)
+
+    def get_plan_result(self, plan_id: str, *, states=None, op_ids=None, summary: bool = False,
+                        max_chars: int | None = None) -> dict:
+        view = op_view("get_plan_result", states, op_ids, summary, max_chars, _text_id)
+        with self._lock:
+            plan = self._finished.get(str(plan_id))
+            if plan is None:
+                if str(plan_id) in self._active:
+                    raise ControlError(f"get_plan_result: plan {quote(plan_id)} is still running in the replay; use "
+                                       "get_plan_status")
+                raise ControlError(f"get_plan_result: no record of plan {quote(plan_id)} in the replay (not started "
+                                   "yet, or too old to be kept)")
+            record = _record(plan)
+        return view.apply(record)
+
+    def get_op(self, plan_id: str, op_id: str) -> dict:
+        with self._lock:
+            plan = self._plan(plan_id, "get_op")
+            op = plan["ops"].get(str(op_id))
+            if op is None:
+                raise ControlError(f"get_op: plan {quote(plan_id)} has no op {quote(op_id)}; call get_plan_status "
+                                   "to see its op ids")
+            found = {**op, "stop_point": plan["stop_points"].get(op["op_id"])}
+            return {"plan_id": plan["plan_id"], "running": plan["running"], "op": found}
+
+    def wait_for_plan(self, plan_id: str, timeout_s: float = 30.0, **view) -> dict:
+        """The plan's record once it completed in the replay, or ``{plan_id, finished: false, message}``."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while str(plan_id) in self._active:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return {"plan_id": str(plan_id), "finished": False,
+                            "message": f"plan {quote(plan_id)} still running in the replay after {timeout_s:g} s; "
+                                       "call wait_for_plan again"}
+                self._changed.wait(left)
+        return self.get_plan_result(plan_id, **view)
+
+    def _plan(self, plan_id: str, caller: str) -> dict:
+        plan = self._active.get(str(plan_id)) or self._finished.get(str(plan_id))
+        if plan is None:
+            raise ControlError(f"{caller}: no plan {quote(plan_id)} in the replay (not started yet, or too old to be "
+                               "kept); call get_all_plans or get_finished_plans to list plans")
+        return plan
+
+
+def _text_id(value: object, name: str) -> str:
+    return str(value)
+
+
+def _new_plan(event: dict, shape: dict) -> dict:
+    ops = {}
+    for entry in shape["ops"]:
+        if not isinstance(entry, dict) or "op_id" not in entry:
+            continue
+        op = {"op_id": str(entry["op_id"]), "kind": entry.get("kind"), "description": entry.get("description", ""),
+              "state": "pending", "children": list(entry.get("children") or [])}
+        if "cap" in entry:
+            op.update(cap=entry["cap"], args=entry.get("args"))
+        op.update(result=None, detail=None, started_at=None, ended_at=None)
+        ops[op["op_id"]] = op
+    return {"plan_id": str(event.get("plan_id")), "run_id": event.get("run_id"),
+            "description": event.get("description", ""), "dialect": event.get("dialect"),
+            "root": shape.get("root"), "ops": ops, "transitions": shape.get("transitions"),
+            "running": True, "cancelled": False, "any_failed": False, "cancel_reason": None, "outcome": None,
+            "failed_op": None, "started_at": event.get("time"), "ended_at": None, "stop_points": {},
+            "trace": [], "state": None, "terminal": None, "terminal_reason": None}
+
+
+def _path(plan: dict) -> list:
+    return [entry["step"] for entry in plan["trace"]] + ([plan["terminal"]] if plan["terminal"] else [])
+
+
+def _record(plan: dict) -> dict:
+    """A plan's final record as the executor words it (``get_plan_result``); for a plan still running, what the
+    journal holds of it, with outcome None."""
+    started, ended = plan["started_at"], plan["ended_at"]
+    duration = ended - started if isinstance(started, (int, float)) and isinstance(ended, (int, float)) else 0.0
+    record = {"plan_id": plan["plan_id"], "run_id": plan["run_id"], "description": plan["description"],
+              "dialect": plan["dialect"], "outcome": plan["outcome"], "any_failed": plan["any_failed"],
+              "cancelled": plan["cancelled"], "cancel_reason": plan["cancel_reason"], "error": None,
+              "started_at": started, "ended_at": ended, "duration_s": max(duration, 0.0), "root": plan["root"],
+              "ops": [dict(op) for op in plan["ops"].values()], "failed_op": plan["failed_op"]}
+    if plan["transitions"] is not None:
+        record.update(transitions=plan["transitions"], terminal=plan["terminal"],
+                      terminal_reason=plan["terminal_reason"], trace=list(plan["trace"]),
+                      state=plan["state"] or {}, path=_path(plan))
+    return record
