@@ -439,9 +439,12 @@ def check_load_and_validate(source, doc, dialect="auto", limits=None, scene=None
         assert isinstance(issue.message, str) and issue.message
         assert issue.code != "internal"
     utf8(first.as_dict())  # every door can send the report
+    # What the input itself has; the issues of the document its fixes give follow them (after_fixes).
+    own = [issue for issue in first.issues if not issue.after_fixes]
+    assert first.issues[:len(own)] == own, "the issues found after fixes come last"
     if refusal is not None:
         assert first.verdict == "invalid"
-        assert [i.as_dict() for i in first.issues] == [i.as_dict() for i in refusal.issues]
+        assert [i.as_dict() for i in own] == [i.as_dict() for i in refusal.issues]
     elif catalog is not None:
         assert first.verdict in ("ok", "invalid", "control")
     elif isinstance(loaded, bt_exec.ControlRequest):
@@ -451,13 +454,13 @@ def check_load_and_validate(source, doc, dialect="auto", limits=None, scene=None
         if loaded.dialect == "rtdl":
             assert first.verdict in ("ok", "invalid")
         if first.verdict == "invalid" and catalog is None and loaded.dialect == "rtdl":
-            assert all(i.code == "bad_args" for i in first.issues)  # a builtin's args: the only check after load
+            assert all(i.code == "bad_args" for i in own)  # a builtin's args: the only check after load
     if first.verdict in ("ok", "control", "blocked"):
         assert first.issues == []
     if first.verdict == "replan_required":
-        assert first.issues and all(i.code == "precondition_fails_in_scene" for i in first.issues)
+        assert own and all(i.code == "precondition_fails_in_scene" for i in own)
     if doc is not None:
-        check_paths(doc, first.issues, arena=dialect != "qwen3" and is_arena(doc))
+        check_paths(doc, own, arena=dialect != "qwen3" and is_arena(doc))
     if tally:
         VERDICTS_SEEN.setdefault(tally, {}).setdefault(first.verdict, 0)
         VERDICTS_SEEN[tally][first.verdict] += 1
