@@ -469,22 +469,24 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
     kind = ARENA_KINDS.get(kind_code)
     if kind is None:
         return None
-    for child in children:
-        if type(child) is not int or not 0 <= child < count:
-            return None
     if kind != "do":  # Robonix writes an absent call as null
+        for child in children:
+            if type(child) is not int or not 0 <= child < count:
+                return None
         return None if node.get("call") is not None else Op(op_id, kind, description, path=f"nodes[{index}]")
     call = node.get("call")
     if children or type(call) is not dict or not call.keys() <= _CALL_FIELDS:
         return None
     contract, provider, call_id = call.get("contract_id"), call.get("provider_id", ""), call.get("call_id", "")
     args_json = call.get("args_json", "{}")
+    # An ASCII contract id that is printable and has no space has no whitespace at all.
     if type(contract) is not str or type(provider) is not str or type(call_id) is not str \
-            or len(contract) > max_chars or len(provider) > max_chars or len(call_id) > max_chars \
-            or not (contract.isascii() and provider.isascii() and call_id.isascii()) \
-            or _NO_WHITESPACE.fullmatch(contract) is None or type(args_json) is not str or len(args_json) > max_chars or not args_json.isascii() \
+            or type(args_json) is not str or len(contract) > max_chars or len(provider) > max_chars \
+            or len(call_id) > max_chars or len(args_json) > max_chars \
+            or not (contract.isascii() and provider.isascii() and call_id.isascii() and args_json.isascii()) \
+            or not contract or not contract.isprintable() or " " in contract \
             or "\\u" in args_json or len(args_json) >= 308 and has_digit_run(args_json) \
-            or args_json.count("[") + args_json.count("{") > max_brackets:
+            or len(args_json) > max_brackets and args_json.count("[") + args_json.count("{") > max_brackets:
         return None
     try:
         if args_json[:1] == "{" and args_json[-1:] == "}":  # no whitespace around it to skip
