@@ -22,6 +22,7 @@ from ..web import ControlApi
 from .arguments import (add_catalog, add_fix, add_guard, add_input, add_op_timeout, add_web, positive_int, stop_point,
                         tick_rate)
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
+from .dry_run_commands import dry_run_command
 from .inputs import label, read_input, read_plan
 from .web_commands import start_web
 
@@ -88,6 +89,10 @@ def add_commands(commands) -> None:
     run.add_argument("--feedback-chars", metavar="N", type=feedback_chars, default=OUTPUT_CHARS,
                      help=f"with --feedback: longest output kept whole, in characters of its JSON (default: "
                           f"{OUTPUT_CHARS}); longer ones are cut to a marker")
+    run.add_argument("--dry-run", action="store_true",
+                     help="run nothing on a robot: run the plan on the sim along every path (every op succeeding, "
+                          "then each op's other outcomes; a step graph's every transition) and print where each ends; "
+                          "exit 0 once explored")
     run.set_defaults(command=run_command)
 
 
@@ -189,6 +194,8 @@ def compile_command(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return dry_run_command(args)
     source, plan = read_plan(args.file, args.dialect, "run")
     catalog = catalog_for(plan, args.catalog)
     kind = dialect_of(plan)

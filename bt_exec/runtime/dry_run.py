@@ -1,0 +1,154 @@
+"""A dry run: a plan run on the sim along each way it can go, to show every end it can reach before a robot moves.
+
+Each path is a real run (an Executor on a SimBackend whose script gives each op its outcome, at once):
+- a tree: one path where every call succeeds, then one per (call, other outcome): the outcomes the skill catalog
+  declares where the cap is one of its skills (a capability catalog declares none), else failure;
+- a step graph: paths until every transition was taken at least once, each reaching the step of a transition
+  not yet taken by the fewest steps, taking it, then going on by each step's usual outcome (success).
+At most ``max_paths`` paths are run; the answer says how many more there would have been.
+"""
+from __future__ import annotations
+
+import collections
+
+from ..compilers import Plan, SkillCatalog, load, skill_catalog_of
+from ..compilers.catalog import builtin_name
+from ..errors import Issue, PlanError
+from ..executor import Executor
+from ..sim import SimBackend
+
+SUCCESS = "success"
+# Outcomes of a cap that declares none: the two every call can end in.
+PLAIN_OUTCOMES = (SUCCESS, "failure")
+MAX_PATHS = 500
+
+
+def dry_run(source, *, dialect: str = "auto", catalog=None, skill_catalog=None, scene=None, call_guard=None,
+            max_steps: int = 1000, max_paths: int = MAX_PATHS) -> dict:
+    """Run ``source`` on the sim along each path; ``{plan, paths: [{path, chose, outcome, failed_op, terminal?,
+    terminal_reason?, steps?}], not_run}``. ``chose``: the op and outcome the path gave (None: every op its usual
+    outcome); ``steps``: a step graph's steps in the order they ran. Raises PlanError when the plan is refused.
+
+    ``catalog``, ``skill_catalog``, ``scene``, ``call_guard`` and ``max_steps`` are the Executor's; a step graph
+    needs its ``scene``."""
+    skills = skill_catalog_of(skill_catalog)  # the skills' outcome lists, the default catalog's if none is given
+    options = {"catalog": catalog, "skill_catalog": skill_catalog and skills, "scene": scene, "call_guard": call_guard,
+               "max_steps": max_steps}
+    plan = load(source, dialect)
+    if not isinstance(plan, Plan):
+        raise PlanError([Issue("control_request", "", "a control request, not a plan: a dry run has no paths to "
+                                                      "explore in it")])
+    record = _run(source, dialect, {}, options)
+    if plan.numbered_by_loader:  # the executor numbers ops from its own counter, as a fresh run of this one does
+        plan = plan.renumbered(int(record["root"]))
+    paths = [_path(1, None, record)]
+    if plan.steps is not None:
+        not_run = _explore_graph(source, dialect, plan, options, paths, max_paths)
+    else:
+        choices = [(op.op_id, outcome) for op in plan.ops.values()
+                   if op.kind == "do" and builtin_name(op.cap, op.provider) is None
+                   for outcome in _outcomes(op.cap, skills) if outcome != SUCCESS]
+        for op_id, outcome in choices[:max_paths - 1]:
+            record = _run(source, dialect, {op_id: [outcome]}, options)
+            paths.append(_path(len(paths) + 1, {"op_id": op_id, "outcome": outcome}, record))
+        not_run = max(len(choices) - (max_paths - 1), 0)
+    return {"plan": record["description"], "paths": paths, "not_run": not_run}
+
+
+def _outcomes(cap: str, skills: SkillCatalog) -> tuple:
+    name = skills.resolve(cap)
+    return tuple(skills.skills[name].outcomes) if name is not None else PLAIN_OUTCOMES
+
+
+def _explore_graph(source, dialect: str, plan, options: dict, paths: list, max_paths: int) -> int:
+    """Add paths until every transition was taken or ``max_paths`` ran; answer how many transitions none took."""
+    graph = plan.steps
+    taken = set()
+    _note_taken(paths[0], taken)
+    edges = [(step, outcome) for step, targets in graph.transitions.items() for outcome in targets]
+    tried = set()
+    for edge in edges:
+        if len(paths) >= max_paths:
+            break
+        if edge in taken or edge in tried:
+            continue
+        tried.add(edge)
+        visits = _visits_through(graph, edge)
+        if visits is None:  # no step leads there: no run can take it
+            continue
+        script: dict[str, list] = collections.defaultdict(list)
+        for step, outcome in visits:
+            script[step].append(outcome)
+        for step, outcomes in script.items():
+            outcomes.append(_usual(graph, step))  # after the planned visits, the usual outcome for good
+        record = _run(source, dialect, dict(script), options)
+        path = _path(len(paths) + 1, {"op_id": edge[0], "outcome": edge[1]}, record)
+        paths.append(path)
+        _note_taken(path, taken)
+    return sum(edge not in taken for edge in edges)
+
+
+def _visits_through(graph, edge: tuple[str, str]) -> list[tuple[str, str]] | None:
+    """(step, outcome) visits from the entry to ``edge``'s step by the fewest steps, then ``edge``, then each
+    step's usual outcome until a terminal (at most one visit per step past ``edge``: a loop ends it)."""
+    target, outcome = edge
+    came_from: dict[str, tuple[str, str] | None] = {graph.entry: None}
+    queue = collections.deque([graph.entry])
+    while queue and target not in came_from:
+        step = queue.popleft()
+        for event, following in graph.successors(step):
+            if following in graph.steps and following not in came_from:
+                came_from[following] = (step, event)
+                queue.append(following)
+    if target not in came_from:
+        return None
+    visits = []
+    step = target
+    while came_from[step] is not None:
+        visits.append(came_from[step])
+        step = came_from[step][0]
+    visits.reverse()
+    visits.append(edge)
+    step = graph.transitions[target][outcome]
+    seen = set()
+    while step in graph.steps and step not in seen:
+        seen.add(step)
+        usual = _usual(graph, step)
+        visits.append((step, usual))
+        step = graph.transitions.get(step, {}).get(usual)
+    return visits
+
+
+def _usual(graph, step: str) -> str:
+    targets = graph.transitions.get(step, {})
+    return SUCCESS if SUCCESS in targets or not targets else next(iter(targets))
+
+
+def _note_taken(path: dict, taken: set) -> None:
+    taken.update((entry["step"], entry["outcome"]) for entry in path.get("trace", ()))
+
+
+def _run(source, dialect: str, outcomes: dict, options: dict):
+    """One path: a fresh executor (so op ids are those of a first run) whose sim gives ``outcomes[op_id]``
+    (successive calls' outcomes, the last repeating) and success elsewhere, at once: the plan's final record."""
+    script = {"default": {"outcome": SUCCESS, "duration_s": 0},
+              "ops": {op_id: {"outcome": listed, "duration_s": 0} for op_id, listed in outcomes.items()}}
+    backend = SimBackend.in_scene(script, options["skill_catalog"], options["scene"])
+    executor = Executor(backend=backend, **{key: value for key, value in options.items() if value is not None})
+    try:
+        answer = executor.submit(source, dialect=dialect)
+        if not answer["accepted"]:
+            raise PlanError([Issue(**issue) for issue in answer["issues"]])
+        record = executor.run_until_complete(answer["plan_id"])
+    finally:
+        executor.close()
+    return record
+
+
+def _path(number: int, chose: dict | None, record: dict) -> dict:
+    path = {"path": number, "chose": chose, "outcome": record["outcome"], "failed_op": record["failed_op"]}
+    if "terminal" in record:
+        path.update(terminal=record["terminal"], terminal_reason=record["terminal_reason"],
+                    steps=[entry["step"] for entry in record["trace"]],
+                    trace=[{"step": entry["step"], "outcome": entry["outcome"]} for entry in record["trace"]])
+    return path
