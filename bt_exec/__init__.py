@@ -25,6 +25,7 @@ _PUBLIC = {
     "Executor": ".executor",
     "JsonlJournal": ".events",
     "SimBackend": ".sim",
+    "dry_run": ".runtime.dry_run",
 }
 
 try:
