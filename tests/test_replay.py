@@ -1,0 +1,157 @@
+"""bt-exec replay: a journal's run played back as run printed it, refused when torn or mixed, served over HTTP."""
+import json
+import pathlib
+import time
+import tracemalloc
+import urllib.request
+
+import pytest
+
+from bt_exec.cli.dispatch import main
+from bt_exec.events.replay import ReplayError, find_run, paced, read_events
+from bt_exec.web import WebServer
+from bt_exec.web.replay_api import ReplayApi
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+RTDL = str(EXAMPLES / "rtdl" / "snapshot_battery.json")
+
+
+def recorded(tmp_path, capsys, *extra):
+    journal = tmp_path / "run.jsonl"
+    main(["run", RTDL, "--events", str(journal), *extra])
+    printed = capsys.readouterr().out
+    return journal, printed
+
+
+def test_a_replay_prints_what_run_printed_with_its_summary(tmp_path, capsys):
+    journal, printed = recorded(tmp_path, capsys, "--stop-at", "4:on_enter")
+    assert main(["replay", str(journal), "--speed", "0"]) == 0
+    replayed = capsys.readouterr().out
+    assert replayed == printed
+    assert replayed.splitlines()[-1].startswith("plan 1 cancelled after 0.00 s (stop point on_enter at op 4); ops: "
+                                                "1 succeeded, 3 canceled, 1 pending")
+
+
+def test_speed_scales_the_recorded_pace(tmp_path, capsys):
+    journal = tmp_path / "slow.jsonl"
+    script = tmp_path / "sim.json"
+    script.write_text(json.dumps({"default": {"duration_s": 0.4}}))
+    main(["run", RTDL, "--events", str(journal), "--sim-script", str(script)])
+    capsys.readouterr()
+    started = time.monotonic()
+    main(["replay", str(journal)])
+    at_pace = time.monotonic() - started
+    started = time.monotonic()
+    main(["replay", str(journal), "--speed", "4"])
+    faster = time.monotonic() - started
+    assert "plan 1 succeeded after 0.8" in capsys.readouterr().out
+    assert at_pace >= 0.75 and faster < at_pace / 2.5
+
+
+def test_run_n_picks_a_run_and_the_last_is_the_default(tmp_path, capsys):
+    journal, _ = recorded(tmp_path, capsys, "--stop-at", "4:on_enter")
+    main(["run", RTDL, "--events", str(journal)])
+    capsys.readouterr()
+    main(["replay", str(journal), "--speed", "0", "--run", "1"])
+    assert "plan 1 cancelled" in capsys.readouterr().out
+    main(["replay", str(journal), "--speed", "0"])
+    assert "plan 1 succeeded" in capsys.readouterr().out
+    assert main(["replay", str(journal), "--run", "3"]) == 2
+    assert "has 2 runs; there is no run 3" in capsys.readouterr().err
+
+
+def test_a_torn_run_is_refused_and_the_whole_one_still_plays(tmp_path, capsys):
+    journal, _ = recorded(tmp_path, capsys)
+    whole = len(journal.read_text().splitlines())
+    with open(journal, "a") as file:
+        file.write('{"event": "node_st')
+    assert main(["replay", str(journal)]) == 2
+    assert f"line {whole + 1} of {journal} (run 1) is torn" in capsys.readouterr().err
+    main(["run", RTDL, "--events", str(journal)])  # closes the torn line: it ends run 1
+    capsys.readouterr()
+    assert main(["replay", str(journal), "--run", "1"]) == 2
+    assert "(run 1) is torn" in capsys.readouterr().err
+    assert main(["replay", str(journal), "--run", "2", "--speed", "0"]) == 0
+
+
+def test_events_of_two_runs_mixed_in_one_are_refused(tmp_path, capsys):
+    journal, _ = recorded(tmp_path, capsys)
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join(lines[:5] + lines[1:3] + lines[5:]))  # another writer's events in the middle
+    assert main(["replay", str(journal)]) == 2
+    assert "holds events of several runs (seq 1 after seq 4)" in capsys.readouterr().err
+
+
+def write_big_journal(path, events):
+    plan = {"root": "1", "ops": [{"op_id": "1", "kind": "sequence", "description": "many", "children": ["2"]},
+                                 {"op_id": "2", "kind": "do", "description": "act", "children": [], "cap": "a.b",
+                                  "args": {}}]}
+    with open(path, "w") as file:
+        file.write(json.dumps({"event": "journal_run", "journal_run_id": "x", "bt_exec_version": "0", "time": 1.0})
+                   + "\n")
+        file.write(json.dumps({"event": "plan_started", "plan_id": "1", "run_id": None, "description": "many",
+                               "op_count": 2, "dialect": "rtdl", "time": 1.0, "plan": plan, "seq": 1}) + "\n")
+        for seq in range(2, events):
+            file.write(json.dumps({"event": "node_state", "plan_id": "1", "op_id": "2", "kind": "do",
+                                   "description": "act " + "x" * 100, "state": "running" if seq % 2 else "succeeded",
+                                   "time": 1.0 + seq * 1e-4, "seq": seq}) + "\n")
+        file.write(json.dumps({"event": "plan_complete", "plan_id": "1", "run_id": None, "any_failed": False,
+                               "cancelled": False, "outcome": "succeeded", "description": "many", "failed_op": None,
+                               "time": 1.0 + events * 1e-4, "seq": events}) + "\n")
+
+
+def test_a_journal_of_100k_events_starts_within_a_second_in_bounded_memory(tmp_path):
+    path = tmp_path / "big.jsonl"
+    write_big_journal(path, 100_000)
+    assert path.stat().st_size > 15_000_000
+    tracemalloc.start()
+    try:
+        started = time.monotonic()
+        run = find_run(str(path))
+        first = next(paced(read_events(run), 1.0))
+        assert time.monotonic() - started < 1.0
+        assert first[0]["event"] == "plan_started"
+        count = len(first) + sum(map(len, paced(read_events(run), 0)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count - len(first) == 100_000  # the first batch, then all of it again
+    assert peak < 2_000_000, f"peak {peak} bytes while replaying a {path.stat().st_size}-byte journal"
+
+
+def test_the_web_serves_the_replayed_tree_and_streams_its_events(tmp_path, capsys):
+    journal, _ = recorded(tmp_path, capsys)
+    api = ReplayApi(find_run(str(journal)), speed=0)
+    server = WebServer(api, port=0)
+    server.start()
+    try:
+        assert not api.started
+        with urllib.request.urlopen(server.url + "api/events", timeout=10) as stream:
+            lines = []
+            while not any('"plan_complete"' in line for line in lines):
+                lines.append(stream.readline().decode())
+        events = [json.loads(line[len("data: "):]) for line in lines if line.startswith("data: ")]
+        assert [event["event"] for event in events][:2] == ["plan_started", "node_state"]
+        assert "plan" not in events[0], "streams leave the plan's shape out, as live ones do"
+        assert api.done.wait(5)
+        with urllib.request.urlopen(server.url + "api/plans/1/tree", timeout=10) as answer:
+            tree = json.loads(answer.read())
+        assert tree["outcome"] == "succeeded" and tree["root"] == "1"
+        assert {op["op_id"]: op["state"] for op in tree["ops"]} == {str(n): "succeeded" for n in range(1, 6)}
+        request = urllib.request.Request(server.url + "api/plans/1/cancel", data=b"{}", method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 409
+        assert "a replay cannot be controlled" in json.loads(refused.value.read())["error"]["message"]
+    finally:
+        server.close()
+
+
+def test_a_missing_journal_or_one_without_runs_is_a_clear_error(tmp_path, capsys):
+    assert main(["replay", str(tmp_path / "none.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ReplayError, match="no run header"):
+        find_run(str(empty))
