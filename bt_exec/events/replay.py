@@ -9,7 +9,6 @@ read again from there as they are played.
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass

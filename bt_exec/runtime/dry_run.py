@@ -1,8 +1,8 @@
 """A dry run: a plan run on the sim along each way it can go, to show every end it can reach before a robot moves.
 
 Each path is a real run (an Executor on a SimBackend whose script gives each op its outcome, at once):
-- a tree: one path where every call succeeds, then one per (call, other outcome): the outcomes the skill catalog
-  declares where the cap is one of its skills (a capability catalog declares none), else failure;
+- a tree: one path where every call succeeds, then one per call failing (a capability catalog declares no
+  outcome lists: success and failure are a call's outcomes);
 - a step graph: paths until every transition was taken at least once, each reaching the step of a transition
   not yet taken by the fewest steps, taking it, then going on by each step's usual outcome (success).
 At most ``max_paths`` paths are run; the answer says how many more there would have been.
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import collections
 
-from ..compilers import Plan, SkillCatalog, load, skill_catalog_of
+from ..compilers import Plan, load
 from ..compilers.catalog import builtin_name
 from ..errors import Issue, PlanError
 from ..executor import Executor
 from ..sim import SimBackend
 
 SUCCESS = "success"
-# Outcomes of a cap that declares none: the two every call can end in.
+# A call's outcomes: a capability catalog declares none of its own.
 PLAIN_OUTCOMES = (SUCCESS, "failure")
 MAX_PATHS = 500
 
@@ -31,8 +31,7 @@ def dry_run(source, *, dialect: str = "auto", catalog=None, skill_catalog=None, 
 
     ``catalog``, ``skill_catalog``, ``scene``, ``call_guard`` and ``max_steps`` are the Executor's; a step graph
     needs its ``scene``."""
-    skills = skill_catalog_of(skill_catalog)  # the skills' outcome lists, the default catalog's if none is given
-    options = {"catalog": catalog, "skill_catalog": skill_catalog and skills, "scene": scene, "call_guard": call_guard,
+    options = {"catalog": catalog, "skill_catalog": skill_catalog, "scene": scene, "call_guard": call_guard,
                "max_steps": max_steps}
     plan = load(source, dialect)
     if not isinstance(plan, Plan):
@@ -47,17 +46,12 @@ def dry_run(source, *, dialect: str = "auto", catalog=None, skill_catalog=None, 
     else:
         choices = [(op.op_id, outcome) for op in plan.ops.values()
                    if op.kind == "do" and builtin_name(op.cap, op.provider) is None
-                   for outcome in _outcomes(op.cap, skills) if outcome != SUCCESS]
+                   for outcome in PLAIN_OUTCOMES if outcome != SUCCESS]
         for op_id, outcome in choices[:max_paths - 1]:
             record = _run(source, dialect, {op_id: [outcome]}, options)
             paths.append(_path(len(paths) + 1, {"op_id": op_id, "outcome": outcome}, record))
         not_run = max(len(choices) - (max_paths - 1), 0)
     return {"plan": record["description"], "paths": paths, "not_run": not_run}
-
-
-def _outcomes(cap: str, skills: SkillCatalog) -> tuple:
-    name = skills.resolve(cap)
-    return tuple(skills.skills[name].outcomes) if name is not None else PLAIN_OUTCOMES
 
 
 def _explore_graph(source, dialect: str, plan, options: dict, paths: list, max_paths: int) -> int:

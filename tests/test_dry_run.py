@@ -1,0 +1,43 @@
+"""Dry runs: every path of a plan run on the sim, and where each ends."""
+import json
+import pathlib
+
+import bt_exec
+from bt_exec.cli.dispatch import main
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_a_tree_fails_each_call_once():
+    answer = bt_exec.dry_run(json.dumps({"op": "sequence", "description": "two", "children": [
+        {"op": "do", "description": "a", "cap": "arm.a"}, {"op": "do", "description": "b", "cap": "arm.b"}]}))
+    assert [(path["chose"], path["outcome"]) for path in answer["paths"]] == [
+        (None, "succeeded"), ({"op_id": "2", "outcome": "failure"}, "failed"),
+        ({"op_id": "3", "outcome": "failure"}, "failed")]
+    assert answer["paths"][2]["failed_op"]["op_id"] == "3" and answer["not_run"] == 0
+
+
+def test_a_qwen3_step_graph_takes_every_transition(capsys):
+    graph = EXAMPLES / "qwen3" / "cap_to_hatch.json"
+    scene = bt_exec.Scene.from_file(EXAMPLES / "qwen3" / "scene.json")
+    answer = bt_exec.dry_run(graph.read_text(), scene=scene)
+    plan = bt_exec.load(graph.read_text())
+    edges = {(step, outcome) for step, targets in plan.steps.transitions.items() for outcome in targets}
+    taken = {(entry["step"], entry["outcome"]) for path in answer["paths"] for entry in path["trace"]}
+    assert edges <= taken and answer["not_run"] == 0
+    assert {path["terminal"] for path in answer["paths"]} == {"completed", "stop", "operator_required"}
+    assert main(["run", str(graph), "--scene", str(EXAMPLES / "qwen3" / "scene.json"), "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"dry run of {graph}: {len(answer['paths'])} paths")
+    assert out[1] == ("path 1: every op its usual outcome -> succeeded, terminal completed (s0 -> s1 -> s2 -> s3 -> "
+                      "completed): step 's3' (release) ended 'success'")
+
+
+def test_the_cli_exits_0_whatever_the_paths_end_in(capsys):
+    assert main(["run", str(EXAMPLES / "rtdl" / "snapshot_battery.json"), "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"dry run of {EXAMPLES / 'rtdl' / 'snapshot_battery.json'}: 4 paths",
+        "path 1: every op its usual outcome -> succeeded",
+        "path 2: op 3 failure -> failed at op 3: sim outcome failure",
+        "path 3: op 4 failure -> failed at op 4: sim outcome failure",
+        "path 4: op 5 failure -> failed at op 5: sim outcome failure"]
