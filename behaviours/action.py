@@ -21,7 +21,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
 
     Statuses:
         RUNNING: the call is in progress (the capability may report it paused), or the op was
-            held back because the plan is being cancelled.
+            held back because the plan is being cancelled or is paused.
         SUCCESS: the capability reported SUCCEEDED.
         FAILURE: it reported FAILED, TIMEOUT or CANCELED, or the backend raised
             or answered something that is not a call status, or it ran past the op
@@ -48,6 +48,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
     _news: CallStatus | None = None
     _reported_state = "RUNNING"
     _deadline: float | None = None
+    _paused_at: float | None = None  # when pause_call paused the call
 
     def __init__(self, name: str, op_id: str, cap: str, args: dict, provider: str | None = None,
                  call_id: str | None = None):
@@ -71,7 +72,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
     def tick(self):
         # Behaviour.tick's lifecycle (initialise on entry, update, stop when finished) without its
         # per-tick debug line; plus the hold-back of an op entered while its plan is being cancelled.
-        if self.status != RUNNING:
+        if self.status != RUNNING or self.held_back:
             if self.held_back_on_entry():
                 yield self
                 return
@@ -114,7 +115,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
 
     def poll(self) -> bool:
         """Ask the backend for news (or see the op timeout pass); True when a tick must take it."""
-        if self._deadline is not None and time.monotonic() >= self._deadline:
+        if self._deadline is not None and self._paused_at is None and time.monotonic() >= self._deadline:
             self._news = _TIMED_OUT
             return True
         status = self._status()
@@ -149,6 +150,34 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
                 self.hooks.unwatch(self)
                 self._cancel_call()
             self.report("canceled", detail="plan cancelled while the op ran")
+
+    def pause_call(self) -> bool:
+        """Pause the call in progress where its backend has the optional ``pause``/``resume`` pair; whether
+        it did. The op timeout stops counting until ``resume_call``."""
+        pause = getattr(self.backend, "pause", None)
+        if pause is None or self._run_id is None or self.final_state is not None:
+            return False
+        try:
+            pause(self._run_id)
+        except Exception as exc:  # the call then goes on, as on a backend without pause
+            log.warning("pause of %s (op %s, run %s) raised %s: %s", self.cap, self.op_id, self._run_id,
+                        type(exc).__name__, exc)
+            return False
+        self._paused_at = time.monotonic()
+        return True
+
+    def resume_call(self) -> None:
+        """Resume a call ``pause_call`` paused; its op timeout is moved on by the time it was paused."""
+        paused_at, self._paused_at = self._paused_at, None
+        if self._run_id is None or self.final_state is not None or paused_at is None:
+            return
+        if self._deadline is not None:
+            self._deadline += time.monotonic() - paused_at
+        try:
+            self.backend.resume(self._run_id)
+        except Exception as exc:
+            log.warning("resume of %s (op %s, run %s) raised %s: %s", self.cap, self.op_id, self._run_id,
+                        type(exc).__name__, exc)
 
     def _cancel_call(self) -> None:
         try:
@@ -191,7 +220,7 @@ class SkillAction(CapabilityAction):
     """One step of a step graph: a capability call whose outcome is one event of its skill.
 
     Statuses:
-        RUNNING: the skill runs (or the step was held back: the plan is being cancelled).
+        RUNNING: the skill runs (or the step was held back: the plan is being cancelled or is paused).
         SUCCESS: it ended with an event its catalog does not count as a failure.
         FAILURE: it ended with a failure event (or the call broke, reported as ``failed``),
             or with an event the skill does not have.

@@ -21,6 +21,9 @@ class OpReports:
     An op entered after the plan's cancel was requested (a stop point fired
     earlier in the same tick) is held back: it starts nothing, reports nothing
     (it stays ``pending``) and stays RUNNING until the teardown that follows.
+    An op entered while its plan is paused is held back the same way, and is
+    entered afresh on a later tick once the plan resumed (``held_back`` makes
+    its tick check the entry again).
     """
 
     op_id: str
@@ -33,10 +36,12 @@ class OpReports:
 
     def held_back_on_entry(self) -> bool:
         """Called when the op is entered: whether it is held back (it is then RUNNING, doing nothing)."""
-        self.held_back = self.hooks.cancel_requested
-        if self.held_back:
+        hooks = self.hooks
+        held = hooks.cancel_requested or (hooks.holding_entries and not hooks.may_enter(self.op_id))
+        self.held_back = held
+        if held:
             self.status = RUNNING
-        return self.held_back
+        return held
 
 
 class CompositeOp(OpReports):

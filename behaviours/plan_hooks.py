@@ -11,7 +11,8 @@ runtime polls every watched source once per period and ticks the tree when a
 poll reports news, when ``wake`` is called, or when a control request (a stop
 point armed, a cancel) arrives. A plan left RUNNING with nothing watched and
 nothing pending can never be woken: the runtime's watchdog ends it with a
-reason that names the behaviour at the tip of the tree.
+reason that names the behaviour at the tip of the tree. A paused plan is
+waiting legitimately: its held ops are entered once it resumes (which wakes it).
 """
 from __future__ import annotations
 
@@ -26,6 +27,18 @@ class WatchedSource(Protocol):
 class PlanHooks(Protocol):
     plan_id: str
     cancel_requested: bool  # once true, no op may start: the teardown follows this tick
+    paused: bool  # no op may start until the plan resumes
+    holding_entries: bool  # paused, or a step is pending: an op being entered asks may_enter first
+
+    def may_enter(self, op_id: str) -> bool:
+        """``op_id`` is being entered while ``holding_entries``: False holds it back (it stays pending and is
+        entered afresh on a later tick); True lets it start (a pending step: the plan pauses after it)."""
+
+    def pause_point_armed(self, op_id: str, when: str) -> bool:
+        """Whether a pause point is armed on ``op_id`` for ``when`` (on_enter | on_complete)."""
+
+    def pause_point_fired(self, op_id: str, when: str) -> None:
+        """A guard reached a pause point: it is disarmed (it fires once) and the plan pauses."""
 
     def stop_point_armed(self, op_id: str, when: str) -> bool:
         """Whether a stop point is armed on ``op_id`` for ``when`` (on_enter | on_complete)."""

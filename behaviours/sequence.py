@@ -12,7 +12,7 @@ class OpSequence(CompositeOp, py_trees.composites.Sequence):
 
     Statuses:
         RUNNING: the current child runs (``current_child``), or the op was held back because
-            the plan is being cancelled.
+            the plan is being cancelled or is paused.
         SUCCESS: every child succeeded (or there are none).
         FAILURE: a child failed; the children after it never start.
         INVALID (from RUNNING): the plan was torn down; running children first, then the
@@ -27,7 +27,7 @@ class OpSequence(CompositeOp, py_trees.composites.Sequence):
     def tick(self):
         # Sequence.tick's lifecycle, keeping the current child's index instead of finding it in
         # the children list on every tick (a cost that grows with the sequence's length).
-        if self.status != RUNNING:
+        if self.status != RUNNING or self.held_back:
             if self.held_back_on_entry():
                 yield self
                 return

@@ -1,4 +1,4 @@
-"""The stop-guard decorator, placed above an op when a stop point is armed on it."""
+"""The stop-guard decorator, placed above an op when a stop point (cancel or pause) is armed on it."""
 from __future__ import annotations
 
 import py_trees
@@ -9,7 +9,11 @@ from .op_behaviour import FINAL_STATUSES, RUNNING
 
 class StopGuard(py_trees.decorators.Decorator):
     """Stops the plan at one op: checks ``on_enter`` when the op is entered and ``on_complete``
-    when it completes. A fired stop point asks the runtime to cancel the whole plan.
+    when it completes. A fired stop point asks the runtime to cancel the whole plan; a fired
+    pause point pauses it (on_enter: the op is held at its entry; on_complete: the op's
+    report passes on and the next op is held) and is disarmed, so resuming lets the op go on.
+    While the plan is paused or being cancelled the entry checks wait: an op held at its
+    entry is checked again when it is entered for real.
 
     It sits only above ops with a stop point armed (``place_stop_guard``). The op
     reports its own state; while guarded, its reports pass through the guard,
@@ -41,8 +45,10 @@ class StopGuard(py_trees.decorators.Decorator):
             return f"stop {self.fired} fired"
         if getattr(self, "hooks", None) is None:
             return ""
-        armed = [when for when in ("on_enter", "on_complete") if self.hooks.stop_point_armed(self.op_id, when)]
-        return f"stop {' and '.join(armed)} armed" if armed else "stop point disarmed"
+        hooks = self.hooks
+        armed = [f"stop {when}" for when in ("on_enter", "on_complete") if hooks.stop_point_armed(self.op_id, when)]
+        armed += [f"pause {when}" for when in ("on_enter", "on_complete") if hooks.pause_point_armed(self.op_id, when)]
+        return f"{' and '.join(armed)} armed" if armed else "stop point disarmed"
 
     @feedback_message.setter
     def feedback_message(self, _text: str) -> None:
@@ -54,13 +60,18 @@ class StopGuard(py_trees.decorators.Decorator):
 
     def tick(self):
         # Decorator.tick always ticks the child; an on_enter stop must not start it.
-        if self.status != RUNNING:
-            self.initialise()
-            if not self.hooks.cancel_requested and self.hooks.stop_point_armed(self.op_id, "on_enter"):
-                self._fire("on_enter")
-                self.status = RUNNING
-                yield self
-                return
+        if self.status != RUNNING or self.decorated.held_back:
+            if self.status != RUNNING:
+                self.initialise()
+            hooks = self.hooks
+            if not hooks.cancel_requested and not hooks.paused:
+                if hooks.stop_point_armed(self.op_id, "on_enter"):
+                    self._fire("on_enter")
+                    self.status = RUNNING
+                    yield self
+                    return
+                if hooks.pause_point_armed(self.op_id, "on_enter"):
+                    hooks.pause_point_fired(self.op_id, "on_enter")  # the op, ticked below, is held
         elif self.fired is not None:
             yield self
             return
@@ -85,6 +96,8 @@ class StopGuard(py_trees.decorators.Decorator):
         if self.hooks.stop_point_armed(self.op_id, "on_complete"):
             self._fire("on_complete")
             return RUNNING
+        if self.hooks.pause_point_armed(self.op_id, "on_complete"):
+            self.hooks.pause_point_fired(self.op_id, "on_complete")  # the next op to enter is held
         self._pass_on_held()
         return child_status
 

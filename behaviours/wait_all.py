@@ -16,7 +16,7 @@ class WaitAllParallel(CompositeOp, py_trees.composites.Parallel):
 
     Statuses:
         RUNNING: at least one child is still running (``current_child`` is the first of them),
-            or the op was held back because the plan is being cancelled.
+            or the op was held back because the plan is being cancelled or is paused.
         SUCCESS: every child succeeded (or there are no children).
         FAILURE: every child finished and at least one failed.
         INVALID (from RUNNING): the plan was torn down; running children first, then the
@@ -30,7 +30,7 @@ class WaitAllParallel(CompositeOp, py_trees.composites.Parallel):
         self.op_id = op_id
 
     def tick(self):
-        if self.status != RUNNING:
+        if self.status != RUNNING or self.held_back:
             if self.held_back_on_entry():
                 yield self
                 return

@@ -9,6 +9,11 @@ A backend may also serve ``state()``: a snapshot of what the robot reports (a di
 JSON values, e.g. ``{"battery": 15, "holding": "cup"}``), read by the call guard at
 call time for rules with state conditions. A backend without it reports no state,
 and such rules then deny (the guard fails closed).
+
+A backend may also serve the pair ``pause(run_id)`` / ``resume(run_id)``: a paused plan
+then pauses its calls in progress too (the call reports PAUSED until resumed); on a
+backend without them, calls already running go on to their end while the plan holds
+every op not yet started.
 """
 from __future__ import annotations
 
@@ -58,5 +63,5 @@ class Backend(Protocol):
 
     def cancel(self, run_id: str) -> None: ...
 
-    # Optional: ``def state(self) -> dict`` (see the module's description); not part of the protocol,
-    # so a backend without it still is one.
+    # Optional: ``def state(self) -> dict`` and the ``pause(run_id)``/``resume(run_id)`` pair (see the
+    # module's description); not part of the protocol, so a backend without them still is one.

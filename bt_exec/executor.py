@@ -26,13 +26,14 @@ from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
 from .runtime.feedback import OUTPUT_CHARS, call_entries, check_output_chars, snapshot_op
 from .runtime.op_views import MAX_WAIT_FOR_PLAN_S, OpView, op_view
-from .runtime.plan_run import FINAL_STATES, STOP_POINT_SOURCES, STOP_WHENS, PlanRun, trace_view
+from .runtime.plan_run import FINAL_STATES, STOP_ACTIONS, STOP_POINT_SOURCES, STOP_WHENS, PlanRun, trace_view
 from .runtime.runner import Runner
 from .sim import SimBackend
 
 log = logging.getLogger(__name__)
 
 _PREVIEW_OPS = 4  # the ops a status too large to keep is previewed by
+_NAMED_RUNNING_OPS = 10  # a pause's answer names this many running ops, then counts the rest
 
 
 class Executor:
@@ -50,7 +51,7 @@ class Executor:
                  op_timeout_s: float | None = None, max_plans: int = 64, tick_on_news_only: bool = True,
                  max_result_bytes: int = 16 * 1024, max_plan_result_bytes: int = 4 * 1024 * 1024,
                  keep_finished_bytes: int = 64 * 1024 * 1024, remember_run_ids_bytes: int = 16 * 1024 * 1024,
-                 call_guard: CallGuard | dict | str | None = None):
+                 call_guard: CallGuard | dict | str | None = None, pause_timeout_s: float | None = None):
         """``catalog``: RTDL capability catalog. Step graphs (Qwen3) use ``skill_catalog`` (default
         grant) and ``scene`` (a Scene, its dict, or a file path): without a scene they are refused.
         ``max_active_runs`` step graphs may run at once (one robot: 1); each executes at most
@@ -71,11 +72,16 @@ class Executor:
         ``call_guard``: allow/deny rules every capability call but the builtins passes (a CallGuard, its
         rules dict, or a rules file path, JSON or YAML; ConfigError saying where it is wrong). A denied
         call ends its op ``failed`` with the rule's name and never reaches the backend; RTDL plans whose
-        do ops it denies whatever the robot's state are refused at submit (``call_denied``)."""
+        do ops it denies whatever the robot's state are refused at submit (``call_denied``).
+
+        ``pause_timeout_s``: a plan paused longer than this is cancelled, its cancel reason saying so
+        (None: a pause lasts until resumed)."""
         if tick_rate_hz <= 0:
             raise ValueError(f"tick_rate_hz must be positive, got {tick_rate_hz}")
         if op_timeout_s is not None and not (isinstance(op_timeout_s, (int, float)) and 0 < op_timeout_s < float("inf")):
             raise ValueError(f"op_timeout_s must be a positive number of seconds or None, got {op_timeout_s!r}")
+        if pause_timeout_s is not None and not (type(pause_timeout_s) in (int, float) and 0 < pause_timeout_s < float("inf")):
+            raise ValueError(f"pause_timeout_s must be a positive number of seconds or None, got {pause_timeout_s!r}")
         if not isinstance(max_plans, int) or isinstance(max_plans, bool) or max_plans < 1:
             raise ValueError(f"max_plans must be an integer >= 1, got {max_plans!r}")
         for name, value in (("keep_finished", keep_finished), ("remember_run_ids", remember_run_ids),
@@ -87,6 +93,7 @@ class Executor:
         self.max_result_bytes = max_result_bytes
         self.max_plan_result_bytes = max_plan_result_bytes
         self.op_timeout_s = op_timeout_s
+        self.pause_timeout_s = pause_timeout_s
         self.max_steps = max_steps
         self.skill_catalog = skill_catalog_of(skill_catalog)
         self.catalog = capability_catalog_of(catalog)
@@ -152,7 +159,7 @@ class Executor:
         compiled = kind.compile(plan, self._admission.context)
         run = PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus, self._runner.wake,
                       max_result_bytes=self.max_result_bytes, max_plan_result_bytes=self.max_plan_result_bytes,
-                      text_chars=text_chars)
+                      text_chars=text_chars, pause_timeout_s=self.pause_timeout_s)
         run.set_up({"capabilities": self._routers[plan.dialect], "op_timeout_s": self.op_timeout_s,
                     "max_steps": self.max_steps})
         return run
@@ -184,7 +191,8 @@ class Executor:
         """In-flight plans (control-only plans are not listed)."""
         runs = [run for run in self._runner.active_runs() if not run.control_only]
         plans = [{"plan_id": run.plan_id, "description": run.plan.description, "op_count": run.plan.op_count,
-                  "cancelled": run.cancel_requested, "stop_points": len(run.stop_points)} for run in runs]
+                  "cancelled": run.cancel_requested, "paused": run.paused,
+                  "stop_points": len(run.stop_points) + len(run.pause_points)} for run in runs]
         return {"count": len(plans), "plans": plans}
 
     def get_plan_status(self, plan_id: str | int, *, states=None, op_ids=None, summary: bool = False,
@@ -218,12 +226,15 @@ class Executor:
         ops = [{"op_id": op_id, "kind": record.op.kind, "description": record.op.description,
                 "state": record.state, "stop_point": run.stop_point_of(op_id)}
                for op_id, record in records]
+        if run.held or run.pause_points:
+            for op in ops:
+                op.update(run.pause_marks(op["op_id"]))
         if with_args:
             for op, record in zip(ops, run.records.values()):
                 if record.op.cap is not None:
                     op.update(cap=record.op.cap, args=record.shown_args())
-        status = {"plan_id": run.plan_id, "running": not run.finished, "cancelled": run.cancel_requested,
-                  "description": run.plan.description, "ops": ops}
+        status = {"plan_id": run.plan_id, "running": not run.finished, "paused": run.paused,
+                  "cancelled": run.cancel_requested, "description": run.plan.description, "ops": ops}
         if run.world is not None:  # what the robot holds, always
             status.update(run_id=run.run_id, state=run.state, path=[entry["step"] for entry in run.trace])
         if too_large:
@@ -243,7 +254,7 @@ class Executor:
         if record is not None:
             view = {key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "root", "cancelled",
                                                      "cancel_reason", "outcome", "error", "duration_s")}
-            view.update(running=False, failed_op=record["failed_op"],
+            view.update(running=False, paused=False, failed_op=record["failed_op"],
                         ops=[{**op, "stop_point": None, "args": shown(op["args"])} if "args" in op else
                              {**op, "stop_point": None} for op in record["ops"]])
             if "transitions" in record:
@@ -269,6 +280,8 @@ class Executor:
         elif run is not None:
             live = run.records.get(op_id)
             found = live.as_dict() if live is not None else None
+            if found is not None:
+                found.update(run.pause_marks(op_id))
             running, stop_point = True, run.stop_point_of(op_id)
         else:
             raise ControlError(f"get_op: no plan {quote(plan_id)} is running or kept (never submitted, or too "
@@ -320,21 +333,30 @@ class Executor:
     # --- control -------------------------------------------------------------------
 
     def stop_plan_at(self, plan_id: str | int, op_id: str | int, when: str = "on_complete",
-                     source: str = "api") -> dict:
-        """Arm a stop point: when execution reaches ``op_id`` the whole plan is cancelled.
+                     source: str = "api", action: str = "cancel") -> dict:
+        """Arm a stop point: when execution reaches ``op_id`` the whole plan is cancelled (``action``
+        cancel) or paused (``action`` pause: a pause point, which fires once; on_complete pauses after the
+        op finished, before the next op starts).
 
         A StopGuard is placed above the op (an op already running goes on untouched and
         is checked when it completes). ``source``: the door that asks (api, http, mcp, ros,
         builtin), named by the ``stop_point`` events.
         """
         plan_id, op_id, when = self._stop_point_args(plan_id, op_id, when, source, "stop_plan_at")
+        if action not in STOP_ACTIONS:
+            raise ControlError(f"stop_plan_at: invalid action {quote(action)} (expected cancel or pause)")
         run = self._active_run(plan_id, "stop_plan_at")
         if run is None:
             return {"success": True, "armed": False,
                     "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); no stop point needed."}
         record = self._op_record(run, op_id, "stop_plan_at")
-        run.arm(op_id, when, in_tick=self._runner.in_tick(), source=source)
-        message = f"Stop point set: plan {quote(plan_id)} will be cancelled {when} op_id={cut_text(op_id, QUOTE_CHARS)}."
+        run.arm(op_id, when, in_tick=self._runner.in_tick(), source=source, action=action)
+        shown_op = cut_text(op_id, QUOTE_CHARS)
+        if action == "cancel":
+            message = f"Stop point set: plan {quote(plan_id)} will be cancelled {when} op_id={shown_op}."
+        else:
+            message = (f"Pause point set: plan {quote(plan_id)} will pause {when} op_id={shown_op} (once; "
+                       "resume_plan or step_plan goes on).")
         too_late = record.state != "pending" if when == "on_enter" else record.state not in ("pending", "running", "paused")
         if too_late:
             message += f" Note: op {op_id} is already {record.state}, so this stop point will not fire."
@@ -342,7 +364,7 @@ class Executor:
 
     def disarm_stop_point(self, plan_id: str | int, op_id: str | int, when: str = "on_complete",
                           source: str = "api") -> dict:
-        """Disarm a stop point armed with ``stop_plan_at``: the plan goes on through ``op_id``.
+        """Disarm a stop point armed with ``stop_plan_at`` (a pause point too): the plan goes on through ``op_id``.
         ``{success, disarmed, message}``; ``disarmed`` is false when none was armed there."""
         plan_id, op_id, when = self._stop_point_args(plan_id, op_id, when, source, "disarm_stop_point")
         run = self._active_run(plan_id, "disarm_stop_point")
@@ -356,6 +378,57 @@ class Executor:
                     "message": f"plan {quote(plan_id)} has no stop point {when} op_id={shown}; nothing to disarm."}
         return {"success": True, "disarmed": True,
                 "message": f"Stop point disarmed: plan {quote(plan_id)} goes on {when} op_id={shown}."}
+
+    def pause_plan(self, plan_id: str | int, source: str = "api") -> dict:
+        """Pause a plan: no op starts until ``resume_plan`` (an op about to be entered is held, ``pending``
+        with ``held: true``). Ops already running go on to their end, or are paused too where their
+        backend has the optional ``pause``/``resume`` pair; the message names them.
+        ``{success, paused, message}``; ``paused`` is false when the plan was already paused."""
+        plan_id, run = self._control_run(plan_id, source, "pause_plan")
+        if run is None:
+            return {"success": True, "paused": False,
+                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); nothing to pause."}
+        if not run.pause(source):
+            return {"success": True, "paused": False,
+                    "message": f"plan {quote(plan_id)} is already paused; resume_plan or step_plan goes on."}
+        message = f"plan {quote(plan_id)} paused: no op starts until resume_plan (or step_plan)."
+        calls = run.running_calls()
+        if calls:
+            named = [f"{cut_text(op_id, QUOTE_CHARS)} ({'paused too' if pausable else 'goes on to its end'})"
+                     for op_id, pausable in calls[:_NAMED_RUNNING_OPS]]
+            more = f" and {len(calls) - _NAMED_RUNNING_OPS} more" if len(calls) > _NAMED_RUNNING_OPS else ""
+            message += f" Ops already running: {', '.join(named)}{more}."
+        if self.pause_timeout_s is not None:
+            message += f" Unless resumed within {self.pause_timeout_s:g} s it is cancelled."
+        return {"success": True, "paused": True, "message": message}
+
+    def resume_plan(self, plan_id: str | int, source: str = "api") -> dict:
+        """Resume a paused plan from exactly where it held: held ops are entered, paused calls go on.
+        ``{success, resumed, message}``; ``resumed`` is false when the plan was not paused."""
+        plan_id, run = self._control_run(plan_id, source, "resume_plan")
+        if run is None:
+            return {"success": True, "resumed": False,
+                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); nothing to resume."}
+        if not run.resume(source):
+            return {"success": True, "resumed": False, "message": f"plan {quote(plan_id)} is not paused; nothing to resume."}
+        return {"success": True, "resumed": True, "message": f"plan {quote(plan_id)} resumed."}
+
+    def step_plan(self, plan_id: str | int, source: str = "api") -> dict:
+        """Resume until the next op is entered, then pause again (a plan not paused pauses behind the
+        next op it enters). ``{success, message}``."""
+        plan_id, run = self._control_run(plan_id, source, "step_plan")
+        if run is None:
+            return {"success": True,
+                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); nothing to step."}
+        was_paused = run.resume(source, step=True)
+        state = "resumed until" if was_paused else "not paused; it pauses behind"
+        return {"success": True, "message": f"plan {quote(plan_id)} {state} the next op it enters, then pauses."}
+
+    def _control_run(self, plan_id, source: str, caller: str) -> tuple[str, PlanRun | None]:
+        plan_id = _check_id(plan_id, "plan_id", caller)
+        if source not in STOP_POINT_SOURCES:
+            raise ControlError(f"{caller}: invalid source {quote(source)} (expected {', '.join(STOP_POINT_SOURCES)})")
+        return plan_id, self._active_run(plan_id, caller)
 
     @staticmethod
     def _stop_point_args(plan_id, op_id, when, source: str, caller: str) -> tuple[str, str, str]:
@@ -554,9 +627,12 @@ class Executor:
                 continue
             ops = [snapshot_op(op_id, op.op.kind, op.op.cap, op.state, run.stop_point_of(op_id))
                    for op_id, op in run.records.items()]
+            if run.held or run.pause_points:
+                for op in ops:
+                    op.update(run.pause_marks(op["op_id"]))
             plans.append({"plan_id": run.plan_id, "description": run.plan.description,
-                          "op_count": run.plan.op_count, "cancelled": run.cancel_requested,
-                          "stop_points": len(run.stop_points), "ops": ops})
+                          "op_count": run.plan.op_count, "cancelled": run.cancel_requested, "paused": run.paused,
+                          "stop_points": len(run.stop_points) + len(run.pause_points), "ops": ops})
         return {"count": len(plans), "plans": plans}
 
 

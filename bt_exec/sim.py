@@ -28,6 +28,7 @@ class _SimRun:
     error: str
     output: object
     skill: object = None  # a step-graph skill simulated on the world when the call ends
+    left_s: float | None = None  # while paused: the time the call still had to run
 
 
 class SimBackend:
@@ -47,6 +48,9 @@ class SimBackend:
     not hold fails the call (event ``failed``), effects happen when the call
     succeeds, inspect_state reports what the world holds unless scripted, and
     every result carries ``output["state"]``, the world after the call.
+
+    A call in progress can be paused (``pause``): it reports PAUSED and its clock stops
+    until ``resume``.
     """
 
     def __init__(self, script: dict | str | pathlib.Path | None = None, world=None, history: int = 10_000,
@@ -119,6 +123,8 @@ class SimBackend:
             run = self._runs.get(run_id)
             if run is None:
                 return CallStatus("FAILED", error=f"sim: unknown run {run_id!r}")
+            if run.left_s is not None:
+                return CallStatus("PAUSED", detail="paused")
             if self.clock() < run.ends_at:
                 return CallStatus("RUNNING")
             del self._runs[run_id]
@@ -128,6 +134,20 @@ class SimBackend:
         with self._lock:
             if self._runs.pop(run_id, None) is not None:
                 self.cancelled.append(run_id)
+
+    def pause(self, run_id: str) -> None:
+        """Stop the call's clock (an unknown or finished run: nothing)."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is not None and run.left_s is None:
+                run.left_s = max(0.0, run.ends_at - self.clock())
+
+    def resume(self, run_id: str) -> None:
+        """Start a paused call's clock again where it stopped."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is not None and run.left_s is not None:
+                run.ends_at, run.left_s = self.clock() + run.left_s, None
 
     def state(self) -> dict:
         """The script's state snapshot (a copy: a reader cannot change what later calls see)."""

@@ -145,7 +145,7 @@ class TestInspect:
         listing = ex.get_all_plans()
         assert listing["count"] == 2
         assert listing["plans"][0] == {"plan_id": long, "description": "long one", "op_count": 8, "cancelled": False,
-                                       "stop_points": 0}
+                                       "paused": False, "stop_points": 0}
         finish(ex, short)
         assert [p["plan_id"] for p in ex.get_all_plans()["plans"]] == [long]
 

@@ -154,7 +154,7 @@ class TestSnapshot:
             ex.tick_once()
         later = ex.get_plans_snapshot()  # the first plan stopped on entering op 3; the second waits on its call
         assert later == {"count": 1, "plans": [{"plan_id": second, "description": "second", "op_count": 1,
-                                                "cancelled": False, "stop_points": 0, "ops": [
+                                                "cancelled": False, "paused": False, "stop_points": 0, "ops": [
                                                     {"op_id": "4", "kind": "do", "cap": "sim.slow",
                                                      "state": "running"}]}]}
         ex.cancel_all(wait_ms=0)

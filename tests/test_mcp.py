@@ -19,7 +19,7 @@ from bt_exec.web.mcp_server import MAX_LINE_BYTES  # noqa: E402
 
 TOOLS = {"submit_plan", "validate_plan", "get_all_plans", "get_plan_status", "get_plan_result", "get_plan_feedback",
          "get_plans_snapshot", "stop_plan_at", "disarm_stop_point", "cancel_plan", "cancel_all", "wait_for_plan",
-         "get_op"}
+         "get_op", "pause_plan", "resume_plan", "step_plan"}
 TOKEN = "mcp-test-token"
 
 

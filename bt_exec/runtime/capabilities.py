@@ -41,6 +41,8 @@ class GuardedBackend:
         self.backend = backend
         self.guard = guard
         self._state = getattr(backend, "state", None)
+        if hasattr(backend, "pause") and hasattr(backend, "resume"):  # pausable behind the guard as without it
+            self.pause, self.resume = backend.pause, backend.resume
 
     def start(self, call: CapabilityCall) -> CallStatus | str:
         decision = self.guard.decide(call.cap, call.provider, call.args, self._state)

@@ -22,6 +22,8 @@ STOP_WHENS = ("on_enter", "on_complete")
 PLAN_KEY = "plan"
 # Who arms or disarms a stop point: the Python API, a door, or a plan (a builtin call or a meta op).
 STOP_POINT_SOURCES = ("api", "http", "mcp", "ros", "builtin")
+# What a stop point does when reached: cancel the plan, or pause it.
+STOP_ACTIONS = ("cancel", "pause")
 _DESCRIPTION = attrgetter("description")
 _KIND = attrgetter("kind")
 _CAP = attrgetter("cap")
@@ -87,9 +89,10 @@ class PlanRun:
 
     def __init__(self, plan_id: str, plan: Plan, compiled: CompiledPlan, run_id: str | None, control_only: bool,
                  world, bus: EventBus, wake_runner: Callable[[], None], *, max_result_bytes: int,
-                 max_plan_result_bytes: int, text_chars: int | None = None):
+                 max_plan_result_bytes: int, text_chars: int | None = None, pause_timeout_s: float | None = None):
         """``max_result_bytes``: the largest op output kept whole; ``max_plan_result_bytes``: all the
         outputs one plan keeps whole (past it, each output larger than its marker is cut).
+        ``pause_timeout_s``: a pause lasting longer cancels the plan (None: a pause lasts until resumed).
         ``text_chars``: the length of the text the plan was loaded from, if it came as text (it
         holds every description and cap, so it stands for them when the final record is measured)."""
         self.plan_id = plan_id
@@ -102,6 +105,15 @@ class PlanRun:
         self.state: dict | None = world.snapshot() if world is not None else None  # safe to read anywhere
         self.records = {op_id: OpRecord(op) for op_id, op in plan.ops.items()}
         self.stop_points: dict[tuple[str, str], str] = {}  # (op id, when) -> the door that armed it
+        self.pause_points: dict[tuple[str, str], str] = {}  # the same, for stop points whose action is pause
+        self.paused = False
+        self.holding_entries = False  # paused, or a step is pending: entries ask may_enter
+        self.held: set[str] = set()   # ops held at their entry while paused
+        self.pause_deadline: float | None = None  # monotonic time a pause turns into a cancel
+        self.pause_timeout_s = pause_timeout_s
+        self._stepping: str | None = None  # the door whose step is pending (the next entry pauses the plan)
+        self._calls_to_sync = False  # a pause or resume not yet applied to the calls in progress
+        self._paused_calls: list = []  # the call behaviours paused on their backend
         self.watched: set = set()
         self.cancel_reason: str | None = None
         self.ready = False     # its tree is set up
@@ -138,8 +150,33 @@ class PlanRun:
         return (op_id, when) in self.stop_points
 
     def stop_point_fired(self, op_id: str, when: str) -> None:
-        self._stop_point_event(op_id, when, "fired", self.stop_points.get((op_id, when), "api"))
+        self._stop_point_event(op_id, when, "fired", self.stop_points.get((op_id, when), "api"), "cancel")
         self.request_cancel(f"stop point {when} at op {op_id}")
+
+    def pause_point_armed(self, op_id: str, when: str) -> bool:
+        return (op_id, when) in self.pause_points
+
+    def pause_point_fired(self, op_id: str, when: str) -> None:
+        with self._control_lock:
+            source = self.pause_points.pop((op_id, when), None)
+        if source is None:  # disarmed from another thread since the guard looked
+            return
+        self._stop_point_event(op_id, when, "fired", source, "pause")
+        self.emit({"event": "pause_point", "plan_id": self.plan_id, "op_id": op_id, "when": when, "source": source,
+                   "time": time.time()})
+        self.pause(source, op_id, when)
+
+    def may_enter(self, op_id: str) -> bool:
+        with self._control_lock:
+            if self.paused:
+                self.held.add(op_id)
+                return False
+            source, self._stepping = self._stepping, None
+            self.holding_entries = False
+            self.held.discard(op_id)
+        if source is not None:  # the step's op goes in; the plan pauses behind it
+            self._pause(source, None, None, pause_calls=False)
+        return True
 
     def op_state(self, op_id: str, state: str, result: dict | None = None, detail: str | None = None) -> None:
         record = self.records[op_id]
@@ -276,17 +313,19 @@ class PlanRun:
                 self.cancel_reason = reason
         self.wake()
 
-    def arm(self, op_id: str, when: str, in_tick: bool, source: str = "api") -> None:
-        """Arm a stop point and place its guard above the op, under the tick lock; ``source`` names the
-        door that asked (api, http, mcp, ros, builtin), for the ``stop_point`` events.
+    def arm(self, op_id: str, when: str, in_tick: bool, source: str = "api", action: str = "cancel") -> None:
+        """Arm a stop point (``action`` cancel) or pause point (``action`` pause) and place its guard above
+        the op, under the tick lock; ``source`` names the door that asked (api, http, mcp, ros, builtin),
+        for the ``stop_point`` events.
 
         From inside a tick (a builtin or an event subscriber) while another thread holds
         that lock, the guard is placed before this plan's next tick instead.
         """
+        points = self.stop_points if action == "cancel" else self.pause_points
         with self._control_lock:
-            self.stop_points[(op_id, when)] = source
+            points[(op_id, when)] = source
             self._guards_to_place.append(op_id)
-        self._stop_point_event(op_id, when, "armed", source)
+        self._stop_point_event(op_id, when, "armed", source, action)
         if self.ready and self.tick_lock.acquire(blocking=not in_tick):
             try:
                 self.place_guards()
@@ -295,17 +334,104 @@ class PlanRun:
         self.wake()
 
     def disarm(self, op_id: str, when: str, source: str = "api") -> bool:
-        """Disarm a stop point; False when none was armed there. Its guard stays in place, checking nothing."""
+        """Disarm the stop and pause points there; False when none was armed. Its guard stays in place,
+        checking nothing."""
         with self._control_lock:
-            armed = self.stop_points.pop((op_id, when), None) is not None
-        if armed:
-            self._stop_point_event(op_id, when, "disarmed", source)
+            disarmed = [action for action, points in (("cancel", self.stop_points), ("pause", self.pause_points))
+                        if points.pop((op_id, when), None) is not None]
+        for action in disarmed:
+            self._stop_point_event(op_id, when, "disarmed", source, action)
+        if disarmed:
             self.wake()
-        return armed
+        return bool(disarmed)
 
-    def _stop_point_event(self, op_id: str, when: str, state: str, source: str) -> None:
+    def _stop_point_event(self, op_id: str, when: str, state: str, source: str, action: str) -> None:
         self.emit({"event": "stop_point", "plan_id": self.plan_id, "op_id": op_id, "when": when, "state": state,
-                   "source": source, "time": time.time()})
+                   "source": source, "action": action, "time": time.time()})
+
+    # --- pause and resume (any thread; what reaches the tree waits for its tick) ----------
+
+    def pause(self, source: str, op_id: str | None = None, when: str | None = None) -> bool:
+        """Hold every op not yet entered, and pause the calls in progress whose backend can; False when
+        already paused. ``op_id``/``when``: the pause point that paused it."""
+        return self._pause(source, op_id, when, pause_calls=True)
+
+    def _pause(self, source: str, op_id: str | None, when: str | None, pause_calls: bool) -> bool:
+        with self._control_lock:
+            if self.paused:
+                return False
+            self.paused = self.holding_entries = True
+            self._stepping = None
+            if self.pause_timeout_s is not None:
+                self.pause_deadline = time.monotonic() + self.pause_timeout_s
+            if pause_calls:
+                self._calls_to_sync = True
+        event = {"event": "paused", "plan_id": self.plan_id, "source": source, "time": time.time()}
+        if op_id is not None:
+            event.update(op_id=op_id, when=when)
+        self.emit(event)
+        self.wake()
+        return True
+
+    def resume(self, source: str, step: bool = False) -> bool:
+        """Let held ops enter and paused calls go on; with ``step``, only until the next op is entered,
+        after which the plan pauses again. False when the plan was not paused (a step then pauses it
+        behind the next op entered; a resume drops a pending step)."""
+        with self._control_lock:
+            was_paused = self.paused
+            self.paused = False
+            self.pause_deadline = None
+            self.held.clear()  # held ops are entered afresh on the next tick, or held again
+            self._stepping = source if step else None
+            self.holding_entries = step
+            if was_paused:
+                self._calls_to_sync = True
+        if was_paused:
+            self.emit({"event": "resumed", "plan_id": self.plan_id, "source": source, "time": time.time()})
+        self.wake()
+        return was_paused
+
+    @property
+    def stepping(self) -> bool:
+        return self._stepping is not None
+
+    def running_calls(self) -> list[tuple[str, bool]]:
+        """The calls in progress: (op id, whether its backend can pause it)."""
+        ops = self.ops
+        calls = []
+        for op_id, record in list(self.records.items()):
+            if record.state in ("running", "paused") and record.op.cap is not None:
+                behaviour = ops.get(op_id)
+                backend = getattr(behaviour, "backend", None)
+                calls.append((op_id, hasattr(backend, "pause") and hasattr(backend, "resume")))
+        return calls
+
+    def sync_call_pauses(self) -> None:
+        """Pause (or resume) the calls in progress as the plan was paused (or resumed) since the last tick
+        (caller holds ``tick_lock``)."""
+        if not self._calls_to_sync:
+            return
+        with self._control_lock:
+            self._calls_to_sync = False
+            pausing = self.paused
+        if pausing:
+            for source in list(self.watched):
+                pause_call = getattr(source, "pause_call", None)
+                if pause_call is not None and source not in self._paused_calls and pause_call():
+                    self._paused_calls.append(source)
+        else:
+            calls, self._paused_calls = self._paused_calls, []
+            for call in calls:
+                call.resume_call()
+
+    def pause_expired(self) -> bool:
+        """Whether a pause outlasted the pause timeout; if so the plan is cancelled, saying why."""
+        deadline = self.pause_deadline
+        if deadline is None or time.monotonic() < deadline:
+            return False
+        self.request_cancel(f"paused for longer than the pause timeout of {self.pause_timeout_s:g} s; "
+                            "cancelled (resume_plan within the timeout to go on)")
+        return True
 
     def place_guards(self) -> None:
         """Place the StopGuards armed since the last call (caller holds ``tick_lock``)."""
@@ -328,6 +454,25 @@ class PlanRun:
             if (op_id, when) in points:
                 return when
         return None
+
+    def pause_point_of(self, op_id: str) -> str | None:
+        points = self.pause_points
+        if points:
+            for when in STOP_WHENS:
+                if (op_id, when) in points:
+                    return when
+        return None
+
+    def pause_marks(self, op_id: str) -> dict:
+        """What views add to an op beside its state: ``held`` (held at its entry while paused) and
+        ``pause_point`` (where one is armed); empty for most ops."""
+        marks = {}
+        if op_id in self.held:
+            marks["held"] = True
+        when = self.pause_point_of(op_id)
+        if when is not None:
+            marks["pause_point"] = when
+        return marks
 
     def when_done(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once the run finished (now, if it has)."""
@@ -383,8 +528,10 @@ class PlanRun:
         return self.tree.root.status in (Status.SUCCESS, Status.FAILURE)
 
     def stalled_behaviour(self) -> str | None:
-        """The behaviour a RUNNING tree waits in when nothing can wake it, else None."""
-        if self.watched or self.needs_tick or self.cancel_requested or self.tree.root.status != Status.RUNNING:
+        """The behaviour a RUNNING tree waits in when nothing can wake it, else None (a paused plan waits
+        for its resume)."""
+        if self.watched or self.needs_tick or self.cancel_requested or self.holding_entries \
+                or self.tree.root.status != Status.RUNNING:
             return None
         tip = self.tree.tip()
         return tip.name if tip is not None else self.tree.root.name
@@ -426,10 +573,13 @@ class PlanRun:
 
     def tree_view(self) -> dict:
         """The plan's structure with every op's live state and armed stop point, for tree viewers."""
+        marked = self.held or self.pause_points
         view = {"plan_id": self.plan_id, "run_id": self.run_id, "description": self.plan.description,
                 "dialect": self.plan.dialect, "root": self.plan.root, "running": not self.finished,
-                "cancelled": self.cancel_requested, "cancel_reason": self.cancel_reason, "outcome": None,
-                "ops": [{**record.as_dict(whole_args=False), "stop_point": self.stop_point_of(op_id)}
+                "paused": self.paused, "cancelled": self.cancel_requested, "cancel_reason": self.cancel_reason,
+                "outcome": None,
+                "ops": [{**record.as_dict(whole_args=False), "stop_point": self.stop_point_of(op_id),
+                         **(self.pause_marks(op_id) if marked else {})}
                         for op_id, record in self.records.items()]}
         if self.world is not None:
             view.update(transitions=self.transitions(), path=[entry["step"] for entry in self.trace], state=self.state,

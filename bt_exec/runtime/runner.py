@@ -21,7 +21,8 @@ class Runner:
     every plan every period instead (same events, for behaviours that do not keep the
     contract); the watchdog then has nothing to watch. With the gate on, a plan whose
     tree stays RUNNING with nothing watched and nothing pending is ended by the watchdog,
-    with an error naming the behaviour it waits in.
+    with an error naming the behaviour it waits in; a paused plan is not (it waits for its
+    resume, or for its pause timeout, checked here every period).
 
     ``on_finished(run, record)`` runs when a plan ended, before ``plan_complete`` is
     published. The final records of the newest ``keep_finished`` plans are kept, at most
@@ -106,6 +107,9 @@ class Runner:
                     run.begin()
                     run.flush_events()  # plan_started before the first tick moves anything
                 run.place_guards()
+                if run.pause_deadline is not None:
+                    run.pause_expired()
+                run.sync_call_pauses()
                 if not run.cancel_requested:
                     news = run.poll_watched()
                     if not (news or run.needs_tick or not self.tick_on_news_only):

@@ -38,6 +38,8 @@ _WAIT_MS = {"description": "how long to wait for the plan(s) to finish tearing d
             "type": "integer", "minimum": 0, "maximum": INT64_MAX, "default": 5000}
 _WHEN = {"description": "on_enter (before the op starts) or on_complete (when it ends)",
          "enum": ["on_enter", "on_complete"], "default": "on_complete"}
+_ACTION = {"description": "what reaching the stop point does: cancel the plan, or pause it (a pause point)",
+           "enum": ["cancel", "pause"], "default": "cancel"}
 MAX_FILTER_OP_IDS = 1000
 # Options narrowing the ops a status or a record lists (Executor.get_plan_status): an agent pays for each character.
 _OP_VIEW = {
@@ -95,7 +97,7 @@ class Route:
 
 ROUTES: tuple[Route, ...] = (
     Route("get_all_plans", "GET", "/api/plans",
-          "List the plans in flight: id, description, op count, whether cancelling, armed stop points.",
+          "List the plans in flight: id, description, op count, whether cancelling or paused, armed stop points.",
           lambda ex: ex.get_all_plans()),
     Route("get_plan_status", "GET", "/api/plans/{plan_id}/status",
           "Live state of every op of an in-flight plan (op ids, kinds, descriptions, states, stop points, each "
@@ -160,15 +162,34 @@ ROUTES: tuple[Route, ...] = (
           ("graph",)),
     Route("stop_plan_at", "POST", "/api/plans/{plan_id}/stop_at",
           "Arm a stop point: when execution reaches op_id (on_enter: before it starts; on_complete: when it "
-          "ends) the whole plan is cancelled. The ticking never blocks.",
-          lambda ex, plan_id, op_id, when="on_complete", source="http": ex.stop_plan_at(plan_id, op_id, when, source),
-          {"plan_id": _PLAN_ID, "op_id": _OP_ID, "when": _WHEN}, ("plan_id", "op_id"), says_door=True),
+          "ends) the whole plan is cancelled, or, with action pause, paused (a pause point: it fires once, and "
+          "resume_plan or step_plan goes on from there). The ticking never blocks.",
+          lambda ex, plan_id, op_id, when="on_complete", action="cancel", source="http":
+              ex.stop_plan_at(plan_id, op_id, when, source, action),
+          {"plan_id": _PLAN_ID, "op_id": _OP_ID, "when": _WHEN, "action": _ACTION}, ("plan_id", "op_id"),
+          says_door=True),
     Route("disarm_stop_point", "POST", "/api/plans/{plan_id}/disarm",
-          "Disarm a stop point armed with stop_plan_at (same op_id and when): the plan goes on through that op. "
-          "Answers disarmed: false when none was armed there.",
+          "Disarm a stop point or pause point armed with stop_plan_at (same op_id and when): the plan goes on "
+          "through that op. Answers disarmed: false when none was armed there.",
           lambda ex, plan_id, op_id, when="on_complete", source="http":
               ex.disarm_stop_point(plan_id, op_id, when, source),
           {"plan_id": _PLAN_ID, "op_id": _OP_ID, "when": _WHEN}, ("plan_id", "op_id"), says_door=True),
+    Route("pause_plan", "POST", "/api/plans/{plan_id}/pause",
+          "Pause a plan to look before it goes on: no op starts until resume_plan (the next op waits, pending "
+          "with held: true); ops already running go on, or are paused too where the robot supports it (the "
+          "message names them). Use it to hold a plan before a risky op; cancel_plan still ends it.",
+          lambda ex, plan_id, source="http": ex.pause_plan(plan_id, source),
+          {"plan_id": _PLAN_ID}, ("plan_id",), says_door=True),
+    Route("resume_plan", "POST", "/api/plans/{plan_id}/resume",
+          "Resume a paused plan from exactly where it held (after pause_plan or a pause point). Answers "
+          "resumed: false when it was not paused.",
+          lambda ex, plan_id, source="http": ex.resume_plan(plan_id, source),
+          {"plan_id": _PLAN_ID}, ("plan_id",), says_door=True),
+    Route("step_plan", "POST", "/api/plans/{plan_id}/step",
+          "Single step: resume a paused plan until its next op starts, then pause again, to walk a plan op by op "
+          "and check each before the next (on a running plan: pause behind the next op it starts).",
+          lambda ex, plan_id, source="http": ex.step_plan(plan_id, source),
+          {"plan_id": _PLAN_ID}, ("plan_id",), says_door=True),
     Route("cancel_plan", "POST", "/api/plans/{plan_id}/cancel",
           "Cancel one plan; answers once it finished tearing down or wait_ms passed, saying which.",
           lambda ex, plan_id, wait_ms=5000: ex.cancel_plan(plan_id, wait_ms=wait_ms),
