@@ -427,3 +427,34 @@ def test_mcp_over_http_sends_an_answer_once_in_the_form_the_clients_revision_rea
     assert new["result"]["structuredContent"] == {"count": 0, "plans": []}
     assert new["result"]["content"] == [{"type": "text", "text": "get_all_plans: answered in structuredContent "
                                                                  "(22 characters of JSON)"}]
+
+
+def test_an_agent_pauses_before_a_risky_op_looks_then_resumes(tmp_path):
+    plan = envelope(seq(do("reach"), do("grasp"), do("lift")), description="pick")
+
+    async def body(session):
+        listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert "resume_plan" in listed["pause_plan"].description
+        assert listed["stop_plan_at"].inputSchema["properties"]["action"]["enum"] == ["cancel", "pause"]
+        plan_id = (await call(session, "submit_plan", graph=plan))["plan_id"]
+        armed = await call(session, "stop_plan_at", plan_id=plan_id, op_id="4", when="on_enter", action="pause")
+        assert armed["armed"]
+        for _ in range(200):
+            status = await call(session, "get_plan_status", plan_id=plan_id)
+            if status["paused"]:
+                break
+            await anyio.sleep(0.05)
+        held = [op["op_id"] for op in status["ops"] if op.get("held")]
+        paused_again = await call(session, "pause_plan", plan_id=int(plan_id))
+        resumed = await call(session, "resume_plan", plan_id=plan_id)
+        stepped = await call(session, "step_plan", plan_id=plan_id)
+        record = await call(session, "wait_for_plan", plan_id=plan_id, timeout_s=10)
+        unknown = await refusal(session, "resume_plan", plan_id="42")
+        return status, held, paused_again, resumed, stepped, record, unknown
+
+    status, held, paused_again, resumed, stepped, record, unknown = run_session(
+        ["--sim-script", slow_script(tmp_path, 0.1)], body)["value"]
+    assert status["paused"] and held == ["4"]
+    assert not paused_again["paused"] and resumed["resumed"] and stepped["success"]
+    assert record["outcome"] == "succeeded", "a step on a plan that ends behind its last op leaves nothing held"
+    assert unknown.startswith("control_refused: resume_plan: no plan '42'")

@@ -403,3 +403,38 @@ def test_wait_for_plan_holds_at_most_max_waits_threads(make_executor):
     assert busy is not None and busy.status == 503 and busy.code == "too_many_waits"
     assert [answer["outcome"] for answer in answers] == ["cancelled", "cancelled"]
     assert api.call("wait_for_plan", {"plan_id": plan_id, "timeout_s": 0})["outcome"] == "cancelled"  # slots back
+
+
+def test_pause_resume_step_and_pause_points_over_http(app):
+    executor, server = app()
+    events = []
+    executor.subscribe(events.append)
+    plan_id = request(server, "POST", "/api/plans", {"graph": slow_plan()})[1]["plan_id"]
+    status, armed = request(server, "POST", f"/api/plans/{plan_id}/stop_at",
+                            {"op_id": "3", "when": "on_enter", "action": "pause"})
+    assert status == 200 and armed["armed"] and armed["message"].startswith("Pause point set")
+    status, refused = request(server, "POST", f"/api/plans/{plan_id}/stop_at", {"op_id": "3", "action": "halt"})
+    assert status == 400 and refused["error"]["code"] == "bad_arguments" and "action" in refused["error"]["message"]
+    deadline = time.monotonic() + 10
+    while not request(server, "GET", f"/api/plans/{plan_id}/status")[1]["paused"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    ops = request(server, "GET", f"/api/plans/{plan_id}/status")[1]["ops"]
+    assert ops[2]["held"] is True and ops[2]["state"] == "pending" and ops[1]["state"] == "succeeded"
+    assert request(server, "GET", "/api/plans")[1]["plans"][0]["paused"] is True
+    status, stepped = request(server, "POST", f"/api/plans/{plan_id}/step", {})
+    assert status == 200 and stepped["success"]
+    while request(server, "GET", f"/api/plans/{plan_id}/status")[1]["ops"][2]["state"] == "pending":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    status, paused = request(server, "POST", f"/api/plans/{plan_id}/pause", {})
+    assert status == 200 and paused == {"success": True, "paused": False,
+                                         "message": "plan '1' is already paused; resume_plan or step_plan goes on."}
+    status, resumed = request(server, "POST", f"/api/plans/{plan_id}/resume", {})
+    assert status == 200 and resumed["resumed"]
+    assert executor.run_until_complete(plan_id, timeout=10)["outcome"] == "succeeded"
+    status, refused = request(server, "POST", "/api/plans/77/pause", {})
+    assert status == 409 and refused["error"]["message"].startswith("pause_plan: no plan '77'")
+    sources = [(e["event"], e["source"]) for e in events if e["event"] in ("pause_point", "paused", "resumed")]
+    assert sources == [("pause_point", "http"), ("paused", "http"), ("resumed", "http"), ("paused", "http"),
+                       ("resumed", "http")]
