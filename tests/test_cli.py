@@ -416,6 +416,40 @@ def test_run_stop_at_missing_op_is_a_usage_error(tmp_path):
     assert not events_path.exists()
 
 
+def test_run_pause_at_waits_for_enter_on_the_terminal_then_goes_on(tmp_path):
+    events_path = tmp_path / "events.jsonl"
+    primary, secondary = os.openpty()  # stdin on a terminal: the run resumes on Enter there
+    proc = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "run", str(SNAPSHOT), "--pause-at", "3:on_enter",
+                             "--events", str(events_path)], stdin=secondary, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=REPO)
+    os.close(secondary)
+    try:
+        said = proc.stderr.readline().decode()
+        assert said == ("bt-exec: plan 1 paused at op 3 (on_enter): press Enter (or r then Enter) to resume, "
+                        "Ctrl-C to cancel\n")
+        os.write(primary, b"what\n")  # anything else is answered with how to resume
+        assert proc.stderr.readline().decode() == "bt-exec: press Enter (or r then Enter) to resume, Ctrl-C to cancel\n"
+        os.write(primary, b"r\n")
+        stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
+    finally:
+        os.close(primary)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    lines = stdout.decode().splitlines()
+    assert "plan 1 paused at op 3 (on_enter) (over api): no op starts until it resumes" in lines
+    assert lines.index("plan 1 resumed (over api)") < lines.index("op 3 do running: take a snapshot")
+    events = read_events(events_path)
+    assert [e["event"] for e in events if e["event"] in ("pause_point", "paused", "resumed")] == [
+        "pause_point", "paused", "resumed"]
+    assert plan_complete(events)["outcome"] == "succeeded"
+
+
+def test_run_pause_at_a_missing_op_names_the_flag():
+    result = bt_exec_cli("run", SNAPSHOT, "--pause-at", "9")
+    assert result.returncode == 2 and "bt-exec: --pause-at: the plan has no op '9'" in result.stderr
+
+
 @pytest.mark.parametrize("stop_at, op_id, when", [("5:on_exit", "5", "on_exit"), ("3:", "3", "")])
 def test_run_stop_at_an_op_with_a_bad_when_names_the_when_and_the_phases(stop_at, op_id, when):
     result = bt_exec_cli("run", SNAPSHOT, "--stop-at", stop_at)

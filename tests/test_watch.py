@@ -14,7 +14,7 @@ import pytest
 from rtdl_plans import do, envelope, seq
 from terminal import run_on_terminal
 
-from bt_exec.terminal.render import CALL_CHARS, call_text, tree_lines
+from bt_exec.terminal.render import CALL_CHARS, call_text, event_line, tree_lines
 from bt_exec.terminal import watch as watch_module
 from bt_exec.terminal.watch import STREAM_SILENCE_S, EventStream, sse_events
 from bt_exec.web import ControlApi, WebServer
@@ -195,6 +195,37 @@ def test_once_prints_the_running_plan_and_exits(app):
                                           "├─ ▶ 3 do running: read the battery — sim.slow()",
                                           "└─ ○ 4 do pending: tell the user — sim.act() [stop point on_enter]"]
     assert result.stderr == ""
+
+
+def test_once_shows_a_paused_plan_and_its_held_op(app):
+    executor, _server, url = app
+    plan_id = executor.submit(snapshot_plan(second_cap="sim.slow"))["plan_id"]
+    executor.stop_plan_at(plan_id, "3", "on_enter", action="pause")
+    executor.stop_plan_at(plan_id, "4", "on_complete", action="pause")
+    deadline = time.monotonic() + TIMEOUT_S
+    while not executor.get_plan_status(plan_id)["paused"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    result = watch("--url", url, "--once")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["plan 1: snapshot + battery — paused",
+                                          "▶ 1 sequence running: in order",
+                                          "├─ ✔ 2 do succeeded: take a snapshot — sim.act()",
+                                          "├─ ○ 3 do pending: read the battery — sim.slow() [held]",
+                                          "└─ ○ 4 do pending: tell the user — sim.act() [pause point on_complete]"]
+    executor.cancel_plan(plan_id)
+
+
+def test_pause_events_are_one_line_each():
+    assert event_line({"event": "paused", "plan_id": "2", "source": "http", "op_id": "5", "when": "on_enter"}) == (
+        "plan 2 paused at op 5 (on_enter) (over http): no op starts until it resumes")
+    assert event_line({"event": "paused", "plan_id": "2", "source": "api"}) == (
+        "plan 2 paused (over api): no op starts until it resumes")
+    assert event_line({"event": "resumed", "plan_id": "2", "source": "mcp"}) == "plan 2 resumed (over mcp)"
+    assert event_line({"event": "pause_point", "plan_id": "2", "op_id": "5", "when": "on_complete",
+                       "source": "api"}) == "plan 2 reached its pause point on_complete at op 5"
+    assert event_line({"event": "stop_point", "plan_id": "2", "op_id": "5", "when": "on_enter", "state": "armed",
+                       "source": "http", "action": "pause"}) == "pause point on_enter at op 5 armed (over http)"
 
 
 def test_once_without_plans_in_flight_shows_the_newest_finished(app):

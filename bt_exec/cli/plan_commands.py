@@ -73,6 +73,10 @@ def add_commands(commands) -> None:
     run.add_argument("--stop-at", metavar="OP[:WHEN]", type=stop_point, action="append", default=[],
                      help="cancel the plan when it reaches op OP; WHEN is on_enter or on_complete (default); "
                           "repeatable. See op ids with: bt-exec compile FILE")
+    run.add_argument("--pause-at", metavar="OP[:WHEN]", type=stop_point, action="append", default=[],
+                     help="pause the plan when it reaches op OP (once; WHEN as for --stop-at); repeatable. With --web "
+                          "resume from the console or POST /api/plans/ID/resume; without it, press Enter (or r then "
+                          "Enter) on the terminal to resume; Ctrl-C cancels")
     run.add_argument("--events", metavar="F.jsonl",
                      help="append a run header and every event to this JSONL file; exit 1 if it cannot be written")
     run.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
@@ -217,11 +221,17 @@ def run_command(args: argparse.Namespace) -> int:
         plan_id = answer["plan_id"]
         if plan.numbered_by_loader:  # the executor numbers ops from its own counter; follow it
             plan = plan.renumbered(int(answer["root_op_id"]))
-        for op_id, when in args.stop_at:
-            if op_id not in plan.ops:
-                raise CommandError(_unknown_stop_point_message(op_id, plan, args.file))
-            executor.stop_plan_at(plan_id, op_id, when)
-        code = _run_to_end(executor, plan_id, args.events)
+        for flag, points, action in (("--stop-at", args.stop_at, "cancel"), ("--pause-at", args.pause_at, "pause")):
+            for op_id, when in points:
+                if op_id not in plan.ops:
+                    raise CommandError(_unknown_stop_point_message(op_id, plan, args.file, flag))
+                executor.stop_plan_at(plan_id, op_id, when, action=action)
+        stop_prompt = _prompt_at_pauses(executor, plan_id, web) if args.pause_at else None
+        try:
+            code = _run_to_end(executor, plan_id, args.events)
+        finally:
+            if stop_prompt is not None:
+                stop_prompt()
         if args.feedback:
             print(json.dumps(executor.get_plan_feedback(plan_id, args.feedback_chars)), flush=True)
         if args.keep_serving and code != EXIT_INTERRUPTED:
@@ -380,16 +390,52 @@ def summary_line(record: dict, journal: bt_exec.JsonlJournal | None = None) -> s
     return line
 
 
-def _unknown_stop_point_message(text: str, plan: Plan, name: str) -> str:
-    """Why ``--stop-at TEXT`` names no op of ``plan``: an op of it with a WHEN that is no phase, or no op."""
+def _unknown_stop_point_message(text: str, plan: Plan, name: str, flag: str = "--stop-at") -> str:
+    """Why ``--stop-at TEXT`` (or ``--pause-at``) names no op of ``plan``: an op of it with a WHEN that is no
+    phase, or no op."""
     op_id, colon, when = text.rpartition(":")
     if colon and op_id in plan.ops:  # `stop_point` split off only a known WHEN: this one is not
-        return (f"--stop-at {text!r}: bad WHEN {when!r} for op {op_id!r} (the phases a stop point takes: "
+        return (f"{flag} {text!r}: bad WHEN {when!r} for op {op_id!r} (the phases a stop point takes: "
                 f"{', '.join(STOP_WHENS)})")
     ids = list(plan.ops)
     shown = ", ".join(ids[:LISTED_OP_IDS]) + (f", ... ({len(ids)} ops)" if len(ids) > LISTED_OP_IDS else "")
-    return (f"--stop-at: the plan has no op {text!r} (its op ids: {shown}; expected OP, OP:on_enter or "
+    return (f"{flag}: the plan has no op {text!r} (its op ids: {shown}; expected OP, OP:on_enter or "
             f"OP:on_complete). See each op with its id: bt-exec compile {name}")
+
+
+def _prompt_at_pauses(executor: bt_exec.Executor, plan_id: str, web):
+    """Say on stderr, each time the plan pauses, how to resume it; without ``web`` and with stdin on a terminal,
+    resume it on Enter (or ``r`` then Enter) there. Returns the function that stops listening."""
+    reads_terminal = web is None and sys.stdin is not None and sys.stdin.isatty()
+    if web is not None:
+        how = f"resume it from the console at {web.url} (or POST {web.url}api/plans/{plan_id}/resume)"
+    elif reads_terminal:
+        how = "press Enter (or r then Enter) to resume, Ctrl-C to cancel"
+    else:
+        how = "stdin is no terminal and there is no --web, so nothing can resume it: Ctrl-C cancels"
+
+    def on_events(events: list[dict]) -> None:
+        for event in events:
+            if event["event"] == "paused" and event["plan_id"] == plan_id:
+                where = f" at op {one_line(event['op_id'])} ({event['when']})" if event.get("op_id") is not None else ""
+                error(f"plan {plan_id} paused{where}: {how}")
+
+    unsubscribe = executor.subscribe_batches(on_events)
+    if reads_terminal:
+        threading.Thread(target=_resume_on_enter, args=(executor, plan_id), name="bt_exec-resume-on-enter",
+                         daemon=True).start()  # a daemon: a read of the terminal cannot be interrupted
+    return unsubscribe
+
+
+def _resume_on_enter(executor: bt_exec.Executor, plan_id: str) -> None:
+    """Resume the plan for each empty line or ``r`` read from stdin, until it ends or stdin closes."""
+    for line in sys.stdin:
+        if line.strip().lower() not in ("", "r"):
+            error("press Enter (or r then Enter) to resume, Ctrl-C to cancel")
+            continue
+        answer = executor.resume_plan(plan_id)
+        if not answer["resumed"] and "not running" in answer["message"]:
+            return
 
 
 def feedback_chars(text: str) -> int:

@@ -74,9 +74,9 @@ def view_lines(view: dict, running_for_s: float | None = None) -> list[str]:
 
 
 def view_heading(view: dict, running_for_s: float | None = None) -> str:
-    """``plan 3: fetch the cap — running`` (cancelling; or the outcome and duration once finished)."""
+    """``plan 3: fetch the cap — running`` (paused, cancelling; or the outcome and duration once finished)."""
     if view.get("running"):
-        status = "cancelling" if view.get("cancelled") else "running"
+        status = "cancelling" if view.get("cancelled") else ("paused" if view.get("paused") else "running")
         if running_for_s is not None:
             status += f" {running_for_s:.1f} s"
     else:
@@ -88,7 +88,8 @@ def view_heading(view: dict, running_for_s: float | None = None) -> str:
 def op_states(ops: list[dict]) -> dict[str, tuple[str, str | None]]:
     """op id -> (state, note) from op dicts as the executor reports them (status, tree view, final record).
 
-    The note: a finished call's error, else a failed or canceled op's detail, else an armed stop point.
+    The note: a finished call's error, else a failed or canceled op's detail, else ``held`` (an op held at its
+    entry while the plan is paused), else an armed stop or pause point.
     """
     states = {}
     for op in ops:
@@ -97,8 +98,12 @@ def op_states(ops: list[dict]) -> dict[str, tuple[str, str | None]]:
             note = result["error"]
         elif op["state"] in ("failed", "canceled", "timeout") and op.get("detail"):
             note = op["detail"]
+        elif op.get("held"):
+            note = "held"
         elif op.get("stop_point"):
             note = f"stop point {op['stop_point']}"
+        elif op.get("pause_point"):
+            note = f"pause point {op['pause_point']}"
         else:
             note = None
         states[str(op["op_id"])] = (op["state"], note)
@@ -161,9 +166,17 @@ def event_line(event: dict) -> str | None:
             notes.append(one_line(event["detail"]))
         return line + (f" [{'; '.join(notes)}]" if notes else "")
     if kind == "stop_point":  # "armed (over http)", "fired (armed over http)"
-        where = f"stop point {event['when']} at op {one_line(str(event['op_id']))}"
+        point = "pause point" if event.get("action") == "pause" else "stop point"
+        where = f"{point} {event['when']} at op {one_line(str(event['op_id']))}"
         door = f"armed over {event['source']}" if event["state"] == "fired" else f"over {event['source']}"
         return f"{where} {event['state']} ({door})"
+    if kind == "pause_point":
+        return f"plan {event['plan_id']} reached its pause point {event['when']} at op {one_line(str(event['op_id']))}"
+    if kind == "paused":
+        where = f" at op {one_line(str(event['op_id']))} ({event['when']})" if event.get("op_id") is not None else ""
+        return f"plan {event['plan_id']} paused{where} (over {event['source']}): no op starts until it resumes"
+    if kind == "resumed":
+        return f"plan {event['plan_id']} resumed (over {event['source']})"
     if kind == "step_transition":
         return f"step {event['step']} {event['skill']} -> {event['outcome']} -> {event['next']}"
     if kind == "plan_complete":
