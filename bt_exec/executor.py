@@ -20,13 +20,14 @@ from .compilers.rtdl import id_text
 from .compilers.source import INT64_MAX, number_shown
 from .errors import ControlError, Issue
 from .events import EventBus
+from .events.shapes import trace_view
 from .runtime.admission import Admission
 from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote, shown
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
 from .runtime.feedback import OUTPUT_CHARS, call_entries, check_output_chars, snapshot_op
 from .runtime.op_views import MAX_WAIT_FOR_PLAN_S, OpView, op_view
-from .runtime.plan_run import FINAL_STATES, STOP_ACTIONS, STOP_POINT_SOURCES, STOP_WHENS, PlanRun, trace_view
+from .runtime.plan_run import FINAL_STATES, STOP_ACTIONS, STOP_POINT_SOURCES, STOP_WHENS, PlanRun
 from .runtime.runner import Runner
 from .sim import SimBackend
 

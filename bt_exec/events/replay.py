@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 from ..errors import BtExecError, ControlError
 from ..runtime.budgets import quote, shown
 from ..runtime.op_views import op_view
-from ..runtime.plan_run import PLAN_KEY, trace_view
+from .shapes import PLAN_KEY, trace_view
 from .journal import MAX_LINE_BYTES, RUN_HEADER, _parse
 
 _HEADER_START = b'{"event": "' + RUN_HEADER.encode() + b'"'

@@ -11,15 +11,13 @@ from py_trees.common import Status
 from bt_exec.behaviours import place_stop_guard
 from bt_exec.compilers import CompiledPlan, Plan
 from bt_exec.events import EventBus
+from bt_exec.events.shapes import PLAN_KEY, trace_view
 
 from .budgets import MARKER_CHARS, MESSAGE_CHARS, cut_marker, cut_text, json_size, shown
 from .plan_tree import PlanTree
 
 FINAL_STATES = frozenset(("succeeded", "failed", "canceled", "timeout"))
 STOP_WHENS = ("on_enter", "on_complete")
-# plan_started's field holding the plan's shape: journals keep it (a replay needs it); live doors, which
-# serve the plan by other means (tree views, ~/plan), leave it out of what they stream.
-PLAN_KEY = "plan"
 # Who arms or disarms a stop point: the Python API, a door, or a plan (a builtin call or a meta op).
 STOP_POINT_SOURCES = ("api", "http", "mcp", "ros", "builtin")
 # What a stop point does when reached: cancel the plan, or pause it.
@@ -32,12 +30,6 @@ _ARGS = attrgetter("args")
 _STATUS_ENTRY_CHARS = 90
 _RECORD_ENTRY_CHARS = 180
 _RESULT_FIELDS_CHARS = 90  # a result's keys and flags beyond its output and texts
-
-
-def trace_view(trace: list[dict]) -> list[dict]:
-    """A step graph's trace as views show it: each step's outcome and where it led, without the world state."""
-    return [{"step": entry["step"], "outcome": entry["outcome"], "next": entry["next"], "time": entry["time"]}
-            for entry in trace]
 
 
 class OpRecord:
@@ -396,14 +388,15 @@ class PlanRun:
         return self._stepping is not None
 
     def running_calls(self) -> list[tuple[str, bool]]:
-        """The calls in progress: (op id, whether its backend can pause it)."""
-        ops = self.ops
+        """The calls in progress, in op order: (op id, whether its backend can pause it). They are the watched
+        sources (a copy taken at once: the tick thread changes the set), so this costs no walk of the plan."""
         calls = []
-        for op_id, record in list(self.records.items()):
-            if record.state in ("running", "paused") and record.op.cap is not None:
-                behaviour = ops.get(op_id)
-                backend = getattr(behaviour, "backend", None)
-                calls.append((op_id, hasattr(backend, "pause") and hasattr(backend, "resume")))
+        for source in list(self.watched):
+            backend = getattr(source, "backend", None)
+            calls.append((source.op_id, hasattr(backend, "pause") and hasattr(backend, "resume")))
+        if len(calls) > 1:
+            position = {op_id: index for index, op_id in enumerate(self.records)}
+            calls.sort(key=lambda call: position[call[0]])
         return calls
 
     def sync_call_pauses(self) -> None:

@@ -20,7 +20,7 @@ from ..compilers.rtdl import MAX_WAIT_MS
 from ..compilers.source import INT64_MAX
 from ..errors import BtExecError, ControlError
 from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
-from ..runtime.plan_run import PLAN_KEY
+from ..events.shapes import PLAN_KEY
 from ..runtime.op_views import MAX_VIEW_CHARS, MAX_WAIT_FOR_PLAN_S, MIN_VIEW_CHARS, OP_STATES
 
 _GRAPH = {"description": "the plan: an RTDL envelope or tree, a Qwen3 step graph or submit envelope; a JSON object "
