@@ -135,8 +135,10 @@ def test_fleet_soak_every_plan_ends_once_on_its_own_robot(ros, start_node, sim_s
             assert set(ended) == set(mine) and set(ended.values()) == {1}, f"robot {index}: plans ended"
             for event in complete:  # on its own robot, as itself, the way its stop or cancel said
                 plan_id, expected = mine[event["run_id"]]
+                record = "" if event["outcome"] == expected else \
+                    ros.call(robots[index].name, "get_status", plan_id=plan_id).status_json
                 assert (event["plan_id"], event["description"], event["outcome"]) == \
-                    (plan_id, event["run_id"], expected), event
+                    (plan_id, event["run_id"], expected), (event, record)
         actions = collections.Counter(action for *_, action, _expected in sent)
         print(f"fleet soak: {len(sent)} plans on {FLEET_SIZE} robots in {SOAK_S:g} s: {dict(actions)}")
     finally:
