@@ -271,7 +271,8 @@ class ReplayedPlans:
             plan["trace"].append({key: event.get(key) for key in ("step", "skill", "outcome", "next", "state", "time")})
             plan["state"] = event.get("state")
         elif kind == "plan_complete":
-            for key in ("outcome", "cancelled", "any_failed", "failed_op", "terminal", "terminal_reason"):
+            for key in ("outcome", "cancelled", "cancel_reason", "error", "any_failed", "failed_op", "terminal",
+                        "terminal_reason"):
                 if key in event:
                     plan[key] = event[key]
             if "state" in event:
@@ -419,7 +420,7 @@ def _record(plan: dict) -> dict:
     duration = ended - started if isinstance(started, (int, float)) and isinstance(ended, (int, float)) else 0.0
     record = {"plan_id": plan["plan_id"], "run_id": plan["run_id"], "description": plan["description"],
               "dialect": plan["dialect"], "outcome": plan["outcome"], "any_failed": plan["any_failed"],
-              "cancelled": plan["cancelled"], "cancel_reason": plan["cancel_reason"], "error": None,
+              "cancelled": plan["cancelled"], "cancel_reason": plan["cancel_reason"], "error": plan.get("error"),
               "started_at": started, "ended_at": ended, "duration_s": max(duration, 0.0), "root": plan["root"],
               "ops": [dict(op) for op in plan["ops"].values()], "failed_op": plan["failed_op"]}
     if plan["transitions"] is not None:

@@ -150,6 +150,7 @@ class Runner:
         complete = {"event": "plan_complete", "plan_id": run.plan_id, "run_id": run.run_id,
                     "any_failed": record["any_failed"], "cancelled": record["cancelled"],
                     "outcome": record["outcome"], "description": run.plan.description,
+                    "cancel_reason": record["cancel_reason"], "error": record["error"],
                     "failed_op": record["failed_op"], "time": run.ended_at}
         if run.world is not None:
             complete.update(terminal=record["terminal"], terminal_reason=record["terminal_reason"], state=record["state"])
