@@ -429,7 +429,7 @@ class Executor:
         plan_id = _check_id(plan_id, "plan_id", caller)
         if source not in STOP_POINT_SOURCES:
             raise ControlError(f"{caller}: invalid source {quote(source)} (expected {', '.join(STOP_POINT_SOURCES)})")
-        return plan_id, self._active_run(plan_id, caller)
+        return plan_id, self._active_checked(plan_id, caller)
 
     @staticmethod
     def _stop_point_args(plan_id, op_id, when, source: str, caller: str) -> tuple[str, str, str]:
@@ -566,7 +566,10 @@ class Executor:
 
     def _active_run(self, plan_id: str, caller: str) -> PlanRun | None:
         """The in-flight run; None for a plan that finished; ControlError for one never seen (or no id)."""
-        plan_id = _check_id(plan_id, "plan_id", caller)
+        return self._active_checked(_check_id(plan_id, "plan_id", caller), caller)
+
+    def _active_checked(self, plan_id: str, caller: str) -> PlanRun | None:
+        """``_active_run`` of an id already checked."""
         run = self._runner.active(plan_id)
         if run is None and not self._admission.ever_submitted(plan_id):
             raise ControlError(f"{caller}: no plan {quote(plan_id)} was ever submitted to this executor; "

@@ -358,10 +358,11 @@ class PlanRun:
                 self.pause_deadline = time.monotonic() + self.pause_timeout_s
             if pause_calls:
                 self._calls_to_sync = True
-        event = {"event": "paused", "plan_id": self.plan_id, "source": source, "time": time.time()}
-        if op_id is not None:
-            event.update(op_id=op_id, when=when)
-        self.emit(event)
+        if self._bus.listened:
+            event = {"event": "paused", "plan_id": self.plan_id, "source": source, "time": time.time()}
+            if op_id is not None:
+                event.update(op_id=op_id, when=when)
+            self._events.append(event)
         self.wake()
         return True
 
@@ -378,8 +379,8 @@ class PlanRun:
             self.holding_entries = step
             if was_paused:
                 self._calls_to_sync = True
-        if was_paused:
-            self.emit({"event": "resumed", "plan_id": self.plan_id, "source": source, "time": time.time()})
+        if was_paused and self._bus.listened:
+            self._events.append({"event": "resumed", "plan_id": self.plan_id, "source": source, "time": time.time()})
         self.wake()
         return was_paused
 
