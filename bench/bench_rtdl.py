@@ -45,6 +45,11 @@ Figures:
 6. Growth: per-op time of load + validate + compile (envelope input, nested shape; loaded with
    ``Limits(max_ops=50_000)``) at 50,000 ops divided by the same at 1,000 ops; the raw column has
    raw py_trees' own build growth. The bench leaves the cyclic GC as users get it.
+7. Control, against arming a stop point (the raw column: ``stop_plan_at(plan_id, op, "on_enter")`` on an
+   op not yet reached, the guard already placed) on the steady flat 1000-op plan of figure 1 (its long
+   op running on a SimBackend, which can pause calls): ``pause_plan`` + ``resume_plan`` (7), and
+   arming a pause point on the same op (``action="pause"``, 7b). No tick runs between calls: each
+   measures what the caller's thread pays, as the stop point's arm does.
 
 Method: each figure is measured ``--repeats`` times (the ticks twice as often); within a repeat
 ours and raw run one after the other, the order rotating from repeat to repeat, each sample
@@ -75,7 +80,7 @@ import bt_exec
 
 # figure -> bar on the ratio ours / raw (growth: on the value, the per-op ratio 50k / 1k)
 BARS = {"real tick": 1.0, "idle tick": 0.3, "instant": 2.0, "instant, journal": 2.5, "compile": 2.5,
-        "compile, catalog": 3.5, "memory": 1.5, "growth": 1.2}
+        "compile, catalog": 3.5, "memory": 1.5, "growth": 1.2, "control": 1.5}
 
 SIM_CAP = "sim_robot.move_step"
 # The sim cap's args as the catalog figure checks them (every op of the bench plans matches).
@@ -287,6 +292,36 @@ def ticks(spec, repeats: int) -> dict:
     return {"real": paired(times, "real"), "idle": paired(times, "idle")}
 
 
+def control(spec, repeats: int) -> dict[str, list[float]]:
+    """Figure 7: pause + resume, and arming a pause point, against arming a stop point, on one steady plan."""
+    long_id, = op_ids(spec, "long")
+    target = op_ids(spec, "do")[-1]
+    ex = bt_exec.Executor(backend=bt_exec.SimBackend({"ops": {long_id: {"duration_s": 3600}}}))
+    plan_id = ex.submit(to_envelope(spec))["plan_id"]
+    for _ in range(3):
+        ex.tick_once()
+    assert_steady(ex, plan_id, long_id)
+    ex.stop_plan_at(plan_id, target, "on_enter")  # the guard is placed once; the arms timed below find it
+
+    def arm_stop():
+        ex.stop_plan_at(plan_id, target, "on_enter")
+
+    def arm_pause():
+        ex.stop_plan_at(plan_id, target, "on_enter", action="pause")
+
+    def pause_and_resume():
+        ex.pause_plan(plan_id)
+        ex.resume_plan(plan_id)
+
+    times = interleave(repeats, {"raw": Side(arm_stop, loops_for(arm_stop)),
+                                 "pause": Side(pause_and_resume, loops_for(pause_and_resume)),
+                                 "pause point": Side(arm_pause, loops_for(arm_pause))})
+    ex.tick_once()
+    assert_steady(ex, plan_id, long_id)  # neither point fired, nothing stays paused: the long op still runs
+    ex.close(wait_ms=0)
+    return times
+
+
 def assert_steady(ex: bt_exec.Executor, plan_id: str, long_id: str) -> None:
     ops = ex.get_plan_status(plan_id)["ops"]
     running = [op["op_id"] for op in ops if op["kind"] == "do" and op["state"] == "running"]
@@ -425,6 +460,7 @@ def figures(args, detail: list[str] | None = None) -> list[Figure]:
     compiled = load_validate_compile(compile_spec, repeats)
     memory = memory_per_op(compile_spec)
     grown = growth(repeats)
+    controls = control(flat(1000), repeats)
 
     memory_note = ("tracemalloc: bytes allocated and still retained per op; the Plan excluded (loaded before "
                    "tracing) unless the row says included; raw: the raw tree of the same shape")
@@ -448,6 +484,8 @@ def figures(args, detail: list[str] | None = None) -> list[Figure]:
                unit="B", ratio=memory["with plan"] / memory["raw"], note=memory_note),
         Figure("rtdl", "6  growth 1k->50k ops, per op", value=grown["ours"], raw_value=grown["raw"], unit="x",
                on="value", bar=BARS["growth"], note=growth_note),
+        _figure("7  pause+resume 1000 ops vs arming a stop point", "control", paired(controls, "pause")),
+        _figure("7b arming a pause point vs a stop point", "control", paired(controls, "pause point")),
     ]
     if detail is not None:
         idle = [flat_ticks[n]["idle"]["ours"] for n in (100, 1000, 10_000)]
