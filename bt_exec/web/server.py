@@ -232,9 +232,6 @@ def _compile(path: str) -> re.Pattern:
     return re.compile("^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(path)) + "$")
 
 
-_MATCHERS = [(route, _compile(route.path)) for route in ROUTES]
-
-
 class _ClientGone(Exception):
     """The client closed the connection while its request was read."""
 
@@ -245,6 +242,9 @@ class _App:
     def __init__(self, web: WebServer):
         self.web = web
         self._body_bytes_in_flight = 0  # only the event loop's thread counts it
+        # An API may offer routes beyond the control API's (a replay's clock); the rest answer 404.
+        self._routes = getattr(web.api, "routes", ROUTES)
+        self._matchers = [(route, _compile(route.path)) for route in self._routes]
         try:
             self._mcp, self._mcp_lifespan = _mcp_transport(web.api)
             self._mcp_missing = None
@@ -308,13 +308,13 @@ class _App:
     async def _info(self, scope, receive, send) -> None:
         await _json_response(200, {"token_required": self.web.token is not None,
                                     "operations": [{"name": r.name, "method": r.method, "path": r.path}
-                                                   for r in ROUTES]})(scope, receive, send)
+                                                   for r in self._routes]})(scope, receive, send)
 
     async def _recent_events(self, scope, receive, send) -> None:
         await _json_response(200, {"events": self.web.api.recent_events()})(scope, receive, send)
 
     async def _operation(self, scope, receive, send) -> None:
-        route, args = _route(scope["method"], scope)
+        route, args = _route(scope["method"], scope, self._matchers)
         if scope["method"] == "POST":
             args = {**_json_object(await self._body(scope, receive)), **args}
         door = Headers(scope=scope).get(DOOR_HEADER, "http")
@@ -428,11 +428,11 @@ class _Asgi:
                                                      f"{type(exc).__name__}"}}, close=True)(scope, receive, send)
 
 
-def _route(method: str, scope) -> tuple:
+def _route(method: str, scope, matchers: list) -> tuple:
     raw_path = scope.get("raw_path") or scope["path"].encode()
     path = raw_path.decode("latin-1")
     allowed = []
-    for route, matcher in _MATCHERS:
+    for route, matcher in matchers:
         found = matcher.match(path)
         if found is None:
             continue
