@@ -155,3 +155,48 @@ def test_a_missing_journal_or_one_without_runs_is_a_clear_error(tmp_path, capsys
     empty.write_text("")
     with pytest.raises(ReplayError, match="no run header"):
         find_run(str(empty))
+
+
+def post(url, body):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+def test_the_replay_clock_seeks_back_and_forward_and_a_live_server_has_none(tmp_path, capsys):
+    journal, _ = recorded(tmp_path, capsys)
+    events = journal.read_text().splitlines()[1:]
+    api = ReplayApi(find_run(str(journal)), speed=0)
+    server = WebServer(api, port=0)
+    server.start()
+    try:
+        assert post(server.url + "api/replay/seek", {"event_index": len(events)})["ended"]
+        clock = json.loads(urllib.request.urlopen(server.url + "api/replay", timeout=10).read())
+        assert clock["position"] == clock["count"] == len(events) and not clock["playing"]
+        assert clock["first_time"] == json.loads(events[0])["time"]
+        assert clock["last_time"] == json.loads(events[-1])["time"]
+        assert post(server.url + "api/replay/seek", {"event_index": 1})["position"] == 1
+        tree = json.loads(urllib.request.urlopen(server.url + "api/plans/1/tree", timeout=10).read())
+        assert {op["state"] for op in tree["ops"]} == {"pending"} and tree["running"]
+        assert post(server.url + "api/replay/seek", {"event_index": 3})["position"] == 3
+        tree = json.loads(urllib.request.urlopen(server.url + "api/plans/1/tree", timeout=10).read())
+        assert [op["state"] for op in tree["ops"]][:2] == ["running", "running"]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            post(server.url + "api/replay/seek", {"event_index": -1})
+        assert refused.value.code == 400
+    finally:
+        server.close()
+
+    import bt_exec
+    from bt_exec.web import ControlApi
+    executor = bt_exec.Executor(backend=bt_exec.SimBackend())
+    live = WebServer(ControlApi(executor), port=0)
+    live.start()
+    try:
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(live.url + "api/replay", timeout=10)
+        assert missing.value.code == 404
+    finally:
+        live.close()
+        executor.close()

@@ -22,6 +22,8 @@ from .journal import MAX_LINE_BYTES, RUN_HEADER, _parse
 
 _HEADER_START = b'{"event": "' + RUN_HEADER.encode() + b'"'
 _SEQ_KEY = b'"seq": '
+# How much of a run's end is read to find its last event's time: a longer last line leaves the span open.
+_TAIL_BYTES = 64 * 1024
 # Events handed on at once when they are due together (a tick's, or all of them at --speed 0): enough to keep a
 # fast replay from paying per event, few enough that a slow reader still sees them come.
 MAX_BATCH = 1000
@@ -176,6 +178,23 @@ def read_events(run: JournalRun) -> Iterator[dict]:
             yield event
 
 
+def run_span(run: JournalRun) -> tuple[float | None, float | None]:
+    """The recorded ``time`` of the run's first and last events (None where a line has none): the span a replay's
+    clock moves over, read from the two ends of the run, not the whole of it."""
+    with open(run.path, "rb") as file:
+        file.seek(run.start)
+        first = _parse(file.readline(MAX_LINE_BYTES))[1]
+        file.seek(max(run.start, run.end - _TAIL_BYTES))
+        tail = file.read(run.end - file.tell()).rstrip(b"\n")
+    last = _parse(tail[tail.rfind(b"\n") + 1:] + b"\n")[1] if tail else None
+    return _time_of(first), _time_of(last)
+
+
+def _time_of(event: object) -> float | None:
+    recorded = event.get("time") if isinstance(event, dict) else None
+    return float(recorded) if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) else None
+
+
 def paced(events: Iterator[dict], speed: float, stop: threading.Event | None = None,
           clock: Callable[[], float] = time.monotonic) -> Iterator[list[dict]]:
     """``events`` in batches, each when it is due: the gaps between their recorded ``time`` divided by
@@ -229,6 +248,13 @@ class ReplayedPlans:
             self._changed.notify_all()
         return completed
 
+    def reset(self) -> None:
+        """Forget every plan: the replay starts again from its run's first event."""
+        with self._lock:
+            self._active.clear()
+            self._finished.clear()
+            self._changed.notify_all()
+
     def unfinished(self) -> list[dict]:
         """Records of the plans that started but never completed in the journal (the run ended first)."""
         with self._lock:
@@ -261,12 +287,16 @@ class ReplayedPlans:
                 op["detail"] = event.get("detail")
         elif kind == "stop_point":
             op_id, when, state = str(event.get("op_id")), event.get("when"), event.get("state")
+            pausing = event.get("action") == "pause"
+            points = plan["pause_points"] if pausing else plan["stop_points"]
             if state == "armed":
-                plan["stop_points"][op_id] = when
-            elif plan["stop_points"].get(op_id) == when:
-                plan["stop_points"].pop(op_id)
-            if state == "fired":
+                points[op_id] = when
+            elif points.get(op_id) == when:
+                points.pop(op_id)
+            if state == "fired" and not pausing:
                 plan["cancel_reason"] = f"stop point {when} at op {op_id}"
+        elif kind in ("paused", "resumed"):
+            plan["paused"] = kind == "paused"
         elif kind == "step_transition":
             plan["trace"].append({key: event.get(key) for key in ("step", "skill", "outcome", "next", "state", "time")})
             plan["state"] = event.get("state")
@@ -278,7 +308,7 @@ class ReplayedPlans:
             if "state" in event:
                 plan["state"] = event["state"]
             plan["ended_at"] = event.get("time")
-            plan["running"] = False
+            plan["running"] = plan["paused"] = False
             del self._active[plan["plan_id"]]
             self._finished[plan["plan_id"]] = plan
             while len(self._finished) > self.finished_kept:
@@ -291,7 +321,8 @@ class ReplayedPlans:
     def get_all_plans(self) -> dict:
         with self._lock:
             plans = [{"plan_id": plan["plan_id"], "description": plan["description"], "op_count": len(plan["ops"]),
-                      "cancelled": plan["cancelled"], "stop_points": len(plan["stop_points"])}
+                      "cancelled": plan["cancelled"], "paused": plan["paused"],
+                      "stop_points": len(plan["stop_points"]) + len(plan["pause_points"])}
                      for plan in self._active.values()]
         return {"count": len(plans), "plans": plans}
 
@@ -308,10 +339,9 @@ class ReplayedPlans:
         with self._lock:
             plan = self._plan(plan_id, "get_plan_tree")
             view = {key: plan[key] for key in ("plan_id", "run_id", "description", "dialect", "root", "running",
-                                               "cancelled", "cancel_reason", "outcome")}
-            view["ops"] = [{**op, "args": shown(op["args"]), "stop_point": plan["stop_points"].get(op["op_id"])}
-                           if "args" in op else {**op, "stop_point": plan["stop_points"].get(op["op_id"])}
-                           for op in plan["ops"].values()]
+                                               "paused", "cancelled", "cancel_reason", "outcome")}
+            view["ops"] = [{**op, "args": shown(op["args"]), **_points(plan, op)} if "args" in op
+                           else {**op, **_points(plan, op)} for op in plan["ops"].values()]
             if not plan["running"]:
                 record = _record(plan)
                 view.update(error=None, duration_s=record["duration_s"], failed_op=plan["failed_op"])
@@ -331,11 +361,11 @@ class ReplayedPlans:
             ops = []
             for op in plan["ops"].values():
                 entry = {key: op[key] for key in ("op_id", "kind", "description", "state")}
-                entry["stop_point"] = plan["stop_points"].get(op["op_id"])
+                entry.update(_points(plan, op))
                 if with_args and "cap" in op:
                     entry.update(cap=op["cap"], args=shown(op["args"]))
                 ops.append(entry)
-            status = {"plan_id": plan["plan_id"], "running": True, "cancelled": plan["cancelled"],
+            status = {"plan_id": plan["plan_id"], "running": True, "paused": plan["paused"], "cancelled": plan["cancelled"],
                       "description": plan["description"], "ops": ops}
             if plan["transitions"] is not None:
                 status.update(run_id=plan["run_id"], state=plan["state"], path=[entry["step"] for entry in plan["trace"]])
@@ -362,7 +392,7 @@ class ReplayedPlans:
             if op is None:
                 raise ControlError(f"get_op: plan {quote(plan_id)} has no op {quote(op_id)}; call get_plan_status "
                                    "to see its op ids")
-            found = {**op, "stop_point": plan["stop_points"].get(op["op_id"])}
+            found = {**op, **_points(plan, op)}
             return {"plan_id": plan["plan_id"], "running": plan["running"], "op": found}
 
     def wait_for_plan(self, plan_id: str, timeout_s: float = 30.0, **view) -> dict:
@@ -386,6 +416,15 @@ class ReplayedPlans:
         return plan
 
 
+def _points(plan: dict, op: dict) -> dict:
+    """An op's armed stop point, and its pause point where one is armed, as the executor's views name them."""
+    points = {"stop_point": plan["stop_points"].get(op["op_id"])}
+    pause_point = plan["pause_points"].get(op["op_id"])
+    if pause_point is not None:
+        points["pause_point"] = pause_point
+    return points
+
+
 def _text_id(value: object, name: str) -> str:
     return str(value)
 
@@ -405,7 +444,7 @@ def _new_plan(event: dict, shape: dict) -> dict:
             "description": event.get("description", ""), "dialect": event.get("dialect"),
             "root": shape.get("root"), "ops": ops, "transitions": shape.get("transitions"),
             "running": True, "cancelled": False, "any_failed": False, "cancel_reason": None, "outcome": None,
-            "failed_op": None, "started_at": event.get("time"), "ended_at": None, "stop_points": {},
+            "failed_op": None, "started_at": event.get("time"), "ended_at": None, "stop_points": {}, "pause_points": {}, "paused": False,
             "trace": [], "state": None, "terminal": None, "terminal_reason": None}
 
 

@@ -3,29 +3,58 @@ replay rebuilds, its events streamed as the replay clock plays them, its control
 
 ``WebServer`` takes a ``ReplayApi`` where it takes a ``ControlApi`` (both offer ``call``, ``listen``,
 ``recent_events`` and ``close``), so the console, ``bt-exec watch --url`` and MCP clients follow a replay
-as if it ran now.
+as if it ran now. A replay also has a clock (``REPLAY_ROUTES``, served under ``/api/replay``): the console's
+replay bar plays, pauses and seeks it. Seeking back reads the run again from its start, so a replay never
+holds more of the journal than a batch of events.
 """
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import threading
-from typing import Callable
+from typing import Callable, Iterator
 
 import jsonschema
 
 from ..errors import ControlError
-from ..events.replay import JournalRun, ReplayedPlans, ReplayError, paced, read_events
+from ..compilers.source import INT64_MAX
+from ..events.replay import MAX_BATCH, JournalRun, ReplayedPlans, ReplayError, paced, read_events, run_span
 from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S
-from .api import ROUTES, ApiError, EventStream, _describe, _refuse_fractions, without_plan_shape
+from .api import ROUTES, ApiError, EventStream, Route, _describe, _refuse_fractions, without_plan_shape
 
 log = logging.getLogger(__name__)
 
 # The operations a replay answers: the executor's reads of plans, which ReplayedPlans offers under the same names.
 READ_OPERATIONS = frozenset(("get_all_plans", "get_plan_tree", "get_finished_plans", "get_plan_status",
                              "get_plan_result", "get_op", "wait_for_plan"))
-_ROUTES = {route.name: route for route in ROUTES}
-_VALIDATORS = {route.name: jsonschema.Draft202012Validator(route.schema) for route in ROUTES}
+MAX_SPEED = 1000.0
+# How long a seek request waits for the replay's thread to get there (rebuilding a long run from its start).
+SEEK_WAIT_S = 60.0
+# The replay's clock, which only a replay has: where it is in the run, and play, pause, seek. Not MCP tools.
+REPLAY_ROUTES: tuple[Route, ...] = (
+    Route("get_replay", "GET", "/api/replay",
+          "Where the replay is: position (events played), count (events in the run), first_time, last_time and "
+          "time (recorded times of the first, last and last played events), playing, speed, ended.",
+          lambda replay: replay.clock(), tool=False),
+    Route("play_replay", "POST", "/api/replay/play",
+          "Play the replay on from where it is, at speed (times as fast as recorded; 0: as fast as it can; "
+          "default: the speed it had); at the end, it plays from the start again.",
+          lambda replay, speed=None: replay.play(speed),
+          {"speed": {"description": "play speed factor (0: no waiting)", "type": "number", "minimum": 0,
+                     "maximum": MAX_SPEED}}, tool=False),
+    Route("pause_replay", "POST", "/api/replay/pause", "Hold the replay where it is.",
+          lambda replay: replay.pause(), tool=False),
+    Route("seek_replay", "POST", "/api/replay/seek",
+          "Move the replay to event_index (the number of the run's events played, 0 to count): the plans are "
+          "rebuilt as they were then, and listeners get a replay_seek event telling them to read them again.",
+          lambda replay, event_index: replay.seek(event_index),
+          {"event_index": {"description": "events played once there (past count: the end)", "type": "integer",
+                           "minimum": 0, "maximum": INT64_MAX}}, ("event_index",), tool=False),
+)
+_ROUTES = {route.name: route for route in ROUTES + REPLAY_ROUTES}
+_REPLAY_OPERATIONS = frozenset(route.name for route in REPLAY_ROUTES)
+_VALIDATORS = {route.name: jsonschema.Draft202012Validator(route.schema) for route in ROUTES + REPLAY_ROUTES}
 
 
 class ReplayApi:
@@ -33,9 +62,13 @@ class ReplayApi:
 
     Playing starts with ``start()``, or when the first listener opens the event stream (the console and
     ``watch`` do at once), so a browser opened after the command still sees the run from its start.
-    ``on_played(events, records)`` is called, in the replay's thread, with each batch played and the final
-    records of the plans it completed; ``done`` is set when the replay ended, ``error`` then says why if it ended early.
+    ``on_played(events, records)`` is called, in the replay's thread, with each batch played in order (not the
+    events a seek passes over) and the final records of the plans it completed; ``done`` is set when the replay
+    first reached its end, or ended early: ``error`` then says why. Listeners get a ``replay_clock`` event after
+    each batch played and a ``replay_seek`` event after each seek (both carry ``clock()``'s fields).
     """
+
+    routes = ROUTES + REPLAY_ROUTES
 
     def __init__(self, run: JournalRun, speed: float = 1.0, recent: int = 500, stream_capacity: int = 10_000,
                  max_streams: int = 32,
@@ -51,7 +84,15 @@ class ReplayApi:
         self._streams: tuple[EventStream, ...] = ()
         self._stream_capacity = stream_capacity
         self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._control = threading.Condition()
+        self._interrupt = threading.Event()  # set to make the playing thread look at its orders
+        self._playing = False
+        self._closing = False
+        self._seeks: collections.deque[_Seek] = collections.deque(maxlen=1)  # only the newest seek matters
+        self._position = 0
+        self._time: float | None = None
+        self._ended = False
+        self._span: tuple[float | None, float | None] | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -59,7 +100,9 @@ class ReplayApi:
         with self._lock:
             if self._thread is not None:
                 return
-            self._thread = threading.Thread(target=self._play, name="bt_exec-replay", daemon=True)
+            self._thread = threading.Thread(target=self._serve, name="bt_exec-replay", daemon=True)
+        with self._control:
+            self._playing = True
         self._thread.start()
 
     @property
@@ -67,11 +110,12 @@ class ReplayApi:
         return self._thread is not None
 
     def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
-        """Answer read operation ``name``; ApiError for any other, for unknown names and for bad arguments."""
+        """Answer read operation ``name`` or a replay clock operation; ApiError for any other, for unknown names
+        and for bad arguments."""
         route = _ROUTES.get(name)
         if route is None:
             raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(_ROUTES)}")
-        if name not in READ_OPERATIONS:
+        if name not in READ_OPERATIONS and name not in _REPLAY_OPERATIONS:
             raise ApiError(409, "replay", f"{name}: a replay cannot be controlled, nor asked for what only a live "
                                           f"executor knows; it answers {', '.join(sorted(READ_OPERATIONS))}")
         args = {} if args is None else args
@@ -81,12 +125,70 @@ class ReplayApi:
         problems = sorted(_VALIDATORS[name].iter_errors(args), key=lambda e: list(e.absolute_path))
         if problems:
             raise ApiError(400, "bad_arguments", f"{name}: " + "; ".join(_describe(p) for p in problems[:5]))
+        if name in _REPLAY_OPERATIONS:
+            return route.call(self, **args)
         if name == "wait_for_plan":
             args = {**args, "timeout_s": min(args.get("timeout_s", 30), MAX_WAIT_FOR_PLAN_S)}
         try:
             return getattr(self.plans, name)(**args)
         except ControlError as exc:
             raise ApiError(409, "control_refused", str(exc)) from None
+
+    # --- the replay's clock ---------------------------------------------------------------------------
+
+    def clock(self) -> dict:
+        """Where the replay is, and how it plays."""
+        if self._span is None:
+            try:
+                self._span = run_span(self.run)
+            except OSError:
+                self._span = (None, None)
+        with self._control:
+            return {"position": self._position, "count": self.run.events, "first_time": self._span[0],
+                    "last_time": self._span[1], "time": self._time, "playing": self._playing, "speed": self.speed,
+                    "ended": self._ended, "error": self.error}
+
+    def play(self, speed: float | None = None) -> dict:
+        self._refuse_when_failed("play_replay")
+        self.start()
+        with self._control:
+            if speed is not None:
+                self.speed = speed
+            if self._ended:  # played to the end: play it again from the start
+                self._seeks.append(_Seek(0))
+            self._playing = True
+            self._control.notify_all()
+        self._interrupt.set()
+        return {"success": True, "playing": True, "message": f"replay playing at speed {self.speed:g}"
+                                                             f"{' (as fast as it can)' if self.speed == 0 else ''}"}
+
+    def pause(self) -> dict:
+        self._refuse_when_failed("pause_replay")
+        with self._control:
+            self._playing = False
+        self._interrupt.set()
+        return {"success": True, "playing": False, "message": "replay paused"}
+
+    def seek(self, event_index: int) -> dict:
+        """Move to ``event_index`` events played; answers once there (the clock then)."""
+        self._refuse_when_failed("seek_replay")
+        self.start()
+        seek = _Seek(min(event_index, self.run.events))
+        with self._control:
+            self._seeks.append(seek)
+            self._control.notify_all()
+        self._interrupt.set()
+        if not seek.done.wait(SEEK_WAIT_S):
+            raise ApiError(503, "seek_busy", f"the replay did not reach event {event_index} within {SEEK_WAIT_S:g} s;"
+                                             " ask get_replay where it is")
+        self._refuse_when_failed("seek_replay")
+        return {"success": True, **self.clock()}
+
+    def _refuse_when_failed(self, name: str) -> None:
+        if self.error is not None:
+            raise ApiError(409, "replay_failed", f"{name}: the replay stopped: {self.error}")
+
+    # --- listeners ------------------------------------------------------------------------------------
 
     def recent_events(self) -> list[dict]:
         with self._lock:
@@ -104,7 +206,10 @@ class ReplayApi:
         return stream
 
     def close(self) -> None:
-        self._stop.set()
+        with self._control:
+            self._closing = True
+            self._control.notify_all()
+        self._interrupt.set()
         if self._thread is not None:
             self._thread.join()
         for stream in self._streams:
@@ -114,23 +219,142 @@ class ReplayApi:
         with self._lock:
             self._streams = tuple(s for s in self._streams if s is not stream)
 
-    def _play(self) -> None:
+    def _send(self, events: list[dict]) -> None:
+        with self._lock:
+            streams = self._streams
+        for stream in streams:
+            stream.put_all(events)
+
+    def _clock_event(self, kind: str) -> dict:
+        return {"event": kind, **self.clock()}
+
+    # --- the replay's thread --------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        cursor = _Cursor(self.run)
         try:
-            for batch in paced(read_events(self.run), self.speed, self._stop):
-                completed = self.plans.apply(batch)
-                shown = [without_plan_shape(event) if event.get("event") == "plan_started" else event
-                         for event in batch]
-                with self._lock:
-                    self._recent.extend(shown)
-                    streams = self._streams
-                for stream in streams:
-                    stream.put_all(shown)
-                if self._on_played is not None:
-                    self._on_played(batch, completed)
+            while True:
+                with self._control:
+                    while not (self._playing or self._seeks or self._closing):
+                        self._control.wait()
+                    if self._closing:
+                        return
+                    seek = self._seeks.popleft() if self._seeks else None
+                    speed = self.speed
+                    self._interrupt.clear()
+                if seek is not None:
+                    cursor = self._seek(cursor, seek)
+                else:
+                    self._play(cursor, speed)
         except (ReplayError, OSError) as exc:
             self.error = str(exc) if isinstance(exc, ReplayError) else f"cannot read {self.run.path}: {exc}"
         except Exception as exc:  # a bug must not pass silently in a thread nobody joins
             log.exception("replay of %s failed", self.run.path)
             self.error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
+            cursor.close()
+            with self._control:
+                self._playing = False
+                for seek in self._seeks:
+                    seek.done.set()
             self.done.set()
+
+    def _play(self, cursor: "_Cursor", speed: float) -> None:
+        for batch in paced(cursor, speed, self._interrupt):
+            self._take(batch, cursor)
+            self._send([self._clock_event("replay_clock")])
+        if cursor.handed > self._position:  # paced stopped on an order, the event it held not yet due
+            cursor.push_back()
+        if cursor.exhausted and cursor.handed == self._position:
+            with self._control:
+                self._playing = False
+                self._ended = True
+            self.done.set()
+            self._send([self._clock_event("replay_clock")])
+
+    def _take(self, batch: list[dict], cursor: "_Cursor", stream: bool = True) -> None:
+        """Apply ``batch``, the events after ``position``; with ``stream``, hand them to listeners too."""
+        completed = self.plans.apply(batch)
+        shown = [without_plan_shape(event) if event.get("event") == "plan_started" else event for event in batch]
+        with self._lock:
+            self._recent.extend(shown)
+        with self._control:
+            self._position += len(batch)
+            self._time = batch[-1].get("time", self._time)
+            self._ended = False
+        if stream:
+            self._send(shown)
+            if self._on_played is not None:
+                self._on_played(batch, completed)
+
+    def _seek(self, cursor: "_Cursor", seek: "_Seek") -> "_Cursor":
+        """Play, without pacing and without streaming, to ``seek.target``: from the run's start when it lies
+        behind. A step of one batch or less forward streams its events as played."""
+        try:
+            if seek.target < self._position:
+                cursor.close()
+                cursor = _Cursor(self.run)
+                self.plans.reset()
+                with self._lock:
+                    self._recent.clear()
+                with self._control:
+                    self._position, self._time = 0, None
+                rebuilt = True
+            else:
+                rebuilt = False
+            step = not rebuilt and seek.target - self._position <= MAX_BATCH
+            while self._position < seek.target:
+                batch = list(itertools.islice(cursor, min(MAX_BATCH, seek.target - self._position)))
+                if not batch:
+                    break
+                self._take(batch, cursor, stream=step)
+            if cursor.exhausted or self._position >= self.run.events:
+                with self._control:
+                    self._ended = self._position >= self.run.events
+            self._send([self._clock_event("replay_clock" if step else "replay_seek")])
+        finally:
+            seek.done.set()
+        return cursor
+
+
+class _Seek:
+    """An order to move the replay to ``target`` events played; ``done`` once there."""
+
+    def __init__(self, target: int):
+        self.target = target
+        self.done = threading.Event()
+
+
+class _Cursor:
+    """The run's events from its start, read as they are asked for; the last one handed out can be given back
+    (a paced replay stopped before it was due)."""
+
+    def __init__(self, run: JournalRun):
+        self._events = read_events(run)
+        self._back: dict | None = None
+        self._last: dict | None = None
+        self.handed = 0
+        self.exhausted = False
+
+    def __iter__(self) -> Iterator[dict]:
+        return self
+
+    def __next__(self) -> dict:
+        if self._back is not None:
+            event, self._back = self._back, None
+        else:
+            try:
+                event = next(self._events)
+            except StopIteration:
+                self.exhausted = True
+                raise
+        self._last = event
+        self.handed += 1
+        return event
+
+    def push_back(self) -> None:
+        self._back = self._last
+        self.handed -= 1
+
+    def close(self) -> None:
+        self._events.close()
