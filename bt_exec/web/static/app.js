@@ -17,7 +17,7 @@
   const SYMBOL = {
     pending: '○', running: '▶', paused: '‖', succeeded: '✓', failed: '✗', canceled: '⊘', timeout: '◷',
   };
-  const OUTCOME_SYMBOL = { succeeded: '✓', failed: '✗', cancelled: '⊘', running: '▶', cancelling: '⊘' };
+  const OUTCOME_SYMBOL = { succeeded: '✓', failed: '✗', cancelled: '⊘', running: '▶', cancelling: '⊘', paused: '‖' };
   const WHEN_WORDS = { on_enter: 'on enter', on_complete: 'on complete' };
   const FINAL_STATES = new Set(['succeeded', 'failed', 'canceled', 'timeout']);
   const LOG_MAX = 500;
@@ -158,6 +158,9 @@
     loadFailed: false,
     missed: 0,              // events the server dropped for this page
     droppedNote: null,
+    heldTimer: null,        // a re-read of the tree pending to show which ops a paused plan holds
+    replay: null,           // served by bt-exec replay: its clock {position, count, time, playing, speed, ...}
+    replayDragging: false,
   };
 
   // ---------------------------------------------------------------- messages
@@ -321,7 +324,7 @@
   }
 
   function planButton(plan, finished) {
-    const state = finished ? plan.outcome : (plan.cancelled ? 'cancelling' : 'running');
+    const state = finished ? plan.outcome : (plan.cancelled ? 'cancelling' : (plan.paused ? 'paused' : 'running'));
     const meta = [`${plan.op_count} ops`];
     if (!finished && plan.stop_points) meta.push(`${plan.stop_points} stop point${plan.stop_points > 1 ? 's' : ''}`);
     if (finished && plan.duration_s !== undefined) meta.push(duration(plan.duration_s));
@@ -404,7 +407,7 @@
         st.loadFailed = true;
         clearTree(`Plan ${planId} cannot be shown: ${err.message}`);
         renderStatus();
-        report(err);
+        if (!st.replay) report(err);  // a replay moved back before the plan started: the tree says so
       }
       return;
     }
@@ -425,7 +428,7 @@
   function planState() {
     const tree = st.tree;
     if (!tree) return null;
-    if (tree.running) return tree.cancelled ? 'cancelling' : 'running';
+    if (tree.running) return tree.cancelled ? 'cancelling' : (tree.paused ? 'paused' : 'running');
     return tree.outcome || 'finished';
   }
 
@@ -504,7 +507,7 @@
       st.ops.set(op.op_id, {
         op, parent: null, x: 0, y: 0, shown: false, open: false, g: null, parts: null, badge: null,
         counts: emptyCounts(), leaves: 0, stops: stopsOf(op, tree, null), fired: null, fullArgs: undefined,
-        argsTip: null,
+        argsTip: null, pauses: pausesOf(op, tree), held: Boolean(op.held),
       });
     }
     for (const entry of st.ops.values()) {
@@ -548,6 +551,8 @@
         const entry = st.ops.get(op.op_id);
         entry.op = op;
         entry.stops = stopsOf(op, tree, entry.stops);
+        entry.pauses = pausesOf(op, tree);
+        entry.held = Boolean(op.held);
         if (entry.g) st.dirty.add(op.op_id);
       }
       recount();
@@ -571,6 +576,11 @@
     const stops = new Set([op.stop_point]);
     if (op.stop_point === 'on_enter' && known && known.has('on_complete')) stops.add('on_complete');
     return stops;
+  }
+
+  // An op's armed pause point, as the tree names it (one per op: on_enter when both are armed).
+  function pausesOf(op, tree) {
+    return tree.running && op.pause_point ? new Set([op.pause_point]) : new Set();
   }
 
   function clearTree(note) {
@@ -782,6 +792,8 @@
     const op = entry.op;
     let cls = `op kind-${op.kind} state-${op.state}`;
     for (const when of entry.stops) cls += ` stop-${when}`;
+    for (const when of entry.pauses) cls += ` pause-${when}`;
+    if (entry.held) cls += ' held';
     if (entry.fired) cls += ` stop-fired stop-fired-${entry.fired}`;
     if (op.op_id === st.selectedOp) cls += ' selected';
     if (!isLeaf(entry) && !st.graph) cls += entry.open ? ' open' : ' collapsed';
@@ -795,13 +807,15 @@
     const op = entry.op;
     const parts = entry.parts;
     const stops = [...entry.stops].map((when) => `stop point ${when}`)
-      .concat(entry.fired ? [`stop point ${entry.fired} fired`] : []).join(', ');
+      .concat([...entry.pauses].map((when) => `pause point ${when}`))
+      .concat(entry.fired ? [`stop point ${entry.fired} fired`] : [])
+      .concat(entry.held ? ['held while the plan is paused'] : []).join(', ');
     const error = op.state === 'failed' || op.state === 'timeout' ? errorOf(op) : '';
     entry.g.setAttribute('class', opClass(entry));
     entry.g.setAttribute('aria-label', `op ${op.op_id}, ${op.kind}, ${op.state}${stops ? ', ' + stops : ''}: ` +
       `${op.description || ''}${error ? ` — error: ${error}` : ''}`);
     parts.symbol.textContent = SYMBOL[op.state] || '•';
-    parts.stateLabel.textContent = op.state;
+    parts.stateLabel.textContent = entry.held ? `${op.state} · held` : op.state;
     let sub;
     let progress = null;
     if (parts.bar) {
@@ -851,7 +865,7 @@
   }
 
   function paintStopBadge(entry) {
-    if (!entry.stops.size && !entry.fired) {
+    if (!entry.stops.size && !entry.pauses.size && !entry.fired) {
       if (entry.badge) entry.badge.group.setAttribute('display', 'none');
       return;
     }
@@ -869,14 +883,21 @@
       entry.badge = { group, enterBar, completeBar, button, title, pill, text };
     }
     const badge = entry.badge;
-    const enter = entry.stops.has('on_enter') || entry.fired === 'on_enter';
-    const complete = entry.stops.has('on_complete') || entry.fired === 'on_complete';
-    const label = entry.fired ? `■ stop ${WHEN_WORDS[entry.fired] || entry.fired} fired`
-      : `■ stop ${enter && complete ? 'on enter + complete' : enter ? 'on enter' : 'on complete'}`;
+    const has = (when) => entry.stops.has(when) || entry.pauses.has(when) || entry.fired === when;
+    const enter = has('on_enter');
+    const complete = has('on_complete');
+    const whens = (set) => (set.has('on_enter') && set.has('on_complete') ? 'on enter + complete'
+      : set.has('on_enter') ? 'on enter' : 'on complete');
+    const labels = [];
+    if (entry.fired) labels.push(`■ stop ${WHEN_WORDS[entry.fired] || entry.fired} fired`);
+    else if (entry.stops.size) labels.push(`■ stop ${whens(entry.stops)}`);
+    if (entry.pauses.size) labels.push(`${labels.length ? '' : '‖ '}pause ${whens(entry.pauses)}`);
+    const label = labels.join(' · ');
     const width = label.length * 6.1 + 14;
     const disarmable = !entry.fired && Boolean(st.tree && st.tree.running);
     badge.group.removeAttribute('display');
-    badge.group.setAttribute('class', `stop-marker${entry.fired ? ' fired' : ''}`);
+    const pauseOnly = !entry.fired && !entry.stops.size;
+    badge.group.setAttribute('class', `stop-marker${entry.fired ? ' fired' : ''}${pauseOnly ? ' pause-only' : ''}`);
     badge.enterBar.setAttribute('display', enter ? 'inline' : 'none');
     badge.completeBar.setAttribute('display', complete ? 'inline' : 'none');
     badge.pill.setAttribute('x', NODE_W - width - 12);
@@ -1296,6 +1317,10 @@
   // ---------------------------------------------------------------- live updates
 
   function applyNodeEvent(event, replayed) {
+    if (event.event === 'paused' || event.event === 'resumed') {
+      applyPause(event);
+      return;
+    }
     if (event.event === 'stop_point') {
       applyStopPoint(event);
       return;
@@ -1320,6 +1345,7 @@
     const op = { ...entry.op, state: event.state, detail: event.detail === undefined ? null : event.detail };
     if ('result' in event) op.result = event.result;
     if (event.state === 'running' && !op.started_at) op.started_at = event.time;
+    if (FINAL_STATES.has(event.state) && st.tree && st.tree.paused) readHeld();
     if (FINAL_STATES.has(event.state)) op.ended_at = event.time;
     if (event.state === 'running' && FINAL_STATES.has(entry.op.state)) {  // a step run again
       op.started_at = event.time;
@@ -1328,6 +1354,7 @@
     }
     const before = entry.op.state;
     entry.op = op;
+    if (op.state !== 'pending') entry.held = false;
     if (before !== op.state && isLeaf(entry)) {
       ancestors(entry, (above) => {
         if (before in above.counts) above.counts[before] -= 1;
@@ -1345,6 +1372,12 @@
   function applyStopPoint(event) {
     const entry = st.ops.get(event.op_id);
     if (!entry) return;
+    if (event.action === 'pause') {  // a pause point: it fires once, and the plan pauses there
+      if (event.state === 'armed' && st.tree && st.tree.running) entry.pauses.add(event.when);
+      else entry.pauses.delete(event.when);
+      markDirty(event.op_id);
+      return;
+    }
     if (event.state === 'armed' && st.tree && st.tree.running) entry.stops.add(event.when);
     else if (event.state === 'disarmed') entry.stops.delete(event.when);
     else if (event.state === 'fired') {  // the plan is being cancelled: that stop point is spent
@@ -1354,9 +1387,48 @@
     markDirty(event.op_id);
   }
 
+  // The plan paused or resumed, through any door.
+  function applyPause(event) {
+    const paused = event.event === 'paused';
+    st.tree.paused = paused;
+    if (!paused) {
+      for (const entry of st.ops.values()) {
+        if (!entry.held) continue;
+        entry.held = false;
+        markDirty(entry.op.op_id);
+      }
+    } else {
+      readHeld();
+    }
+    renderStatus();
+    st.detailsDirty = true;
+    schedule();
+  }
+
+  // Which ops a paused plan holds is in its tree view only (no event says it): the tree is read again
+  // when the plan pauses and when one of its ops ends while paused (the next one is then held).
+  function readHeld() {
+    if (st.heldTimer !== null) return;
+    st.heldTimer = setTimeout(() => {
+      st.heldTimer = null;
+      if (st.tree && st.tree.running && st.tree.paused) reloadSelected();
+    }, 50);
+  }
+
   function onEvent(event) {
+    if (event.event === 'replay_clock' || event.event === 'replay_seek') {
+      onReplayClock(event);
+      return;
+    }
     logEvent(event);
     switch (event.event) {
+      case 'paused':
+      case 'resumed':
+        refreshLists();
+        if (event.plan_id !== st.selectedPlan) return;
+        if (st.buffer !== null && st.bufferPlan === event.plan_id) st.buffer.push(event);
+        else if (st.renderedPlan === event.plan_id && st.tree) applyPause(event);
+        return;
       case 'stop_point':
         refreshLists();  // the list counts each plan's armed stop points
       // falls through
@@ -1372,12 +1444,15 @@
       case 'plan_complete':
         if (event.plan_id === st.selectedPlan && st.tree) {
           st.tree.running = false;
+          st.tree.paused = false;
           st.tree.outcome = event.outcome;
           st.tree.cancelled = event.cancelled;
           st.tree.failed_op = event.failed_op || null;
-          for (const entry of st.ops.values()) {  // a plan that ended has no stop point armed
-            if (!entry.stops.size) continue;
+          for (const entry of st.ops.values()) {  // a plan that ended has no stop point armed, holds no op
+            if (!entry.stops.size && !entry.pauses.size && !entry.held) continue;
             entry.stops.clear();
+            entry.pauses.clear();
+            entry.held = false;
             markDirty(entry.op.op_id);
           }
           if (st.graph && event.terminal && st.graph.terminals.has(event.terminal)) {
@@ -1402,6 +1477,7 @@
           `the console fell behind and missed ${st.missed} event(s); the view was read again`;
         refreshLists();
         reloadSelected();
+        if (st.replay) readReplayClock();
         return;
       default:
     }
@@ -1486,8 +1562,15 @@
         return `${OUTCOME_SYMBOL[event.outcome] || ''} ${event.outcome}` +
           (event.terminal ? ` · ${event.terminal}` : '') + (event.terminal_reason ? ` (${event.terminal_reason})` : '');
       case 'stop_point':
-        return `stop point ${event.state || ''} at op ${event.op_id} ${event.when || ''}` +
+        return `${event.action === 'pause' ? 'pause' : 'stop'} point ${event.state || ''} at op ${event.op_id} ` +
+          `${event.when || ''}` + (event.source ? ` (${event.source})` : '');
+      case 'pause_point':
+        return `pause point reached at op ${event.op_id} ${event.when || ''}`;
+      case 'paused':
+        return `‖ paused${event.op_id !== undefined ? ` at op ${event.op_id} ${event.when || ''}` : ''}` +
           (event.source ? ` (${event.source})` : '');
+      case 'resumed':
+        return `▶ resumed${event.source ? ` (${event.source})` : ''}`;
       case 'dropped':
         return `${event.count} event(s) dropped: the view was reloaded`;
       default:
@@ -1550,6 +1633,10 @@
       world.hidden = true;
     }
     document.querySelector('[data-action="cancel-plan"]').disabled = !running;
+    const paused = running && Boolean(tree.paused);
+    document.querySelector('[data-action="pause-plan"]').disabled = !running || paused;
+    document.querySelector('[data-action="resume-plan"]').disabled = !paused;
+    document.querySelector('[data-action="step-plan"]').disabled = !running;
 
     const entry = st.selectedOp === null ? null : st.ops.get(st.selectedOp);
     $('#op-title').textContent = entry ? entry.op.op_id : '—';
@@ -1559,6 +1646,10 @@
       button.disabled = !(entry && running);
       button.classList.toggle('armed', Boolean(entry && entry.stops.has(when)));
       button.setAttribute('aria-pressed', entry && entry.stops.has(when) ? 'true' : 'false');
+      const pause = document.querySelector(`[data-action="pause-${when}"]`);
+      pause.disabled = !(entry && running);
+      pause.classList.toggle('armed-pause', Boolean(entry && entry.pauses.has(when)));
+      pause.setAttribute('aria-pressed', entry && entry.pauses.has(when) ? 'true' : 'false');
     }
     const opFacts = $('#op-facts');
     const blocks = $('#op-blocks');
@@ -1571,6 +1662,8 @@
     fact(opFacts, 'Cap', op.cap);
     fact(opFacts, 'State', `${SYMBOL[op.state] || '•'} ${op.state}`, `state-text-${op.state}`);
     fact(opFacts, 'Stop point', entry.fired ? `${entry.fired} (fired)` : [...entry.stops].join(', ') || 'none');
+    if (entry.pauses.size) fact(opFacts, 'Pause point', [...entry.pauses].join(', '));
+    if (entry.held) fact(opFacts, 'Held', 'waits to start until the plan resumes', 'outcome-paused');
     if (op.children && op.children.length) fact(opFacts, 'Children', op.children.join(', '));
     fact(opFacts, 'Started', clock(op.started_at));
     if (op.ended_at) fact(opFacts, 'Ended', `${clock(op.ended_at)}${op.started_at ? ` (${duration(op.ended_at - op.started_at)})` : ''}`);
@@ -1636,22 +1729,23 @@
 
   // ---------------------------------------------------------------- control actions
 
-  function toggleStop(when) {
+  function toggleStop(when, action) {
     const entry = st.selectedOp === null ? null : st.ops.get(st.selectedOp);
-    if (entry && entry.stops.has(when)) disarmAt(st.selectedOp, [when]);
-    else stopAt(when);
+    const armed = entry && (action === 'pause' ? entry.pauses : entry.stops).has(when);
+    if (armed) disarmAt(st.selectedOp, [when]);
+    else stopAt(when, action);
   }
 
-  async function stopAt(when) {
+  async function stopAt(when, action) {
     const planId = st.selectedPlan;
     const opId = st.selectedOp;
     if (planId === null || opId === null) return;
     try {
-      const answer = await api('POST', planPath(planId, 'stop_at'), { op_id: opId, when });
+      const answer = await api('POST', planPath(planId, 'stop_at'), { op_id: opId, when, action: action || 'cancel' });
       showMessage(answer.message && answer.message.includes('will not fire') ? 'warn' : 'info', answer.message);
       const entry = st.ops.get(opId);
       if (answer.armed && entry && planId === st.selectedPlan) {
-        entry.stops.add(when);
+        (action === 'pause' ? entry.pauses : entry.stops).add(when);
         markDirty(opId);
         st.detailsDirty = true;
         schedule();
@@ -1667,12 +1761,13 @@
     const planId = st.selectedPlan;
     const entry = st.ops.get(opId);
     if (planId === null || !entry) return;
-    for (const when of whens || [...entry.stops]) {
+    for (const when of whens || [...new Set([...entry.stops, ...entry.pauses])]) {
       try {
         const answer = await api('POST', planPath(planId, 'disarm'), { op_id: opId, when });
         showMessage(answer.disarmed ? 'info' : 'warn', answer.message);
         if (answer.disarmed && planId === st.selectedPlan && st.ops.get(opId) === entry) {
           entry.stops.delete(when);
+          entry.pauses.delete(when);
           markDirty(opId);
         }
       } catch (err) {
@@ -1680,6 +1775,19 @@
       }
     }
     refreshLists();
+  }
+
+  // Pause, resume or step the shown plan; what it did arrives as events (paused, resumed, node_state).
+  async function pauseControl(operation) {
+    const planId = st.selectedPlan;
+    if (planId === null) return;
+    try {
+      const answer = await api('POST', planPath(planId, operation), {});
+      const acted = answer.paused !== false && answer.resumed !== false;
+      showMessage(acted ? 'info' : 'warn', answer.message);
+    } catch (err) {
+      report(err);
+    }
   }
 
   async function cancelPlan() {
@@ -1700,6 +1808,89 @@
     } catch (err) {
       report(err);
     }
+  }
+
+  // ---------------------------------------------------------------- replay
+  //
+  // Served by `bt-exec replay --web`, the page follows a recorded run: the server plays it and sends a
+  // replay_clock event after each batch (the slider follows it), a replay_seek event after a seek (the
+  // page reads the plans and the recent events again). The journal stays on the server.
+
+  function enterReplayMode() {
+    if (st.replay) return;
+    st.replay = { position: 0, count: 0, playing: false, speed: 1, time: null, first_time: null, last_time: null };
+    document.body.classList.add('replay-mode');
+    $('#replay-bar').hidden = false;
+    readReplayClock();
+  }
+
+  async function readReplayClock() {
+    try {
+      showReplayClock(await api('GET', '/api/replay'));
+    } catch (err) {
+      report(err);
+    }
+  }
+
+  function onReplayClock(event) {
+    enterReplayMode();
+    showReplayClock(event);
+    if (event.event !== 'replay_seek') return;
+    clear($('#event-log'));
+    st.logQueue = [];
+    st.lastLogSeq = 0;
+    st.followedUpTo = 0;
+    loadRecentEvents();
+    refreshLists();
+    reloadSelected();
+  }
+
+  function showReplayClock(clockState) {
+    Object.assign(st.replay, clockState);
+    const replay = st.replay;
+    const slider = $('#replay-slider');
+    slider.max = String(Math.max(1, replay.count));
+    if (!st.replayDragging) slider.value = String(replay.position);
+    const toggle = $('#replay-toggle');
+    toggle.textContent = replay.playing ? '‖ Pause' : '▶ Play';
+    toggle.setAttribute('aria-pressed', replay.playing ? 'true' : 'false');
+    const speed = $('#replay-speed');
+    if (document.activeElement !== speed && [...speed.options].some((o) => Number(o.value) === replay.speed)) {
+      speed.value = [...speed.options].find((o) => Number(o.value) === replay.speed).value;
+    }
+    renderReplayPosition(st.replayDragging ? Number(slider.value) : replay.position);
+  }
+
+  function renderReplayPosition(position) {
+    const replay = st.replay;
+    const at = replay.time !== null && replay.first_time !== null ? replay.time - replay.first_time : null;
+    const span = replay.last_time !== null && replay.first_time !== null ? replay.last_time - replay.first_time : null;
+    let text = `event ${position} / ${replay.count}`;
+    if (at !== null && !st.replayDragging) text += ` · ${duration(Math.max(at, 0))}`;
+    if (span !== null) text += ` of ${duration(span)}`;
+    text += replay.playing ? ` · playing ${replay.speed ? `${replay.speed}×` : 'max'}` : (replay.ended ? ' · ended' : ' · paused');
+    $('#replay-position').textContent = text;
+  }
+
+  async function replayCall(path, body) {
+    try {
+      const answer = await api('POST', path, body);
+      if ('position' in answer) showReplayClock(answer);
+      else readReplayClock();
+    } catch (err) {
+      report(err);
+    }
+  }
+
+  function replayToggle() {
+    if (st.replay.playing) replayCall('/api/replay/pause', {});
+    else replayCall('/api/replay/play', { speed: Number($('#replay-speed').value) });
+  }
+
+  async function replayStep(delta) {
+    if (st.replay.playing) await replayCall('/api/replay/pause', {});
+    const target = Math.min(Math.max(1, st.replay.position + delta), st.replay.count);
+    if (target !== st.replay.position) await replayCall('/api/replay/seek', { event_index: target });
   }
 
   // ---------------------------------------------------------------- submit panel
@@ -1991,8 +2182,16 @@
     const action = event.target.closest('[data-action]');
     if (!action || action.disabled) return;
     switch (action.dataset.action) {
-      case 'stop-on_enter': toggleStop('on_enter'); break;
-      case 'stop-on_complete': toggleStop('on_complete'); break;
+      case 'stop-on_enter': toggleStop('on_enter', 'cancel'); break;
+      case 'stop-on_complete': toggleStop('on_complete', 'cancel'); break;
+      case 'pause-on_enter': toggleStop('on_enter', 'pause'); break;
+      case 'pause-on_complete': toggleStop('on_complete', 'pause'); break;
+      case 'pause-plan': pauseControl('pause'); break;
+      case 'resume-plan': pauseControl('resume'); break;
+      case 'step-plan': pauseControl('step'); break;
+      case 'replay-toggle': replayToggle(); break;
+      case 'replay-back': replayStep(-1); break;
+      case 'replay-forward': replayStep(1); break;
       case 'cancel-plan': cancelPlan(); break;
       case 'cancel-all': cancelAll(); break;
       case 'validate': validateOrSubmit(false); break;
@@ -2025,6 +2224,7 @@
       report(err);
       return;
     }
+    if ((st.info.operations || []).some((operation) => operation.name === 'get_replay')) enterReplayMode();
     const field = $('#token-field');
     field.hidden = !st.info.token_required;
     if (st.info.token_required && !st.token) showMessage('warn', 'this server needs a token for control actions: enter it at the top right');
@@ -2074,6 +2274,18 @@
       }
     });
     $('#token-field').addEventListener('submit', (event) => event.preventDefault());
+    const slider = $('#replay-slider');
+    slider.addEventListener('input', () => {
+      st.replayDragging = true;
+      renderReplayPosition(Number(slider.value));
+    });
+    slider.addEventListener('change', async () => {
+      st.replayDragging = false;
+      await replayCall('/api/replay/seek', { event_index: Number(slider.value) });
+    });
+    $('#replay-speed').addEventListener('change', (event) => {
+      if (st.replay && st.replay.playing) replayCall('/api/replay/play', { speed: Number(event.target.value) });
+    });
     $('#plan-file').addEventListener('change', (event) => loadFile(event.target.files[0]));
     $('#follow').addEventListener('change', (event) => {
       if (event.target.checked && st.running[0]) selectPlan(st.running[0].plan_id);
