@@ -203,7 +203,7 @@ def test_events_are_pushed_as_they_happen(app):
     reader = threading.Thread(target=lambda: received.extend(read_events(server, 4)))
     reader.start()
     deadline = time.monotonic() + 5
-    while not server.api._streams and time.monotonic() < deadline:  # the stream is open before the plan starts
+    while not server.api.events.stream_count and time.monotonic() < deadline:  # the stream is open before the plan starts
         time.sleep(0.01)
     executor.submit(envelope(do()))
     reader.join(15)
@@ -229,7 +229,7 @@ def test_a_listener_that_falls_behind_is_told_how_many_events_it_lost(make_execu
     assert lost == {"event": "dropped", "count": len(published) - 2}
     assert stream.get(0) is None
     stream.close()
-    assert api._streams == ()
+    assert api.events.stream_count == 0
 
 
 def test_event_streams_are_limited_in_number(make_executor):

@@ -252,7 +252,7 @@ def test_a_closed_event_stream_frees_its_slot_at_once(app):
     assert (status, answer["error"]["code"]) == (503, "too_many_streams")
     began = time.monotonic()
     first.close()
-    assert wait_for(lambda: len(server.api._streams) == 1) and time.monotonic() - began < 2
+    assert wait_for(lambda: server.api.events.stream_count == 1) and time.monotonic() - began < 2
     second.close()
 
 
@@ -262,11 +262,11 @@ def test_an_event_stream_whose_reader_stops_reading_is_dropped(app):
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect(("127.0.0.1", server.port))
     sock.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    assert wait_for(lambda: len(server.api._streams) == 1)
+    assert wait_for(lambda: server.api.events.stream_count == 1)
     big = "x" * 20_000
     for _ in range(4):  # megabytes of events the reader never takes
         executor.submit(envelope(par(*(do(big) for _ in range(100)))))
-    assert wait_for(lambda: len(server.api._streams) == 0, timeout=20)
+    assert wait_for(lambda: server.api.events.stream_count == 0, timeout=20)
     sock.close()
 
 

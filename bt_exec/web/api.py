@@ -261,23 +261,21 @@ class EventStream:
 class ControlApi:
     """The routes bound to one executor, and its events fanned out to listeners.
 
-    ``recent``: how many past events new listeners (the event log) can read;
-    ``stream_capacity``: how many events one slow listener may fall behind before losing some;
-    ``max_streams``: how many listeners at once (each holds a connection and a thread);
+    ``recent``, ``stream_capacity``, ``max_streams``: the ``EventFanout``'s (``events``);
     ``max_waits``: how many ``wait_for_plan`` calls may wait at once (each holds a worker thread of the door).
     """
 
     def __init__(self, executor, recent: int = 500, stream_capacity: int = 10_000, max_streams: int = 32,
                  max_waits: int = 8):
         self.executor = executor
-        self.max_streams = max_streams
         self.max_waits = max_waits
+        self.events = EventFanout(recent, stream_capacity, max_streams)
         self._waits = threading.BoundedSemaphore(max_waits)
-        self._recent: collections.deque[dict] = collections.deque(maxlen=recent)
-        self._streams: tuple[EventStream, ...] = ()
-        self._lock = threading.Lock()
-        self._stream_capacity = stream_capacity
         self._unsubscribe = executor.subscribe_batches(self._on_events)
+
+    @property
+    def max_streams(self) -> int:
+        return self.events.max_streams
 
     def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
         """Run operation ``name`` with ``args``; ApiError for unknown names, bad arguments or refused control.
@@ -306,6 +304,40 @@ class ControlApi:
                 self._waits.release()
 
     def recent_events(self) -> list[dict]:
+        return self.events.recent_events()
+
+    def listen(self) -> EventStream:
+        return self.events.listen()
+
+    def close(self) -> None:
+        self._unsubscribe()
+        self.events.close()
+
+    def _on_events(self, events: list[dict]) -> None:  # in the ticking thread, once a tick: never blocks
+        events = [without_plan_shape(event) if event["event"] == "plan_started" else event for event in events]
+        self.events.remember(events)
+        self.events.send(events)
+
+
+class EventFanout:
+    """Events handed to each listener's bounded stream, the last ``recent`` kept for new listeners to read.
+
+    ``stream_capacity``: how many events one slow listener may fall behind before losing some;
+    ``max_streams``: how many listeners at once (each holds a connection and a thread).
+    """
+
+    def __init__(self, recent: int = 500, stream_capacity: int = 10_000, max_streams: int = 32):
+        self.max_streams = max_streams
+        self._recent: collections.deque[dict] = collections.deque(maxlen=recent)
+        self._streams: tuple[EventStream, ...] = ()
+        self._stream_capacity = stream_capacity
+        self._lock = threading.Lock()
+
+    @property
+    def stream_count(self) -> int:
+        return len(self._streams)
+
+    def recent_events(self) -> list[dict]:
         with self._lock:
             return list(self._recent)
 
@@ -319,22 +351,27 @@ class ControlApi:
             self._streams = self._streams + (stream,)
         return stream
 
+    def remember(self, events: list[dict]) -> None:
+        """Keep ``events`` for listeners still to come (the newest ``recent``)."""
+        with self._lock:
+            self._recent.extend(events)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._recent.clear()
+
+    def send(self, events: list[dict]) -> None:
+        """Hand ``events`` to every open stream; never blocks (a full stream drops and counts)."""
+        for stream in self._streams:
+            stream.put_all(events)
+
     def close(self) -> None:
-        self._unsubscribe()
         for stream in self._streams:
             stream.close()
 
     def _detach(self, stream: EventStream) -> None:
         with self._lock:
             self._streams = tuple(s for s in self._streams if s is not stream)
-
-    def _on_events(self, events: list[dict]) -> None:  # in the ticking thread, once a tick: never blocks
-        events = [without_plan_shape(event) if event["event"] == "plan_started" else event for event in events]
-        with self._lock:
-            self._recent.extend(events)
-            streams = self._streams
-        for stream in streams:
-            stream.put_all(events)
 
 
 def without_plan_shape(event: dict) -> dict:

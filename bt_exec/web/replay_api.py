@@ -21,7 +21,7 @@ from ..errors import ControlError
 from ..compilers.source import INT64_MAX
 from ..events.replay import MAX_BATCH, JournalRun, ReplayedPlans, ReplayError, paced, read_events, run_span
 from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S
-from .api import ROUTES, ApiError, EventStream, Route, _describe, _refuse_fractions, without_plan_shape
+from .api import ROUTES, ApiError, EventFanout, EventStream, Route, _describe, _refuse_fractions, without_plan_shape
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +75,11 @@ class ReplayApi:
                  on_played: Callable[[list[dict], list[dict]], None] | None = None):
         self.run = run
         self.speed = speed
-        self.max_streams = max_streams
+        self.events = EventFanout(recent, stream_capacity, max_streams)
         self.plans = ReplayedPlans()
         self.done = threading.Event()
         self.error: str | None = None
         self._on_played = on_played
-        self._recent: collections.deque[dict] = collections.deque(maxlen=recent)
-        self._streams: tuple[EventStream, ...] = ()
-        self._stream_capacity = stream_capacity
         self._lock = threading.Lock()
         self._control = threading.Condition()
         self._interrupt = threading.Event()  # set to make the playing thread look at its orders
@@ -190,18 +187,16 @@ class ReplayApi:
 
     # --- listeners ------------------------------------------------------------------------------------
 
+    @property
+    def max_streams(self) -> int:
+        return self.events.max_streams
+
     def recent_events(self) -> list[dict]:
-        with self._lock:
-            return list(self._recent)
+        return self.events.recent_events()
 
     def listen(self) -> EventStream:
         """A new listener's stream (ApiError 503 past ``max_streams``); the first one starts the replay."""
-        stream = EventStream(self._stream_capacity, self._detach)
-        with self._lock:
-            if len(self._streams) >= self.max_streams:
-                raise ApiError(503, "too_many_streams", f"{self.max_streams} event streams are open already; "
-                                                       "close one, or poll /api/plans")
-            self._streams = self._streams + (stream,)
+        stream = self.events.listen()
         self.start()
         return stream
 
@@ -212,18 +207,7 @@ class ReplayApi:
         self._interrupt.set()
         if self._thread is not None:
             self._thread.join()
-        for stream in self._streams:
-            stream.close()
-
-    def _detach(self, stream: EventStream) -> None:
-        with self._lock:
-            self._streams = tuple(s for s in self._streams if s is not stream)
-
-    def _send(self, events: list[dict]) -> None:
-        with self._lock:
-            streams = self._streams
-        for stream in streams:
-            stream.put_all(events)
+        self.events.close()
 
     def _clock_event(self, kind: str) -> dict:
         return {"event": kind, **self.clock()}
@@ -262,7 +246,7 @@ class ReplayApi:
     def _play(self, cursor: "_Cursor", speed: float) -> None:
         for batch in paced(cursor, speed, self._interrupt):
             self._take(batch, cursor)
-            self._send([self._clock_event("replay_clock")])
+            self.events.send([self._clock_event("replay_clock")])
         if cursor.handed > self._position:  # paced stopped on an order, the event it held not yet due
             cursor.push_back()
         if cursor.exhausted and cursor.handed == self._position:
@@ -270,20 +254,19 @@ class ReplayApi:
                 self._playing = False
                 self._ended = True
             self.done.set()
-            self._send([self._clock_event("replay_clock")])
+            self.events.send([self._clock_event("replay_clock")])
 
     def _take(self, batch: list[dict], cursor: "_Cursor", stream: bool = True) -> None:
         """Apply ``batch``, the events after ``position``; with ``stream``, hand them to listeners too."""
         completed = self.plans.apply(batch)
         shown = [without_plan_shape(event) if event.get("event") == "plan_started" else event for event in batch]
-        with self._lock:
-            self._recent.extend(shown)
+        self.events.remember(shown)
         with self._control:
             self._position += len(batch)
             self._time = batch[-1].get("time", self._time)
             self._ended = False
         if stream:
-            self._send(shown)
+            self.events.send(shown)
             if self._on_played is not None:
                 self._on_played(batch, completed)
 
@@ -295,8 +278,7 @@ class ReplayApi:
                 cursor.close()
                 cursor = _Cursor(self.run)
                 self.plans.reset()
-                with self._lock:
-                    self._recent.clear()
+                self.events.forget()
                 with self._control:
                     self._position, self._time = 0, None
                 rebuilt = True
@@ -311,7 +293,7 @@ class ReplayApi:
             if cursor.exhausted or self._position >= self.run.events:
                 with self._control:
                     self._ended = self._position >= self.run.events
-            self._send([self._clock_event("replay_clock" if step else "replay_seek")])
+            self.events.send([self._clock_event("replay_clock" if step else "replay_seek")])
         finally:
             seek.done.set()
         return cursor
