@@ -86,6 +86,12 @@ class CapabilityCatalog:
     def __contains__(self, cap: str) -> bool:
         return cap in self.entries
 
+    def outcomes_of(self, cap: str) -> tuple[str, ...] | None:
+        """The outcomes the catalog declares for ``cap`` (success among them), or None."""
+        entry = self.entries.get(cap)
+        outcomes = entry.get("outcomes") if entry is not None else None
+        return tuple(outcomes) if outcomes is not None else None
+
     def check_args(self, cap: str, args: dict) -> list[tuple[str, str]]:
         """(pointer inside args, message) for every way ``args`` breaks the cap's schema."""
         return self._schemas[cap].problems(args)

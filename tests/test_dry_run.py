@@ -41,3 +41,22 @@ def test_the_cli_exits_0_whatever_the_paths_end_in(capsys):
         "path 2: op 3 failure -> failed at op 3: sim outcome failure",
         "path 3: op 4 failure -> failed at op 4: sim outcome failure",
         "path 4: op 5 failure -> failed at op 5: sim outcome failure"]
+
+
+def test_a_tree_takes_every_outcome_its_catalog_declares():
+    catalog = {"arm.a": {"outcomes": ["success", "blocked", "slipped"]}, "arm.b": {}}
+    plan = json.dumps({"op": "sequence", "description": "two", "children": [
+        {"op": "do", "description": "a", "cap": "arm.a"}, {"op": "do", "description": "b", "cap": "arm.b"}]})
+    answer = bt_exec.dry_run(plan, catalog=catalog)
+    assert [path["chose"] for path in answer["paths"]] == [
+        None, {"op_id": "2", "outcome": "blocked"}, {"op_id": "2", "outcome": "slipped"},
+        {"op_id": "3", "outcome": "failure"}]
+    assert [path["outcome"] for path in answer["paths"]] == ["succeeded", "failed", "failed", "failed"]
+    assert answer["paths"][1]["failed_op"]["error"] == "sim outcome 'blocked'"
+
+
+def test_a_catalog_declaring_outcomes_without_success_is_refused():
+    import pytest
+
+    with pytest.raises(bt_exec.ConfigError, match="outcomes"):
+        bt_exec.CapabilityCatalog({"arm.a": {"outcomes": ["blocked"]}})

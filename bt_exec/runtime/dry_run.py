@@ -1,8 +1,8 @@
 """A dry run: a plan run on the sim along each way it can go, to show every end it can reach before a robot moves.
 
 Each path is a real run (an Executor on a SimBackend whose script gives each op its outcome, at once):
-- a tree: one path where every call succeeds, then one per call failing (a capability catalog declares no
-  outcome lists: success and failure are a call's outcomes);
+- a tree: one path where every call succeeds, then one per (call, other outcome): the outcomes the capability
+  catalog declares for its cap, or success and failure;
 - a step graph: paths until every transition was taken at least once, each reaching the step of a transition
   not yet taken by the fewest steps, taking it, then going on by each step's usual outcome (success).
 At most ``max_paths`` paths are run; the answer says how many more there would have been.
@@ -13,12 +13,13 @@ import collections
 
 from ..compilers import Plan, load
 from ..compilers.catalog import builtin_name
+from ..compilers.dialects import capability_catalog_of
 from ..errors import Issue, PlanError
 from ..executor import Executor
 from ..sim import SimBackend
 
 SUCCESS = "success"
-# A call's outcomes: a capability catalog declares none of its own.
+# A call's outcomes where the capability catalog declares none.
 PLAIN_OUTCOMES = (SUCCESS, "failure")
 MAX_PATHS = 500
 
@@ -44,9 +45,11 @@ def dry_run(source, *, dialect: str = "auto", catalog=None, skill_catalog=None, 
     if plan.steps is not None:
         not_run = _explore_graph(source, dialect, plan, options, paths, max_paths)
     else:
+        catalog = capability_catalog_of(catalog)
         choices = [(op.op_id, outcome) for op in plan.ops.values()
                    if op.kind == "do" and builtin_name(op.cap, op.provider) is None
-                   for outcome in PLAIN_OUTCOMES if outcome != SUCCESS]
+                   for outcome in ((catalog.outcomes_of(op.cap) if catalog is not None else None) or PLAIN_OUTCOMES)
+                   if outcome != SUCCESS]
         for op_id, outcome in choices[:max_paths - 1]:
             record = _run(source, dialect, {op_id: [outcome]}, options)
             paths.append(_path(len(paths) + 1, {"op_id": op_id, "outcome": outcome}, record))
