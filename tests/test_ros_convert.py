@@ -12,8 +12,8 @@ from interface_messages import String, service
 import bt_exec
 from bt_exec.ros import convert
 
-Submit, StopAt, Cancel, GetStatus, ListPlans = (service(name) for name in (
-    "Submit", "StopAt", "Cancel", "GetStatus", "ListPlans"))
+Submit, StopAt, Disarm, PlanControl, Cancel, GetStatus, ListPlans = (service(name) for name in (
+    "Submit", "StopAt", "Disarm", "PlanControl", "Cancel", "GetStatus", "ListPlans"))
 
 LIMIT = 16 * 1024 * 1024
 
@@ -99,8 +99,12 @@ def test_feedback_and_snapshot_requests():
 
 
 def test_control_requests_and_answers():
-    assert convert.msg_to_stop_at(StopAt.Request(plan_id="1", op_id="2", when="")) == ("1", "2", "on_complete")
-    assert convert.msg_to_stop_at(StopAt.Request(plan_id="1", op_id="2", when="on_enter"))[2] == "on_enter"
+    assert convert.msg_to_stop_at(StopAt.Request(plan_id="1", op_id="2", when="")) == (
+        "1", "2", "on_complete", "cancel")
+    assert convert.msg_to_stop_at(StopAt.Request(plan_id="1", op_id="2", when="on_enter", action=" pause ")) == (
+        "1", "2", "on_enter", "pause")
+    assert convert.msg_to_disarm(Disarm.Request(plan_id="1", op_id="2")) == ("1", "2", "on_complete")
+    assert convert.msg_to_disarm(Disarm.Request(plan_id="1", op_id="2", when="on_enter"))[2] == "on_enter"
     assert convert.msg_to_cancel(Cancel.Request(plan_id="", wait_ms=100)) == (None, 100, False)
     assert convert.msg_to_cancel(Cancel.Request(plan_id="4", wait_ms=4_000_000_000)) == ("4", 30_000, True)
     assert convert.msg_to_cancel(Cancel.Request(plan_id="4", wait_ms=30_000)) == ("4", 30_000, False)
@@ -138,3 +142,34 @@ def test_the_messages_refuse_what_the_interfaces_do_not_have():
         Cancel.Response().finished = "yes"
     with pytest.raises(TypeError):
         Submit.Request(graph="{}")
+
+
+def test_disarm_and_plan_control_answers():
+    disarmed = convert.disarm_to_msg({"success": True, "disarmed": True, "message": "Stop point\ndisarmed"},
+                                     Disarm.Response())
+    assert (disarmed.success, disarmed.disarmed, disarmed.message) == (True, True, "Stop point disarmed")
+    refused = convert.disarm_to_msg({"success": False, "message": "no op '9'"}, Disarm.Response())
+    assert (refused.success, refused.disarmed, refused.message) == (False, False, "no op '9'")
+    answers = {"pause": {"success": True, "paused": True, "message": "paused"},
+               "resume": {"success": True, "resumed": False, "message": "not paused"},
+               "step": {"success": True, "message": "stepped"}}
+    filled = {service: convert.plan_control_to_msg(service, answer, PlanControl.Response())
+              for service, answer in answers.items()}
+    assert [(r.success, r.changed, r.message) for r in filled.values()] == [
+        (True, True, "paused"), (True, False, "not paused"), (True, False, "stepped")]
+
+
+def test_the_executor_takes_ros_text_ids_as_it_takes_integer_ids():
+    executor = bt_exec.Executor(backend=bt_exec.SimBackend({"default": {"outcome": "success", "duration_s": 60}}))
+    try:
+        rtdl = {"op": "sequence", "op_id": 1, "description": "s", "children": [
+            {"op": "do", "op_id": 2, "description": "d", "cap": "sim.act", "args": {}}]}
+        plan_id = executor.submit(json.dumps({"rtdl_description": "ids", "rtdl": rtdl}))["plan_id"]
+        plan_id_text, op_id, when, action = convert.msg_to_stop_at(
+            StopAt.Request(plan_id=str(plan_id), op_id="2", when="on_enter", action="pause"))
+        assert executor.stop_plan_at(plan_id_text, op_id, when, source="ros", action=action)["armed"]
+        assert executor.get_op(int(plan_id), 2)["op"]["pause_point"] == "on_enter"
+        assert executor.disarm_stop_point(*convert.msg_to_disarm(
+            Disarm.Request(plan_id=str(plan_id), op_id="2", when="on_enter")), source="ros")["disarmed"]
+    finally:
+        executor.close(wait_ms=1000)

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 
 import py_trees
 import pytest
@@ -15,7 +16,8 @@ from bt_exec.ros.outbox import Outbox
 from bt_exec.ros.tree_watcher import Mirror, MirrorHost
 
 ROS_COMMANDS = [["serve"], ["sim-robot"], ["submit", "examples/rtdl/snapshot_battery.json"], ["plans"],
-                ["status", "1"], ["stop-at", "1", "2"], ["cancel"], ["robots"], ["plans", "--robot", "robot1"]]
+                ["status", "1"], ["stop-at", "1", "2"], ["stop-at", "1", "2", "--pause"], ["disarm", "1", "2"],
+                ["pause", "1"], ["resume", "1"], ["step", "1"], ["cancel"], ["robots"], ["plans", "--robot", "robot1"]]
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
@@ -75,6 +77,12 @@ def test_client_command_usage_errors(capsys):
     assert main(["stop-at", "1", "2", "--when", "later"]) == 2
     assert main(["submit", "x.json", "--dialect", "klingon"]) == 2
     assert main(["plans", "--timeout", "0"]) == 2
+    assert main(["stop-at", "1", "2", "--action", "halt"]) == 2
+    assert main(["stop-at", "1", "2", "--pause", "--action", "cancel"]) == 2  # one or the other
+    assert main(["disarm", "1", "2", "--when", "later"]) == 2
+    for command in ("pause", "resume", "step"):
+        assert main([command]) == 2  # PLAN is required
+    assert "the following arguments are required: PLAN" in capsys.readouterr().err
 
 
 def test_outbox_sends_in_order_and_counts_what_it_drops():
@@ -195,6 +203,49 @@ def test_mirror_host_follows_stop_guards_placed_mid_run(make_executor):
     assert [op["state"] for op in record["ops"]] == ["canceled", "succeeded", "canceled"], record["ops"]
     host.update()
     assert tree.root.children == [] and updates == [1, 1, 0] and guard.parent is None
+
+
+def test_mirror_host_shows_a_paused_plan_and_its_pause_points(make_executor):
+    executor = make_executor({"caps": {"sim.step": {"duration_s": 0.3}}})
+    tree = py_trees.trees.BehaviourTree(Mirror("bt_exec"))
+    updates = []
+    tree.tree_update_handler = lambda: updates.append(len(tree.root.children))
+    host = MirrorHost(tree, executor)
+    steps = {"op": "sequence", "description": "steps", "children": [
+        {"op": "do", "description": "step", "cap": "sim.step", "args": {}},
+        {"op": "do", "description": "act", "cap": "sim.act", "args": {}}]}
+    plan_id = executor.submit(steps)["plan_id"]
+    executor.tick_once()
+    host.update()
+    (frame,) = tree.root.children
+    assert frame.feedback_message == "" and updates == [1]
+
+    executor.stop_plan_at(plan_id, "3", "on_enter", source="ros", action="pause")
+    executor.tick_once()
+    host.update()
+    (guard,) = [b for b in tree.root.iterate() if b.name == "stop point at [3]"]
+    assert guard.feedback_message == "pause on_enter armed"
+    assert executor.pause_plan(plan_id, source="ros")["paused"]
+    host.update()
+    assert frame.feedback_message == "paused" and updates == [1, 1]  # a message alone changing is published
+    host.update()
+    assert updates == [1, 1]  # and only once
+    assert executor.resume_plan(plan_id, source="ros")["resumed"]
+    host.update()
+    assert frame.feedback_message == "" and updates == [1, 1, 1]
+
+    deadline = time.monotonic() + 10
+    while not executor.get_all_plans()["plans"][0]["paused"] and time.monotonic() < deadline:
+        executor.tick_once()  # on to op 3, where the pause point fires
+        time.sleep(0.01)
+    host.update()
+    assert frame.feedback_message == "paused; held at entry: [3]"
+    assert guard.feedback_message == "stop point disarmed"  # a pause point fires once
+    executor.resume_plan(plan_id)
+    record = executor.run_until_complete(plan_id, timeout=10)
+    assert record["outcome"] == "succeeded"
+    host.update()
+    assert tree.root.children == []
 
 
 def test_the_node_module_is_lazy_about_ros():

@@ -1,7 +1,7 @@
-"""The ROS 2 commands: ``serve`` and ``sim-robot`` run nodes; ``submit``, ``plans``, ``status``, ``stop-at`` and
-``cancel`` are clients of a running ``bt_exec`` node (``--node NAME``, or ``--robot NS`` for the node of a
-robot's namespace); ``robots`` lists the bt_exec nodes on the domain. Also the ROS executables ``bt_exec_node``
-and ``bt_exec_sim_robot``.
+"""The ROS 2 commands: ``serve`` and ``sim-robot`` run nodes; ``submit``, ``plans``, ``status``, ``stop-at``,
+``disarm``, ``pause``, ``resume``, ``step`` and ``cancel`` are clients of a running ``bt_exec`` node
+(``--node NAME``, or ``--robot NS`` for the node of a robot's namespace); ``robots`` lists the bt_exec nodes on
+the domain. Also the ROS executables ``bt_exec_node`` and ``bt_exec_sim_robot``.
 
 They import rclpy only when they run, so the rest of the command line works where ROS 2 is not set up.
 """
@@ -25,7 +25,9 @@ from .console import EXIT_FAILED, EXIT_OK, CommandError, configure_logging, erro
 from .inputs import label, read_input
 from .plan_commands import feedback_chars
 
-ROS_COMMANDS = ("serve", "sim-robot", "submit", "plans", "status", "stop-at", "cancel", "robots")
+ROS_COMMANDS = ("serve", "sim-robot", "submit", "plans", "status", "stop-at", "disarm", "pause", "resume", "step",
+                "cancel", "robots")
+STOP_ACTIONS = ("cancel", "pause")
 ROS_SETUP = "bash scripts/setup-ros.sh && . build/ros/env.sh (see docs/ros.md)"
 
 
@@ -80,12 +82,34 @@ def add_commands(commands) -> None:
                              f"(default: {OUTPUT_CHARS})")
     status.set_defaults(command=status_command)
 
-    stop_at = add_client("stop-at", "arm a stop point: cancel plan PLAN when it reaches op OP")
+    stop_at = add_client("stop-at", "arm a stop point: cancel plan PLAN when it reaches op OP (--pause: pause it "
+                                    "there instead)")
     stop_at.add_argument("plan_id", metavar="PLAN")
     stop_at.add_argument("op_id", metavar="OP")
     stop_at.add_argument("--when", choices=STOP_WHENS, default="on_complete",
                          help="on entering the op or on its completion (default: on_complete)")
+    action = stop_at.add_mutually_exclusive_group()
+    action.add_argument("--action", choices=STOP_ACTIONS, default="cancel",
+                        help="what the stop point does: cancel the plan, or pause it (a pause point: fires once; "
+                             "resume or step goes on). Default: cancel")
+    action.add_argument("--pause", dest="action", action="store_const", const="pause",
+                        help="shorthand for --action pause")
     stop_at.set_defaults(command=stop_at_command)
+
+    disarm = add_client("disarm", "disarm the stop point (or pause point) armed at op OP of plan PLAN")
+    disarm.add_argument("plan_id", metavar="PLAN")
+    disarm.add_argument("op_id", metavar="OP")
+    disarm.add_argument("--when", choices=STOP_WHENS, default="on_complete",
+                        help="the stop point's phase (default: on_complete)")
+    disarm.set_defaults(command=disarm_command)
+
+    for name, help_ in (("pause", "pause plan PLAN: no op starts until resume or step (ops already running go on "
+                                  "to their end)"),
+                        ("resume", "resume paused plan PLAN from where it held"),
+                        ("step", "let plan PLAN enter its next op, then pause it again")):
+        control = add_client(name, help_)
+        control.add_argument("plan_id", metavar="PLAN")
+        control.set_defaults(command=plan_control_command, service=name)
 
     cancel = add_client("cancel", "cancel plan PLAN, or every plan when PLAN is left out")
     cancel.add_argument("plan_id", metavar="PLAN", nargs="?", default="")
@@ -155,7 +179,7 @@ def _target(args: argparse.Namespace) -> str:
     return f"{args.robot}/bt_exec" if args.robot else args.node
 
 
-def _call(args: argparse.Namespace, service: str, fill=None, extra_wait_s: float = 0.0):
+def _call(args: argparse.Namespace, service: str, fill=None, extra_wait_s: float = 0.0, repeatable: bool = True):
     """Call one service of the node named by ``--node`` or ``--robot``; the response."""
     client_module = _ros_module("bt_exec.ros.client")
     try:
@@ -169,7 +193,7 @@ def _call(args: argparse.Namespace, service: str, fill=None, extra_wait_s: float
         if fill is not None:
             fill(request)
         try:
-            return client.call(service, request, extra_wait_s)
+            return client.call(service, request, extra_wait_s, repeatable)
         except client_module.Unreachable as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
@@ -236,6 +260,7 @@ def plans_command(args: argparse.Namespace) -> int:
         print("no plans running")
     for plan in plans["plans"]:
         notes = [f"{plan['op_count']} ops"] + (["cancelling"] if plan["cancelled"] else []) + (
+            ["paused"] if plan.get("paused") else []) + (
             [f"{plan['stop_points']} stop point(s)"] if plan["stop_points"] else [])
         print(printable(f"plan {plan['plan_id']}: {one_line(plan['description'])} ({', '.join(notes)})"))
     return EXIT_OK
@@ -259,8 +284,31 @@ def status_command(args: argparse.Namespace) -> int:
 def stop_at_command(args: argparse.Namespace) -> int:
     def fill(request) -> None:
         request.plan_id, request.op_id, request.when = args.plan_id, args.op_id, args.when
+        request.action = args.action
 
-    response = _call(args, "stop_at", fill)
+    # A pause point fires once: one armed again by a late repeat would pause the plan a second time.
+    return _answered(_call(args, "stop_at", fill, repeatable=args.action == "cancel"))
+
+
+def disarm_command(args: argparse.Namespace) -> int:
+    def fill(request) -> None:
+        request.plan_id, request.op_id, request.when = args.plan_id, args.op_id, args.when
+
+    return _answered(_call(args, "disarm", fill))
+
+
+def plan_control_command(args: argparse.Namespace) -> int:
+    """``pause``, ``resume`` and ``step``: one PlanControl call, ``args.service``."""
+    def fill(request) -> None:
+        request.plan_id = args.plan_id
+
+    # Sent once (see bt_exec.ros.client): a step sent again moves the plan on again, and a pause or resume
+    # sent again late could undo a resume, or a pause point's pause, that came in between.
+    return _answered(_call(args, args.service, fill, repeatable=False))
+
+
+def _answered(response) -> int:
+    """Print the answer's message: on stdout and exit 0 on success, as an error and exit 1 otherwise."""
     if not response.success:
         error(response.message)
         return EXIT_FAILED

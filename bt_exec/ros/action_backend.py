@@ -38,6 +38,10 @@ Life of a call, as ``status(run_id)`` reports it:
   stopped) and no result came within ``lost_grace_s``. A server restarted
   under the same name is a different server: the goal is not resumed there.
 
+No ``pause``/``resume`` pair: ROS 2 actions have no pause. A plan paused while
+a goal runs leaves that goal running to its end (the executor's pause answer
+says so for each such op); only the ops not yet entered are held.
+
 ``cancel(run_id)`` cancels the goal. Before the goal is accepted the cancel is
 remembered and sent as soon as the acceptance arrives, so a halted op never
 leaves an orphan goal on the server; after the call finished it does nothing.

@@ -1,4 +1,5 @@
-"""A one-shot service client for the ``bt-exec`` client commands (submit, plans, status, stop-at, cancel).
+"""A one-shot service client for the ``bt-exec`` client commands (submit, plans, status, stop-at, disarm, pause,
+resume, step, cancel).
 
 Each command makes a short-lived node in a context of its own, calls one
 service of the ``bt_exec`` node and leaves. Ctrl-C is Python's
@@ -7,9 +8,15 @@ KeyboardInterrupt (rclpy's signal handling is off), so it always lands.
 A request sent right after ``wait_for_service`` by a fresh client can be lost
 on DDS (the server may not have matched the new client yet, and service
 topics keep no history), so an unanswered request is sent again after 0.5,
-1, 2, ... s. Every request the commands send is safe to repeat: submit always
-carries a run_id (the command makes one), and stop points, cancels and
-status reads repeat harmlessly. The first answer wins.
+1, 2, ... s, where that is safe: submit always carries a run_id (the command
+makes one), and stop points, disarms, cancels and status reads repeat
+harmlessly. The first answer wins. Pausing, resuming, stepping and arming a
+pause point are not safe to repeat (a step sent again moves the plan on
+again; a late resume could let the plan past a pause point that fired
+meanwhile): ``call(..., repeatable=False)`` first sends the
+service's empty request, which the node refuses without effect (no plan_id),
+until one is answered, so the server has matched this client, then the real
+request once.
 """
 from __future__ import annotations
 
@@ -19,13 +26,13 @@ import time
 import uuid
 
 import rclpy
-from bt_exec_interfaces.srv import Cancel, GetStatus, ListPlans, StopAt, Submit
+from bt_exec_interfaces.srv import Cancel, Disarm, GetStatus, ListPlans, PlanControl, StopAt, Submit
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-SERVICES = {"submit": Submit, "stop_at": StopAt, "cancel": Cancel, "get_status": GetStatus,
-            "list_plans": ListPlans}
+SERVICES = {"submit": Submit, "stop_at": StopAt, "disarm": Disarm, "pause": PlanControl, "resume": PlanControl,
+            "step": PlanControl, "cancel": Cancel, "get_status": GetStatus, "list_plans": ListPlans}
 
 
 RESEND_FIRST_S = 0.5
@@ -69,8 +76,9 @@ class Client:
     def request(self, service: str):
         return SERVICES[service].Request()
 
-    def call(self, service: str, request=None, extra_wait_s: float = 0.0):
-        """The service's response; Unreachable when no node answers within the timeout (+ ``extra_wait_s``)."""
+    def call(self, service: str, request=None, extra_wait_s: float = 0.0, repeatable: bool = True):
+        """The service's response; Unreachable when no node answers within the timeout (+ ``extra_wait_s``).
+        ``repeatable=False``: the request is sent once, after an empty one was answered (see the module)."""
         name = f"{self.target}/{service}"
         client = self.node.create_client(SERVICES[service], name)
         try:
@@ -78,24 +86,29 @@ class Client:
                 raise Unreachable(f"no bt_exec node answers at {name} (waited {self.timeout_s:g} s); start one "
                                   "with `bt-exec serve`, or name a remapped node with --node /NAMESPACE/NAME")
             request = request if request is not None else self.request(service)
-            futures = [client.call_async(request)]
-            now = time.monotonic()
-            deadline = now + self.timeout_s + extra_wait_s
-            resend_after, resend_at = RESEND_FIRST_S, now + RESEND_FIRST_S
-            while True:
-                for future in futures:
-                    if future.done():
-                        return future.result()
-                now = time.monotonic()
-                if now >= deadline:
-                    raise Unreachable(f"{name} gave no answer within {self.timeout_s + extra_wait_s:g} s")
-                if now >= resend_at:
-                    futures.append(client.call_async(request))
-                    resend_after *= 2
-                    resend_at = now + resend_after
-                self.executor.spin_once(timeout_sec=min(0.05, deadline - now))
+            if not repeatable:
+                self._answer(client, name, self.request(service), self.timeout_s, resend=True)
+            return self._answer(client, name, request, self.timeout_s + extra_wait_s, resend=repeatable)
         finally:
             self.node.destroy_client(client)
+
+    def _answer(self, client, name: str, request, wait_s: float, resend: bool):
+        futures = [client.call_async(request)]
+        now = time.monotonic()
+        deadline = now + wait_s
+        resend_after, resend_at = RESEND_FIRST_S, now + RESEND_FIRST_S
+        while True:
+            for future in futures:
+                if future.done():
+                    return future.result()
+            now = time.monotonic()
+            if now >= deadline:
+                raise Unreachable(f"{name} gave no answer within {wait_s:g} s")
+            if resend and now >= resend_at:
+                futures.append(client.call_async(request))
+                resend_after *= 2
+                resend_at = now + resend_after
+            self.executor.spin_once(timeout_sec=min(0.05, deadline - now))
 
 
 LIST_PLANS_TYPE = "bt_exec_interfaces/srv/ListPlans"

@@ -98,16 +98,44 @@ def refusal_to_submit_msg(response, run_id: str, code: str, message: str, verdic
                                  "issues": [Issue(code, "", message).as_dict()]}, response, run_id)
 
 
-# --- StopAt, Cancel, GetStatus, ListPlans ---------------------------------------
+# --- StopAt, Disarm, PlanControl, Cancel, GetStatus, ListPlans ------------------
 
-def msg_to_stop_at(request) -> tuple[str, str, str]:
-    """(plan_id, op_id, when); an empty ``when`` means on_complete."""
-    return request.plan_id, request.op_id, request.when.strip() or "on_complete"
+def msg_to_stop_at(request) -> tuple[str, str, str, str]:
+    """(plan_id, op_id, when, action); an empty ``when`` means on_complete, an empty ``action`` cancel.
+
+    The ids are passed as they came: the fields are text, and the executor takes an id given as text
+    unchanged (an integer id is written as its decimal string), so ``"3"`` is op 3 on every door."""
+    return request.plan_id, request.op_id, request.when.strip() or "on_complete", request.action.strip() or "cancel"
 
 
 def stop_at_to_msg(success: bool, message: str, response):
     response.success = bool(success)
     response.message = one_line(message)
+    return response
+
+
+def msg_to_disarm(request) -> tuple[str, str, str]:
+    """(plan_id, op_id, when); an empty ``when`` means on_complete."""
+    return request.plan_id, request.op_id, request.when.strip() or "on_complete"
+
+
+def disarm_to_msg(answer: dict, response):
+    """A Disarm response from ``Executor.disarm_stop_point``'s answer (or a refusal: ``{success: False, message}``)."""
+    response.success = bool(answer.get("success"))
+    response.disarmed = bool(answer.get("disarmed"))
+    response.message = one_line(answer.get("message") or "")
+    return response
+
+
+PLAN_CONTROL_CHANGED = {"pause": "paused", "resume": "resumed"}  # the answer's flag of each; step has none
+
+
+def plan_control_to_msg(service: str, answer: dict, response):
+    """A PlanControl response (``~/pause``, ``~/resume``, ``~/step``) from the executor's answer:
+    ``changed`` is its ``paused`` / ``resumed`` flag, always false for a step."""
+    response.success = bool(answer.get("success"))
+    response.changed = bool(answer.get(PLAN_CONTROL_CHANGED.get(service, ""), False))
+    response.message = one_line(answer.get("message") or "")
     return response
 
 

@@ -5,7 +5,9 @@ pure conversions in ``convert``; the executor ticks in its own loop
 (``Executor.start()``), never in an rclpy timer. See docs/ros.md for the API.
 
 Services (all in one reentrant callback group, served by a MultiThreadedExecutor):
-``~/submit``, ``~/stop_at``, ``~/cancel``, ``~/get_status``, ``~/list_plans``.
+``~/submit``, ``~/stop_at``, ``~/disarm``, ``~/pause``, ``~/resume``, ``~/step``, ``~/cancel``,
+``~/get_status``, ``~/list_plans``. Whatever they arm, disarm, pause or resume is done with
+``source="ros"``, so the executor's events name this door.
 Submit and cancel are ``async``: submit validates and compiles in the callback
 (a large text, or one that may wait, in a small worker pool), cancel waits for
 the executor's Cancellation on an rclpy Future, so neither holds an executor
@@ -34,7 +36,7 @@ import threading
 import time
 
 import rclpy
-from bt_exec_interfaces.srv import Cancel, GetStatus, ListPlans, StopAt, Submit
+from bt_exec_interfaces.srv import Cancel, Disarm, GetStatus, ListPlans, PlanControl, StopAt, Submit
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.duration import Duration
@@ -80,7 +82,9 @@ LAST_EVENTS_S = 1.0        # of shutdown_timeout_s, what is kept for the last ev
 SIGNAL_GRACE_S = 2.0       # a second SIGINT/SIGTERM this soon after the first is the same request (ros2 launch's)
 FORCED_EXIT = 1            # the teardown outlived shutdown_timeout_s
 CLOSE_MARGIN_S = 1.0       # beyond shutdown_timeout_s, for the parts of the stop the bound does not cover
-TREE_EVENTS = frozenset(("plan_started", "node_state", "step_transition", "plan_complete", "stop_point"))
+TREE_EVENTS = frozenset(("plan_started", "node_state", "step_transition", "plan_complete", "stop_point", "paused",
+                         "resumed", "pause_point"))
+SOURCE = "ros"  # the door named by the events of what the services arm, disarm, pause and resume
 
 _settle_lock = threading.Lock()
 
@@ -144,6 +148,10 @@ class ExecutorNode(Node):
         self.status_publisher = self.create_publisher(String, "~/status", STATUS_QOS)
         self.tree_publisher = self.create_publisher(String, "~/tree", TREE_QOS)
         for srv_type, name, callback in ((Submit, "~/submit", self._on_submit), (StopAt, "~/stop_at", self._on_stop_at),
+                                         (Disarm, "~/disarm", self._on_disarm),
+                                         (PlanControl, "~/pause", self._plan_control("pause", self.bt.pause_plan)),
+                                         (PlanControl, "~/resume", self._plan_control("resume", self.bt.resume_plan)),
+                                         (PlanControl, "~/step", self._plan_control("step", self.bt.step_plan)),
                                          (Cancel, "~/cancel", self._on_cancel),
                                          (GetStatus, "~/get_status", self._on_get_status),
                                          (ListPlans, "~/list_plans", self._on_list_plans)):
@@ -476,8 +484,8 @@ class ExecutorNode(Node):
 
     def _on_stop_at(self, request, response):
         try:
-            plan_id, op_id, when = convert.msg_to_stop_at(request)
-            result = self.bt.stop_plan_at(plan_id, op_id, when)
+            plan_id, op_id, when, action = convert.msg_to_stop_at(request)
+            result = self.bt.stop_plan_at(plan_id, op_id, when, source=SOURCE, action=action)
             self._tree_dirty.set()
             return convert.stop_at_to_msg(result["success"], result["message"], response)
         except ControlError as exc:
@@ -485,6 +493,35 @@ class ExecutorNode(Node):
         except Exception as exc:
             self.get_logger().error(f"stop_at: {type(exc).__name__}: {exc}")
             return convert.stop_at_to_msg(False, f"internal error: {type(exc).__name__}: {exc}", response)
+
+    def _on_disarm(self, request, response):
+        try:
+            plan_id, op_id, when = convert.msg_to_disarm(request)
+            answer = self.bt.disarm_stop_point(plan_id, op_id, when, source=SOURCE)
+            self._tree_dirty.set()
+            return convert.disarm_to_msg(answer, response)
+        except ControlError as exc:
+            return convert.disarm_to_msg({"success": False, "message": str(exc)}, response)
+        except Exception as exc:
+            self.get_logger().error(f"disarm: {type(exc).__name__}: {exc}")
+            return convert.disarm_to_msg({"success": False, "message": f"internal error: {type(exc).__name__}: {exc}"},
+                                         response)
+
+    def _plan_control(self, service: str, control):
+        """The callback of ``~/pause``, ``~/resume`` or ``~/step``: ``control(plan_id, source="ros")``."""
+        def on_request(request, response):
+            try:
+                answer = control(request.plan_id, source=SOURCE)
+                self._tree_dirty.set()
+                return convert.plan_control_to_msg(service, answer, response)
+            except ControlError as exc:
+                return convert.plan_control_to_msg(service, {"success": False, "message": str(exc)}, response)
+            except Exception as exc:
+                self.get_logger().error(f"{service}: {type(exc).__name__}: {exc}")
+                return convert.plan_control_to_msg(
+                    service, {"success": False, "message": f"internal error: {type(exc).__name__}: {exc}"}, response)
+
+        return on_request
 
     def _on_get_status(self, request, response):
         plan_id, feedback_chars = convert.msg_to_status_request(request)

@@ -4,8 +4,10 @@ Then ``py-trees-tree-watcher`` (and py_trees_ros_viewer) show them. The plans
 are still ticked by the executor, never by this tree: its root is a
 ``Mirror`` whose tick only reports the plans' behaviours as they are, so the
 BehaviourTree's snapshot visitor sees their statuses change and publishes.
-Each plan hangs under a ``PlanFrame`` named after its plan id; a finished plan
-stays there, with its final states and its outcome, for ``linger_s``.
+Each plan hangs under a ``PlanFrame`` named after its plan id, whose message
+says ``paused`` (and which ops are held at their entry) while the plan is
+paused; a finished plan stays there, with its final states and its outcome,
+for ``linger_s``.
 Used only when py_trees_ros imports (a real Jazzy install:
 ``apt install ros-jazzy-py-trees-ros``); ``available()`` says whether it does.
 """
@@ -17,12 +19,14 @@ import time
 import py_trees
 from py_trees.common import Status
 
+from ..errors import ControlError
 from .convert import one_line
 
 log = logging.getLogger(__name__)
 
 IDLE_REFRESH_S = 1.0   # while nothing changes, the tree is still ticked this often (streams with a snapshot period)
 TITLE_CHARS = 80       # of a plan's description in its frame's name
+HELD_NAMED = 3         # held ops named in a paused plan's frame message; the rest are counted
 
 
 def available() -> str | None:
@@ -64,8 +68,9 @@ class Mirror(py_trees.composites.Composite):
 
 class PlanFrame(py_trees.decorators.Decorator):
     """One plan in the mirror, named ``plan <id>: <description>``, over the plan's root op (or the stop guard
-    the executor put above it). RUNNING while the plan runs; once it finished, its outcome (SUCCESS for
-    ``succeeded``, else FAILURE) with the outcome as its message."""
+    the executor put above it). RUNNING while the plan runs, with a message while it is paused (``paused``,
+    ``paused; held at entry: [3]``); once it finished, its outcome (SUCCESS for ``succeeded``, else FAILURE)
+    with the outcome as its message."""
 
     def __init__(self, plan_id: str, description: str, root):
         super().__init__(name=plan_title(plan_id, description), child=root)
@@ -91,6 +96,13 @@ class PlanFrame(py_trees.decorators.Decorator):
         """Hand the plan's root back as it was: with no parent (a root op under a guard keeps the guard)."""
         if self.decorated.parent is self:
             self.decorated.parent = None
+
+    def show_pause(self, message: str) -> bool:
+        """Show ``message`` (empty: the plan is not paused); whether the message changed."""
+        if self.finished_at is not None or self.feedback_message == message:
+            return False
+        self.feedback_message = message
+        return True
 
     def finish(self, outcome: str, now: float) -> None:
         self.outcome = outcome
@@ -125,18 +137,20 @@ class MirrorHost:
         now = self.clock()
         roots = self.executor.behaviour_trees()
         changed = False
-        new = [plan_id for plan_id in roots if plan_id not in self.frames]
-        descriptions = {}
-        if new:
-            descriptions = {plan["plan_id"]: plan["description"] for plan in self.executor.get_all_plans()["plans"]}
+        plans = {plan["plan_id"]: plan for plan in self.executor.get_all_plans()["plans"]} if roots else {}
         for plan_id, root in roots.items():
             frame = self.frames.get(plan_id)
+            shown = plans.get(plan_id, {})
             if frame is None:
-                frame = self.frames[plan_id] = PlanFrame(plan_id, descriptions.get(plan_id, ""), root)
+                frame = self.frames[plan_id] = PlanFrame(plan_id, shown.get("description", ""), root)
+                frame.show_pause(self._pause_message(plan_id, shown))
                 self.tree.insert_subtree(frame, self.root.id, len(self.root.children))
-            elif frame.decorated is not root:
+                continue
+            if frame.decorated is not root:
                 frame.host(root)
                 changed = True
+            # The snapshot visitor compares statuses only: a message alone changing must be published.
+            changed |= frame.show_pause(self._pause_message(plan_id, shown))
         for plan_id, frame in list(self.frames.items()):
             if plan_id in roots:
                 continue
@@ -176,6 +190,21 @@ class MirrorHost:
         if frame.parent is self.root:
             self.root.remove_child(frame)
         frame.release()
+
+    def _pause_message(self, plan_id: str, shown: dict) -> str:
+        """``paused``, with the ops held at their entry (their behaviours are ticked while they wait, so a
+        viewer draws them running), or empty for a plan not paused."""
+        if not shown.get("paused"):
+            return ""
+        try:  # only while paused: the ops are walked for the held ones
+            ops = self.executor.get_plan_status(plan_id, with_args=False)["ops"]
+        except ControlError:  # it finished meanwhile: its frame says how on the next update
+            return "paused"
+        held = [f"[{op['op_id']}]" for op in ops if op.get("held")]
+        if not held:
+            return "paused"
+        more = f" and {len(held) - HELD_NAMED} more" if len(held) > HELD_NAMED else ""
+        return f"paused; held at entry: {', '.join(held[:HELD_NAMED])}{more}"
 
     def _outcome(self, plan_id: str) -> str:
         try:

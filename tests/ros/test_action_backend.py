@@ -369,6 +369,22 @@ class TestOverActions:
         assert time.monotonic() - began < 5
         wait_until(lambda: ex.backend.in_flight() == [], 5, "the backend to forget the cancelled goal")
 
+    def test_a_pause_leaves_a_running_goal_running_and_holds_the_next_op(self, robot, executor):
+        # ROS 2 actions have no pause: the goal goes on to its end, and the pause answer says so.
+        ex = executor()
+        mark = robot.mark()
+        plan_id = submit(ex, seq(do("feeds back for a second", "sim.feedback"), do("after it", "sim.instant")))
+        robot.wait_for(lambda e: e["sim_robot"] == "accepted" and e["plan_id"] == plan_id, timeout=20, since=mark)
+        answer = ex.pause_plan(plan_id)
+        assert answer["paused"] and "goes on to its end" in answer["message"], answer
+        robot.wait_for(lambda e: e["sim_robot"] == "succeeded" and e["plan_id"] == plan_id, timeout=10, since=mark)
+        time.sleep(0.3)
+        status = ex.get_plan_status(plan_id)
+        assert status["paused"] and [op["state"] for op in status["ops"]][1:] == ["succeeded", "pending"], status
+        assert robot.of("accepted", since=mark, cap="sim.instant") == []  # held: no goal sent
+        assert ex.resume_plan(plan_id)["resumed"]
+        assert ex.run_until_complete(plan_id, timeout=30)["outcome"] == "succeeded"
+
     def test_cancel_right_after_start_leaves_no_orphan_goal(self, robot, backend):
         ros_backend = backend()
         poll(ros_backend, ros_backend.start(call("sim.instant", op_id="warm-up")))  # the server is known now

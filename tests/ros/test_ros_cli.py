@@ -24,7 +24,7 @@ def batch(node, commands: dict) -> dict:
     """Run the commands side by side; {key: (exit code, stdout, stderr)}."""
     running = {}
     for key, args in commands.items():
-        where = [] if "--node" in args else ["--node", node.name]
+        where = [] if "--node" in args or "--robot" in args else ["--node", node.name]
         running[key] = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", *args, *where], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, cwd=rosutil.REPO)
     out = {}
@@ -83,3 +83,40 @@ def test_client_commands(ros, node, tmp_path):
 
     code, stdout, stderr = batch(node, {"all": ["cancel"]})["all"]
     assert code == 0 and "cancelled 0 plan(s)" in stdout, stderr
+
+
+def test_pause_resume_step_and_pause_points_from_the_cli(ros, node, tmp_path):
+    plan_id = ros.call(node.name, "submit", graph_json=plan(seq(do("sim.slow"), do()), description="held")).plan_id
+    last = json.loads(ros.call(node.name, "get_status", plan_id=plan_id).status_json)["ops"][2]["op_id"]
+
+    out = batch(node, {
+        "pause": ["pause", plan_id],
+        "pause_point": ["stop-at", plan_id, last, "--when", "on_enter", "--pause"],
+        "unknown_pause": ["pause", "424242"],
+        "unknown_resume": ["resume", "424242"],
+        "unknown_step": ["step", "424242"],
+        "unknown_disarm": ["disarm", "424242", "1"],
+    })
+    code, stdout, stderr = out["pause"]
+    assert code == 0 and f"plan {plan_id!r} paused" in stdout, stderr
+    code, stdout, stderr = out["pause_point"]
+    assert code == 0 and "Pause point set" in stdout, stderr
+    for key in ("unknown_pause", "unknown_resume", "unknown_step", "unknown_disarm"):
+        code, _, stderr = out[key]
+        assert code == 1 and "424242" in stderr, (key, stderr)
+    status = json.loads(ros.call(node.name, "get_status", plan_id=plan_id).status_json)
+    assert status["paused"] is True and status["ops"][2]["pause_point"] == "on_enter", status
+    code, stdout, _ = batch(node, {"plans": ["plans"]})["plans"]
+    assert code == 0 and f"plan {plan_id}: held (3 ops, paused, 1 stop point(s))" in stdout, stdout
+
+    out = batch(node, {"resume": ["resume", plan_id], "disarm": ["disarm", plan_id, last, "--when", "on_enter"]})
+    code, stdout, stderr = out["resume"]
+    assert code == 0 and f"plan {plan_id!r} resumed" in stdout, stderr
+    code, stdout, stderr = out["disarm"]
+    assert code == 0 and "Stop point disarmed" in stdout, stderr
+    status = json.loads(ros.call(node.name, "get_status", plan_id=plan_id).status_json)
+    assert status["paused"] is False and "pause_point" not in status["ops"][2], status
+
+    code, stdout, stderr = batch(node, {"step": ["step", plan_id, "--robot", node.namespace]})["step"]
+    assert code == 0 and "not paused; it pauses behind the next op" in stdout, stderr
+    ros.call(node.name, "cancel", plan_id=plan_id, wait_ms=5000)

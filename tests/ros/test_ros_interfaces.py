@@ -40,6 +40,8 @@ FILLS = {  # conversion: (service or None for String, arguments before the messa
     "answer_to_submit_msg": ("Submit", (SUBMIT_ANSWER,), ("made",)),
     "refusal_to_submit_msg": ("Submit", (), ("r", "internal", "boom")),
     "stop_at_to_msg": ("StopAt", (True, "armed\nat 2"), ()),
+    "disarm_to_msg": ("Disarm", ({"success": True, "disarmed": True, "message": "disarmed\nat 2"},), ()),
+    "plan_control_to_msg": ("PlanControl", ("pause", {"success": True, "paused": True, "message": "paused"}), ()),
     "cancel_to_msg": ("Cancel", (True, False, "still\ntearing down"), ()),
     "status_to_msg": ("GetStatus", (None, "no plan '9'"), ()),
     "plans_to_msg": ("ListPlans", ({"count": 0, "plans": []},), ()),
@@ -67,5 +69,9 @@ def test_conversions_fill_the_generated_classes(conversion):
 def test_requests_read_from_the_generated_classes():
     submit = generated("Submit").Request(graph_json='{"plan": []}', dialect="QWEN3", scene_revision=3, run_id="h")
     assert convert.msg_to_submission(submit, 1024).source.startswith('{"run_id": "h", "scene_revision": 3')
-    assert convert.msg_to_stop_at(generated("StopAt").Request(plan_id="1", op_id="2")) == ("1", "2", "on_complete")
+    assert convert.msg_to_stop_at(generated("StopAt").Request(plan_id="1", op_id="2")) == (
+        "1", "2", "on_complete", "cancel")
+    assert convert.msg_to_stop_at(generated("StopAt").Request(plan_id="1", op_id="2", action="pause"))[3] == "pause"
+    assert convert.msg_to_disarm(generated("Disarm").Request(plan_id="1", op_id="2", when="on_enter")) == (
+        "1", "2", "on_enter")
     assert convert.msg_to_cancel(generated("Cancel").Request(wait_ms=4_000_000_000)) == (None, 30_000, True)

@@ -282,7 +282,7 @@ def test_list_plans_and_get_status_live_finished_unknown(api):
     listed = json.loads(api.call("list_plans").plans_json)
     assert listed["count"] == 1
     assert listed["plans"][0] == {"plan_id": plan_id, "description": "listed", "op_count": 2, "cancelled": False,
-                                  "stop_points": 0}
+                                  "paused": False, "stop_points": 0}
     found, live = api.status(plan_id)
     assert found and live["running"] and [op["kind"] for op in live["ops"]] == ["sequence", "do"]
     assert api.call("cancel", plan_id=plan_id, wait_ms=5000).finished

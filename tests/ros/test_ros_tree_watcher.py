@@ -95,7 +95,7 @@ def test_armed_stop_points_show_in_their_guards_message_and_a_root_guard_is_foll
     assert guards[ids["parallel"]].feedback_message == "stop on_enter armed"
     assert guards[ids["sequence"]].feedback_message == "stop on_complete armed"
     executor.stop_plan_at(plan_id, ids["parallel"], "on_complete")
-    assert guards[ids["parallel"]].feedback_message == "stop on_enter and on_complete armed"
+    assert guards[ids["parallel"]].feedback_message == "stop on_enter and stop on_complete armed"
 
     record = run_until_finished(executor, plan_id)
     assert record["outcome"] == "cancelled"
