@@ -38,9 +38,16 @@ Life of a call, as ``status(run_id)`` reports it:
   stopped) and no result came within ``lost_grace_s``. A server restarted
   under the same name is a different server: the goal is not resumed there.
 
-No ``pause``/``resume`` pair: ROS 2 actions have no pause. A plan paused while
-a goal runs leaves that goal running to its end (the executor's pause answer
-says so for each such op); only the ops not yet entered are held.
+``pause(run_id)`` / ``resume(run_id)``: ROS 2 actions cannot pause, so a
+capability server that can hold a goal offers the service
+``<action name>/pause`` (``bt_exec_interfaces/srv/PauseGoal``: the goal's UUID
+as hex and ``pause`` true or false). The request is sent asynchronously (the
+tick thread never waits for it); once the server acknowledges a pause the call
+reports PAUSED (and RUNNING again once it acknowledges the resume). A pause
+asked before the goal is accepted is sent on acceptance. Where the server
+offers no such service (its client, made with the action client, has not found
+it), ``pause`` raises ``CapabilityPauseError``: the executor then leaves that
+goal running to its end, and ``can_pause(run_id)`` says so beforehand.
 
 ``cancel(run_id)`` cancels the goal. Before the goal is accepted the cancel is
 remembered and sent as soon as the acceptance arrives, so a halted op never
@@ -74,16 +81,23 @@ from rclpy.validate_full_topic_name import validate_full_topic_name
 from rclpy.waitable import NumberOfEntities
 
 from bt_exec.backends import CallStatus, CapabilityCall
+from bt_exec.errors import BtExecError
 from bt_exec_interfaces.action import RunCapability
+from bt_exec_interfaces.srv import PauseGoal
 
 log = logging.getLogger(__name__)
 
+PAUSE_SERVICE_SUFFIX = "/pause"  # the action name plus this: where a capability server offers PauseGoal
 SERVER_PREFIX = "bt_exec/capabilities/"  # in the node's namespace: each robot of a fleet has its own servers
 DEFAULT_PROVIDER = "robot"
 
 _FEEDBACK_STATES = {"pending": "PENDING", "running": "RUNNING", "paused": "PAUSED"}
 _LIVENESS_PERIOD_S = 0.2  # how often an in-flight goal checks that its server is still in the graph
 _FORGET_AFTER_S = 60.0    # a record nobody polls any more (cancelled, or finished and never asked) is dropped then
+
+
+class CapabilityPauseError(BtExecError):
+    """The goal's capability server cannot pause it (it offers no pause service)."""
 
 
 def name_token(text: str) -> str:
@@ -199,6 +213,9 @@ class _Goal:
     cancelled_at: float | None = None
     polled_out: bool = False      # cancel() was called: nobody polls this record any more
     goal_uuid: str = ""
+    pause_wanted: bool = False    # the state the executor asked for (pause / resume)
+    pause_sent: bool = False      # the state last sent to the server's pause service
+    pause_in_flight: bool = False  # a PauseGoal request awaits its answer
     progress: CallStatus = CallStatus("PENDING")
     final: CallStatus | None = None
     ended_at: float | None = None
@@ -225,6 +242,7 @@ class RosActionBackend:
         self.server_map = {provider: self._full_name(name, provider) for provider, name in (server_map or {}).items()}
         self._lock = threading.RLock()
         self._clients: dict[str, LockedActionClient] = {}
+        self._pause_clients: dict[str, Any] = {}  # action name -> client of its pause service
         self._goals: dict[str, _Goal] = {}
         self._finished: collections.OrderedDict[str, CallStatus] = collections.OrderedDict()
         self._run_ids = itertools.count(1)
@@ -258,6 +276,9 @@ class RosActionBackend:
             if client is None:
                 client = LockedActionClient(self.node, RunCapability, server, callback_group=self._group)
                 self._clients[server] = client
+                # Made now, so that by the time a plan is paused the pause service has been discovered.
+                self._pause_clients[server] = self.node.create_client(PauseGoal, server + PAUSE_SERVICE_SUFFIX,
+                                                                      callback_group=self._group)
             return client
 
     # --- Backend protocol ----------------------------------------------------------
@@ -305,6 +326,35 @@ class RosActionBackend:
                 self._retire(goal)
         self._send_cancel_if_due(goal)
 
+    def can_pause(self, run_id: str) -> bool:
+        """Whether the server of this call offers the pause service (as far as discovery knows now)."""
+        with self._lock:
+            goal = self._goals.get(run_id)
+            client = None if goal is None else self._pause_clients.get(goal.server)
+        return client is not None and client.service_is_ready()
+
+    def pause(self, run_id: str) -> None:
+        """Ask the goal's server to pause it (without waiting); raises CapabilityPauseError where it cannot."""
+        with self._lock:
+            goal = self._goals.get(run_id)
+            if goal is None or goal.final is not None:
+                return
+        if not self.can_pause(run_id):
+            raise CapabilityPauseError(f"action server {goal.server} offers no pause service "
+                                       f"{goal.server}{PAUSE_SERVICE_SUFFIX}: the goal goes on to its end")
+        with self._lock:
+            goal.pause_wanted = True
+        self._send_pause_if_due(goal)
+
+    def resume(self, run_id: str) -> None:
+        """Ask the goal's server to resume it (without waiting); nothing for a call that was not paused."""
+        with self._lock:
+            goal = self._goals.get(run_id)
+            if goal is None or not goal.pause_wanted:
+                return
+            goal.pause_wanted = False
+        self._send_pause_if_due(goal)
+
     def close(self, wait_s: float = 1.0) -> None:
         """Cancel what is still in flight, wait up to ``wait_s`` for pending acceptances and for the servers to
         answer the cancels (so that no goal runs on unknown to them), destroy the clients."""
@@ -324,11 +374,17 @@ class RosActionBackend:
             time.sleep(0.01)
         with self._lock:
             clients, self._clients = list(self._clients.values()), {}
+            pause_clients, self._pause_clients = list(self._pause_clients.values()), {}
         for client in clients:
             try:
                 client.destroy()
             except Exception as exc:  # the node may already be destroyed
                 log.debug("destroying action client %s: %s", client._action_name, exc)
+        for pause_client in pause_clients:
+            try:
+                self.node.destroy_client(pause_client)
+            except Exception as exc:
+                log.debug("destroying pause client %s: %s", pause_client.srv_name, exc)
 
     # --- inspection ----------------------------------------------------------------
 
@@ -449,6 +505,7 @@ class RosActionBackend:
                 self._end(goal, CallStatus("FAILED", error=f"asking {goal.server} for the result failed: {exc}"),
                           cancel=True)
         self._send_cancel_if_due(goal)
+        self._send_pause_if_due(goal)  # a pause asked while the goal awaited acceptance
 
     def _on_feedback(self, goal: _Goal, message) -> None:
         feedback = message.feedback
@@ -500,6 +557,41 @@ class RosActionBackend:
             handle.cancel_goal_async().add_done_callback(functools.partial(self._on_cancel_response, goal))
         except Exception as exc:
             log.warning("cancelling goal %s on %s failed: %s", goal.goal_uuid, goal.server, exc)
+
+    def _send_pause_if_due(self, goal: _Goal) -> None:
+        """Send the pause state the executor wants, one request at a time (so a pause and the resume right
+        after it reach the server in order)."""
+        with self._lock:
+            if (goal.pause_in_flight or goal.pause_wanted == goal.pause_sent or goal.phase != "active"
+                    or goal.final is not None or goal.cancel_wanted):
+                return
+            client = self._pause_clients.get(goal.server)
+            if client is None:
+                return
+            goal.pause_in_flight = True
+            goal.pause_sent = pausing = goal.pause_wanted
+            request = PauseGoal.Request(goal_id=goal.goal_uuid, pause=pausing)
+        try:
+            future = client.call_async(request)
+        except Exception as exc:
+            with self._lock:
+                goal.pause_in_flight = False
+            log.warning("%s of goal %s on %s failed: %s", "pause" if pausing else "resume", goal.goal_uuid,
+                        goal.server, exc)
+            return
+        future.add_done_callback(functools.partial(self._on_pause_response, goal, pausing))
+
+    def _on_pause_response(self, goal: _Goal, pausing: bool, future) -> None:
+        exc = future.exception()
+        answer = None if exc is not None else future.result()
+        with self._lock:
+            goal.pause_in_flight = False
+            if answer is not None and answer.success and goal.final is None and goal.phase == "active":
+                goal.progress = CallStatus("PAUSED" if pausing else "RUNNING", detail=answer.message or None)
+        if answer is None or not answer.success:
+            log.warning("%s of goal %s on %s was refused: %s", "pause" if pausing else "resume", goal.goal_uuid,
+                        goal.server, exc or answer.message)
+        self._send_pause_if_due(goal)
 
     def _retire(self, goal: _Goal) -> None:
         """The outcome was handed out (or is not wanted): remember it; drop the record once its goal ended."""

@@ -13,15 +13,19 @@ Parameters (``--ros-args -p name:=value``):
   ``RosActionBackend`` sends caps without a provider prefix (Qwen3 skills);
   the others are the providers of the repository's examples.
 * ``feedback_period_s`` (double, 0.2): how often a running goal publishes
-  feedback (``state`` ``running``; the first at once).
+  feedback (``state`` ``running``, or ``paused``; the first at once).
+* ``pause_service`` (bool, true): offer ``<action name>/pause``
+  (``bt_exec_interfaces/srv/PauseGoal``) beside each action server. A paused
+  goal's sim clock stops until it is resumed (its feedback says ``paused``);
+  false: a robot whose goals cannot be paused (they go on to their end).
 
 Every goal runs one ``SimBackend`` call with the script's outcome and
 duration: the result has ``success``, ``event``, ``output_json`` and ``error``
 of that call. A cancel request is honoured at once (sim call cancelled, goal
-CANCELED). A goal whose ``args_json`` is not a JSON object is rejected.
+CANCELED); so is one while the goal is paused. A goal whose ``args_json`` is not a JSON object is rejected.
 
 What happens is reported as one JSON line per event on stdout (``ready``,
-``rejected``, ``accepted``, ``succeeded``, ``failed``, ``timeout``,
+``rejected``, ``accepted``, ``paused``, ``resumed``, ``succeeded``, ``failed``, ``timeout``,
 ``canceled``, ``aborted``, ``stopped``), e.g.
 ``{"sim_robot": "canceled", "goal_id": "...", "server": "/bt_exec/capabilities/sim", "plan_id": "1", "op_id": "2", "cap": "sim.wait"}``;
 the node also counts them (``SimRobotNode.counts``). On SIGINT/SIGTERM, goals
@@ -49,8 +53,9 @@ from bt_exec.backends import CallStatus, CapabilityCall
 from bt_exec.errors import ConfigError
 from bt_exec.sim import SimBackend
 from bt_exec_interfaces.action import RunCapability
+from bt_exec_interfaces.srv import PauseGoal
 
-from .action_backend import default_server_name
+from .action_backend import PAUSE_SERVICE_SUFFIX, default_server_name
 
 NODE_NAME = "bt_exec_sim_robot"
 DEFAULT_PROVIDERS = ("robot", "sim", "tiago_camera", "battery", "audio")
@@ -69,16 +74,20 @@ class SimRobotNode(Node):
         script = self.declare_parameter("sim_script", "").value
         providers = list(self.declare_parameter("providers", list(DEFAULT_PROVIDERS)).value)
         self.feedback_period_s = float(self.declare_parameter("feedback_period_s", 0.2).value)
+        offer_pause = bool(self.declare_parameter("pause_service", True).value)
         script = script.strip()
         self.sim = SimBackend(json.loads(script) if script.startswith("{") else (script or None))
         self.echo = echo
         self.counts: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
         self._running: dict[str, dict] = {}  # goal id -> what it runs, while its execute callback is in progress
+        self._sim_runs: dict[str, str] = {}  # goal id -> its sim call's run id, once started
+        self._paused: set[str] = set()  # goal ids paused (also before their sim call starts)
         self._stopping = threading.Event()
         self._group = ReentrantCallbackGroup()
         self.servers: dict[str, str] = {}
         self._action_servers = []
+        self._pause_services = []
         for provider in dict.fromkeys(providers):
             name = default_server_name(provider, self.get_namespace())
             if name in self.servers.values():
@@ -88,6 +97,9 @@ class SimRobotNode(Node):
                 self, RunCapability, name, execute_callback=lambda handle, p=provider: self._execute(p, handle),
                 goal_callback=lambda request, p=provider: self._on_goal(p, request),
                 cancel_callback=self._on_cancel, callback_group=self._group))
+            if offer_pause:
+                self._pause_services.append(self.create_service(
+                    PauseGoal, name + PAUSE_SERVICE_SUFFIX, self._on_pause, callback_group=self._group))
 
     # --- reporting -----------------------------------------------------------------
 
@@ -124,6 +136,25 @@ class SimRobotNode(Node):
     def _on_cancel(self, goal_handle) -> CancelResponse:
         return CancelResponse.ACCEPT
 
+    def _on_pause(self, request, response):
+        goal_id = request.goal_id.strip().lower()
+        with self._lock:
+            about = self._running.get(goal_id)
+            if about is None:
+                response.success, response.message = False, f"no running goal {goal_id!r}"
+                return response
+            if request.pause:
+                self._paused.add(goal_id)
+            else:
+                self._paused.discard(goal_id)
+            run_id = self._sim_runs.get(goal_id)
+            if run_id is not None:  # else the sim call is paused as it starts
+                (self.sim.pause if request.pause else self.sim.resume)(run_id)
+        self.report("paused" if request.pause else "resumed", **about)
+        response.success = True
+        response.message = f"sim: {about['cap']} {'paused' if request.pause else 'resumed'}"
+        return response
+
     def _execute(self, provider: str, goal_handle) -> RunCapability.Result:
         request = goal_handle.request
         goal_id = bytes(goal_handle.goal_id.uuid).hex()
@@ -142,6 +173,8 @@ class SimRobotNode(Node):
         finally:
             with self._lock:
                 self._running.pop(goal_id, None)
+                self._sim_runs.pop(goal_id, None)
+                self._paused.discard(goal_id)
 
     def _run(self, provider: str, goal_handle, about: dict) -> RunCapability.Result:
         request = goal_handle.request
@@ -156,6 +189,10 @@ class SimRobotNode(Node):
         if isinstance(started, CallStatus):
             return self._finish(goal_handle, started, about)
         run_id = started
+        with self._lock:
+            self._sim_runs[about["goal_id"]] = run_id
+            if about["goal_id"] in self._paused:  # paused between acceptance and the start of its sim call
+                self.sim.pause(run_id)
         next_feedback = 0.0
         while True:
             if goal_handle.is_cancel_requested:
@@ -210,6 +247,10 @@ class SimRobotNode(Node):
         for server in self._action_servers:
             server.destroy()
         self._action_servers = []
+        for service in self._pause_services:
+            self.destroy_service(service)
+        self._pause_services = []
+        self._pause_services = []
         super().destroy_node()
 
 

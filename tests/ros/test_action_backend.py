@@ -48,6 +48,7 @@ SCRIPT = {
         "sim.event": {"outcome": "grasp_failed", "duration_s": 0.1},
         "sim.slow": {"duration_s": 60},
         "sim.feedback": {"duration_s": 1.0, "output": {"image": "sim://snapshot/1.jpg"}},
+        "steady.feedback": {"duration_s": 1.0},
         "fragile.slow": {"duration_s": 60},
         "stopper.slow": {"duration_s": 60},
     },
@@ -114,7 +115,7 @@ def robots_cleaned_up():
 class SimRobot:
     """A sim robot process; its stdout JSON lines are collected as ``events``."""
 
-    def __init__(self, tmp_path, providers, name="robot"):
+    def __init__(self, tmp_path, providers, name="robot", pause_service=True):
         self.script = tmp_path / f"{name}-script.json"
         self.script.write_text(json.dumps(SCRIPT), encoding="utf-8")
         profile = tmp_path / "fastdds.xml"
@@ -122,7 +123,8 @@ class SimRobot:
         self.env = {**os.environ, "ROS_DOMAIN_ID": str(DOMAIN_ID), "FASTRTPS_DEFAULT_PROFILES_FILE": str(profile),
                     "FASTDDS_DEFAULT_PROFILES_FILE": str(profile), "PYTHONUNBUFFERED": "1"}
         self.argv = [sys.executable, "-c", ROBOT_MAIN, "--ros-args", "-p", f"sim_script:={self.script}",
-                     "-p", f"providers:=[{','.join(providers)}]", "-p", "feedback_period_s:=0.1"]
+                     "-p", f"providers:=[{','.join(providers)}]", "-p", "feedback_period_s:=0.1",
+                     "-p", f"pause_service:={str(pause_service).lower()}"]
         self.stderr_path = tmp_path / f"{name}.stderr"
         self.events: list[dict] = []
         self.process = None
@@ -369,21 +371,51 @@ class TestOverActions:
         assert time.monotonic() - began < 5
         wait_until(lambda: ex.backend.in_flight() == [], 5, "the backend to forget the cancelled goal")
 
-    def test_a_pause_leaves_a_running_goal_running_and_holds_the_next_op(self, robot, executor):
-        # ROS 2 actions have no pause: the goal goes on to its end, and the pause answer says so.
+    def test_a_pause_holds_a_running_goal_and_resume_lets_it_finish(self, robot, executor):
         ex = executor()
         mark = robot.mark()
         plan_id = submit(ex, seq(do("feeds back for a second", "sim.feedback"), do("after it", "sim.instant")))
-        robot.wait_for(lambda e: e["sim_robot"] == "accepted" and e["plan_id"] == plan_id, timeout=20, since=mark)
+        (accepted,) = robot.wait_for(lambda e: e["sim_robot"] == "accepted" and e["plan_id"] == plan_id,
+                                     timeout=20, since=mark)
+        (run,) = ex.backend.in_flight()
+        wait_until(lambda: ex.backend.can_pause(run["run_id"]), 10, "the pause service to be discovered")
         answer = ex.pause_plan(plan_id)
-        assert answer["paused"] and "goes on to its end" in answer["message"], answer
-        robot.wait_for(lambda e: e["sim_robot"] == "succeeded" and e["plan_id"] == plan_id, timeout=10, since=mark)
-        time.sleep(0.3)
+        assert answer["paused"] and "(paused too)" in answer["message"], answer
+        (paused,) = robot.wait_for(lambda e: e["sim_robot"] == "paused" and e["plan_id"] == plan_id, since=mark)
+        assert paused["goal_id"] == accepted["goal_id"]
+        wait_until(lambda: op_of(ex.get_plan_status(plan_id), "sim.feedback")["state"] == "paused", 5,
+                   "the op to show paused")
+        time.sleep(1.5)  # past the goal's one second: its clock stopped
         status = ex.get_plan_status(plan_id)
-        assert status["paused"] and [op["state"] for op in status["ops"]][1:] == ["succeeded", "pending"], status
-        assert robot.of("accepted", since=mark, cap="sim.instant") == []  # held: no goal sent
+        assert [op["state"] for op in status["ops"]][1:] == ["paused", "pending"], status
+        assert robot.of("succeeded", since=mark, plan_id=plan_id) == []
         assert ex.resume_plan(plan_id)["resumed"]
-        assert ex.run_until_complete(plan_id, timeout=30)["outcome"] == "succeeded"
+        robot.wait_for(lambda e: e["sim_robot"] == "resumed" and e["plan_id"] == plan_id, since=mark)
+        record = ex.run_until_complete(plan_id, timeout=30)
+        assert record["outcome"] == "succeeded", record
+        assert op_of(record, "sim.feedback")["result"]["output"] == {"image": "sim://snapshot/1.jpg"}
+        (succeeded,) = robot.of("succeeded", since=mark, plan_id=plan_id, cap="sim.feedback")
+        assert succeeded["goal_id"] == accepted["goal_id"]
+
+    def test_a_goal_on_a_server_without_pause_service_goes_on_to_its_end(self, tmp_path, executor):
+        # ROS 2 actions have no pause of their own: without the pause service the goal runs to its end.
+        steady = SimRobot(tmp_path, ["steady"], name="steady", pause_service=False).start()
+        try:
+            ex = executor()
+            plan_id = submit(ex, seq(do("cannot be paused", "steady.feedback"), do("after it", "sim.instant")))
+            steady.wait_for(lambda e: e["sim_robot"] == "accepted" and e["plan_id"] == plan_id, timeout=20)
+            (run,) = ex.backend.in_flight()
+            assert not ex.backend.can_pause(run["run_id"])
+            assert ex.pause_plan(plan_id)["paused"]
+            steady.wait_for(lambda e: e["sim_robot"] == "succeeded" and e["plan_id"] == plan_id, timeout=10)
+            time.sleep(0.3)
+            status = ex.get_plan_status(plan_id)
+            assert status["paused"] and [op["state"] for op in status["ops"]][1:] == ["succeeded", "pending"], status
+            assert steady.of("paused") == []
+            assert ex.resume_plan(plan_id)["resumed"]
+            assert ex.run_until_complete(plan_id, timeout=30)["outcome"] == "succeeded"
+        finally:
+            assert steady.stop() == 0
 
     def test_cancel_right_after_start_leaves_no_orphan_goal(self, robot, backend):
         ros_backend = backend()
