@@ -43,6 +43,8 @@ class GuardedBackend:
         self._state = getattr(backend, "state", None)
         if hasattr(backend, "pause") and hasattr(backend, "resume"):  # pausable behind the guard as without it
             self.pause, self.resume = backend.pause, backend.resume
+            if hasattr(backend, "can_pause"):
+                self.can_pause = backend.can_pause
 
     def start(self, call: CapabilityCall) -> CallStatus | str:
         decision = self.guard.decide(call.cap, call.provider, call.args, self._state)

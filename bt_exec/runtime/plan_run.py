@@ -394,7 +394,12 @@ class PlanRun:
         calls = []
         for source in list(self.watched):
             backend = getattr(source, "backend", None)
-            calls.append((source.op_id, hasattr(backend, "pause") and hasattr(backend, "resume")))
+            pausable = hasattr(backend, "pause") and hasattr(backend, "resume")
+            can_pause = getattr(backend, "can_pause", None)  # a backend whose pausing depends on the call
+            run_id = getattr(source, "_run_id", None)
+            if pausable and can_pause is not None and run_id is not None:
+                pausable = can_pause(run_id)
+            calls.append((source.op_id, pausable))
         if len(calls) > 1:
             position = {op_id: index for index, op_id in enumerate(self.records)}
             calls.sort(key=lambda call: position[call[0]])

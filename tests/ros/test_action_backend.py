@@ -406,7 +406,8 @@ class TestOverActions:
             steady.wait_for(lambda e: e["sim_robot"] == "accepted" and e["plan_id"] == plan_id, timeout=20)
             (run,) = ex.backend.in_flight()
             assert not ex.backend.can_pause(run["run_id"])
-            assert ex.pause_plan(plan_id)["paused"]
+            answer = ex.pause_plan(plan_id)
+            assert answer["paused"] and "goes on to its end" in answer["message"], answer
             steady.wait_for(lambda e: e["sim_robot"] == "succeeded" and e["plan_id"] == plan_id, timeout=10)
             time.sleep(0.3)
             status = ex.get_plan_status(plan_id)
