@@ -41,7 +41,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.duration import Duration
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
@@ -53,6 +53,7 @@ from .. import CapabilityCatalog, Executor, JsonlJournal, Limits, Scene, SimBack
 from ..errors import ConfigError, ControlError
 from . import convert, params, tree_watcher
 from .outbox import Outbox
+from .process import release, spin
 
 log = logging.getLogger(__name__)
 
@@ -554,21 +555,6 @@ class ExecutorNode(Node):
 
 # --- process --------------------------------------------------------------------
 
-def _spin(ros_executor: MultiThreadedExecutor, stop: threading.Event) -> None:
-    """Spin until the executor is shut down. rclpy re-raises a callback's exception here (ours catch
-    everything; rclpy's own take/send can still fail, e.g. on a request that is not valid UTF-8): log it
-    and spin on, so that one bad message never ends the node's service."""
-    while not stop.is_set():
-        try:
-            ros_executor.spin()
-            return
-        except ExternalShutdownException:
-            return
-        except Exception as exc:
-            log.error("rclpy executor: %s: %s (serving on)", type(exc).__name__, exc)
-            time.sleep(0.01)
-
-
 def _close_within_bound(node: ExecutorNode, force_exit) -> None:
     """``node.close()`` in a thread of its own; past ``shutdown_timeout_s`` (and a margin), a forced exit."""
     def close() -> None:
@@ -658,7 +644,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
         ros_executor.add_node(node)
         if node.watcher is not None and node.watcher.own_node is not None:
             ros_executor.add_node(node.watcher.own_node)
-        spin_thread = threading.Thread(target=_spin, args=(ros_executor, stop), name="bt_exec-ros", daemon=True)
+        spin_thread = threading.Thread(target=spin, args=(ros_executor, stop), name="bt_exec-ros", daemon=True)
         spin_thread.start()
         node.start()
         # What is loaded by now lives as long as the process: out of the collector's sight, a full collection
@@ -671,20 +657,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
     except Exception as exc:
         return fail(f"internal error: {type(exc).__name__}: {exc}", 3)
     finally:
-        try:
-            if node is not None:
-                _close_within_bound(node, force_exit)
-            if ros_executor is not None:
-                ros_executor.shutdown(timeout_sec=2.0)
-            if spin_thread is not None:
-                spin_thread.join(5.0)
-            if node is not None:
-                node.destroy_node()
-        finally:
-            rclpy.try_shutdown()
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-
+        release(node, lambda: _close_within_bound(node, force_exit), ros_executor, spin_thread, previous)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -27,7 +27,7 @@ import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
@@ -40,6 +40,7 @@ from ...compilers.symbolic import World
 from ...errors import BtExecError, ConfigError, ControlError, PlanError
 from ..outbox import Outbox
 from ..params import Param
+from ..process import release, spin
 from . import convert, params
 from .gate import ReadinessGate
 
@@ -453,19 +454,6 @@ def _kept(answer: dict) -> dict:
 
 # --- process --------------------------------------------------------------------
 
-def _spin(ros_executor: MultiThreadedExecutor, stop: threading.Event) -> None:
-    """Spin until shut down; an error rclpy raises out of a callback is logged and spinning goes on."""
-    while not stop.is_set():
-        try:
-            ros_executor.spin()
-            return
-        except ExternalShutdownException:
-            return
-        except Exception as exc:
-            log.error("rclpy executor: %s: %s (serving on)", type(exc).__name__, exc)
-            time.sleep(0.01)
-
-
 def main(argv: list[str] | None = None, prog: str = "bt_exec_iiwa_node") -> int:
     """Run the node until SIGINT or SIGTERM: exit 0 after a clean stop, 2 on bad arguments or parameters or
     a missing interface package of the cell. ``argv`` is a full command line whose ``--ros-args`` go to rclpy."""
@@ -505,7 +493,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_iiwa_node") -> int:
             return fail(f"cannot start: {exc}", 2)
         ros_executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
         ros_executor.add_node(node)
-        spin_thread = threading.Thread(target=_spin, args=(ros_executor, stop), name="iiwa-ros", daemon=True)
+        spin_thread = threading.Thread(target=spin, args=(ros_executor, stop), name="iiwa-ros", daemon=True)
         spin_thread.start()
         node.start()
         while not stop.wait(0.2):
@@ -515,20 +503,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_iiwa_node") -> int:
     except Exception as exc:
         return fail(f"internal error: {type(exc).__name__}: {exc}", 3)
     finally:
-        try:
-            if node is not None:
-                node.close()
-            if ros_executor is not None:
-                ros_executor.shutdown(timeout_sec=2.0)
-            if spin_thread is not None:
-                spin_thread.join(5.0)
-            if node is not None:
-                node.destroy_node()
-        finally:
-            rclpy.try_shutdown()
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-
+        release(node, lambda: node.close(), ros_executor, spin_thread, previous)
 
 if __name__ == "__main__":
     sys.exit(main())
