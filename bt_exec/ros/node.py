@@ -53,7 +53,7 @@ from .. import CapabilityCatalog, Executor, JsonlJournal, Limits, Scene, SimBack
 from ..errors import ConfigError, ControlError
 from . import convert, params, tree_watcher
 from .outbox import Outbox
-from .process import release, spin
+from .process import release, spin, stop_on_signals
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,6 @@ INLINE_SUBMIT_CHARS = 64 * 1024
 GIL_SWITCH_INTERVAL_S = 0.0001
 SHUTDOWN_CANCEL_MS = 2000  # of shutdown_timeout_s, the most spent waiting for plans to finish
 LAST_EVENTS_S = 1.0        # of shutdown_timeout_s, what is kept for the last events to reach the subscribers
-SIGNAL_GRACE_S = 2.0       # a second SIGINT/SIGTERM this soon after the first is the same request (ros2 launch's)
 FORCED_EXIT = 1            # the teardown outlived shutdown_timeout_s
 CLOSE_MARGIN_S = 1.0       # beyond shutdown_timeout_s, for the parts of the stop the bound does not cover
 TREE_EVENTS = frozenset(("plan_started", "node_state", "step_transition", "plan_complete", "stop_point", "paused",
@@ -577,7 +576,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
     ``argv`` is a full command line (program name first) whose ``--ros-args ...`` go to rclpy.
     Signals are handled here, not by rclpy (which can miss a SIGTERM while spinning):
     the main thread only waits, so it acts on a signal at once. The first SIGINT or SIGTERM starts the
-    clean stop (``ExecutorNode.close``); another within SIGNAL_GRACE_S is the same request (``ros2 launch``
+    clean stop (``ExecutorNode.close``); another within process.SIGNAL_GRACE_S is the same request (``ros2 launch``
     forwards the terminal's Ctrl-C as a second SIGINT). Only a signal after that, or a clean stop past
     ``shutdown_timeout_s``, ends the process at once (128 + the signal, or FORCED_EXIT), saying on stderr
     what was left running.
@@ -591,8 +590,6 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
         return code
 
     stop = threading.Event()
-    previous = {}
-    first_signal_at: list[float] = []
     started: list[ExecutorNode] = []
 
     def force_exit(code: int, why: str) -> None:
@@ -606,24 +603,11 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
               file=sys.stderr, flush=True)
         os._exit(code)
 
-    def on_signal(signum, _frame):
-        now = time.monotonic()
-        if not first_signal_at:
-            first_signal_at.append(now)
-            stop.set()
-        elif now - first_signal_at[0] > SIGNAL_GRACE_S:  # asked again, later: the clean stop is stuck; go now
-            force_exit(128 + signum, f"{signal.Signals(signum).name} {now - first_signal_at[0]:.1f} s after the "
-                                     "first stop signal")
-        # else: the same request again (ros2 launch forwards the terminal's SIGINT): the clean stop goes on
-
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, on_signal)
+    stop_on_signals(stop, lambda signum, after_s: force_exit(
+        128 + signum, f"{signal.Signals(signum).name} {after_s:.1f} s after the first stop signal"))
     try:
         rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as exc:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         return fail(f"bad ROS arguments: {exc}", 2)
     node = ros_executor = spin_thread = None
     code = 0
@@ -657,7 +641,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
     except Exception as exc:
         return fail(f"internal error: {type(exc).__name__}: {exc}", 3)
     finally:
-        release(node, lambda: _close_within_bound(node, force_exit), ros_executor, spin_thread, previous)
+        release(node, lambda: _close_within_bound(node, force_exit), ros_executor, spin_thread)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -122,6 +122,7 @@ class Cell:
             args += ["-p", f"{key}:={value}"]
         self.log_path = tmp_path / f"node-{self.ns[6:]}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115  (open while the process runs)
+        self._closed: int | None = None  # the exit code, once closed
         self.status = Timed()
         self.plans = Timed()
         node = ros.node
@@ -136,7 +137,8 @@ class Cell:
                                         env=cell["env"])
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def wait_ready(self, timeout: float = 40.0) -> None:
@@ -211,7 +213,10 @@ class Cell:
     def started(self) -> list[dict]:
         return [e for e in self.status.events() if e["event"] == "plan_started"]
 
-    def close(self) -> int | None:
+    def close(self, signals=(signal.SIGTERM,)) -> int | None:
+        """Stop the node with ``signals`` (sent 0.1 s apart), once: its exit code."""
+        if self._closed is not None:
+            return self._closed
         for subscription in self._subs:
             self.ros.node.destroy_subscription(subscription)
         for client in self._clients.values():
@@ -220,7 +225,10 @@ class Cell:
         self.ros.node.destroy_publisher(self.ready_pub)
         code = None
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            for index, signum in enumerate(signals):
+                if index:
+                    time.sleep(0.1)
+                self.process.send_signal(signum)
             try:
                 code = self.process.wait(10)
             except subprocess.TimeoutExpired:
@@ -229,6 +237,7 @@ class Cell:
         else:
             code = self.process.returncode
         self._log.close()
+        self._closed = code
         return code
 
 
@@ -398,6 +407,12 @@ def test_envelopes_of_another_experiment_are_refused(make_cell):
     node.set_ready(True)
     assert node.submit(submit_value("f1")) is False
     assert "no scene" in node.answer("f1")["message"]
+
+
+def test_a_double_sigint_as_ros2_launch_sends_it_is_one_clean_stop(make_cell):
+    cell = make_cell()
+    code = cell.close(signals=(signal.SIGINT, signal.SIGINT))
+    assert code == 0, f"exit {code}:\n{cell.log()}"
 
 
 def test_a_missing_cell_package_exits_2_naming_it():

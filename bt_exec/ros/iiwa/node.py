@@ -18,7 +18,6 @@ import collections
 import dataclasses
 import logging
 import os
-import signal
 import sys
 import threading
 import time
@@ -40,7 +39,7 @@ from ...compilers.symbolic import World
 from ...errors import BtExecError, ConfigError, ControlError, PlanError
 from ..outbox import Outbox
 from ..params import Param
-from ..process import release, spin
+from ..process import release, spin, stop_on_signals
 from . import convert, params
 from .gate import ReadinessGate
 
@@ -466,21 +465,11 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_iiwa_node") -> int:
         return code
 
     stop = threading.Event()
-    previous = {}
+    stop_on_signals(stop, lambda signum, _after_s: os._exit(128 + signum))
 
-    def on_signal(signum, _frame):
-        if stop.is_set():  # a second signal: the clean stop is stuck; go now
-            os._exit(128 + signum)
-        stop.set()
-
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, on_signal)
     try:
         rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as exc:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         return fail(f"bad ROS arguments: {exc}", 2)
     node = ros_executor = spin_thread = None
     try:
@@ -503,7 +492,8 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_iiwa_node") -> int:
     except Exception as exc:
         return fail(f"internal error: {type(exc).__name__}: {exc}", 3)
     finally:
-        release(node, lambda: node.close(), ros_executor, spin_thread, previous)
+        release(node, lambda: node.close(), ros_executor, spin_thread)
+
 
 if __name__ == "__main__":
     sys.exit(main())
