@@ -260,7 +260,7 @@ def make_cell(ros, cell, tmp_path):
 # --- the seed's acceptance list --------------------------------------------------------
 
 def test_readiness_one_run_idempotence_plan_topic_and_status(make_cell, ros):
-    node = make_cell(grab_s=1.5, ready_delay_s=1.5)
+    node = make_cell(grab_s=6.0, ready_delay_s=1.5)  # r1 still runs while r2 is tried, on a loaded CI machine too
 
     # Before ready: refused, with the reason on ~/status, nothing published.
     assert node.submit(submit_value("r1")) is False
