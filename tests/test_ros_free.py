@@ -172,7 +172,9 @@ def test_mirror_host_follows_the_executor(make_executor):
     assert tree.root.children == [] and updates[-1] == 0
 
 
-def test_mirror_host_follows_stop_guards_placed_mid_run(make_executor):
+def hosted_steps(make_executor):
+    """A two-op plan (its first op slow) ticked once under a mirror host: executor, mirror tree, the tree's
+    update counts, host, plan id."""
     executor = make_executor({"caps": {"sim.step": {"duration_s": 0.3}}})
     tree = py_trees.trees.BehaviourTree(Mirror("bt_exec"))
     updates = []
@@ -184,6 +186,11 @@ def test_mirror_host_follows_stop_guards_placed_mid_run(make_executor):
     plan_id = executor.submit(steps)["plan_id"]
     executor.tick_once()
     host.update()
+    return executor, tree, updates, host, plan_id
+
+
+def test_mirror_host_follows_stop_guards_placed_mid_run(make_executor):
+    executor, tree, updates, host, plan_id = hosted_steps(make_executor)
     root_op = executor.behaviour_trees()[plan_id]
     (frame,) = tree.root.children  # each plan under a frame named after it
     assert frame.name == f"plan {plan_id}: steps" and frame.decorated is root_op and updates == [1]
@@ -206,17 +213,7 @@ def test_mirror_host_follows_stop_guards_placed_mid_run(make_executor):
 
 
 def test_mirror_host_shows_a_paused_plan_and_its_pause_points(make_executor):
-    executor = make_executor({"caps": {"sim.step": {"duration_s": 0.3}}})
-    tree = py_trees.trees.BehaviourTree(Mirror("bt_exec"))
-    updates = []
-    tree.tree_update_handler = lambda: updates.append(len(tree.root.children))
-    host = MirrorHost(tree, executor)
-    steps = {"op": "sequence", "description": "steps", "children": [
-        {"op": "do", "description": "step", "cap": "sim.step", "args": {}},
-        {"op": "do", "description": "act", "cap": "sim.act", "args": {}}]}
-    plan_id = executor.submit(steps)["plan_id"]
-    executor.tick_once()
-    host.update()
+    executor, tree, updates, host, plan_id = hosted_steps(make_executor)
     (frame,) = tree.root.children
     assert frame.feedback_message == "" and updates == [1]
 

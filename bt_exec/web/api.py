@@ -283,13 +283,7 @@ class ControlApi:
         route = ROUTES_BY_NAME.get(name)
         if route is None:
             raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(ROUTES_BY_NAME)}")
-        args = {} if args is None else args
-        if not isinstance(args, dict):
-            raise ApiError(400, "bad_arguments", f"{name}: arguments must be a JSON object, got {type(args).__name__}")
-        _refuse_fractions(name, route, args)
-        problems = sorted(_VALIDATORS[name].iter_errors(args), key=lambda e: list(e.absolute_path))
-        if problems:
-            raise ApiError(400, "bad_arguments", f"{name}: " + "; ".join(_describe(p) for p in problems[:5]))
+        args = checked_args(route, args, _VALIDATORS[name])
         if name == "wait_for_plan" and not self._waits.acquire(blocking=False):
             raise ApiError(503, "too_many_waits", f"{self.max_waits} wait_for_plan calls are waiting already; try "
                                                   "again shortly, or poll get_plan_status with summary=true")
@@ -372,6 +366,20 @@ class EventFanout:
     def _detach(self, stream: EventStream) -> None:
         with self._lock:
             self._streams = tuple(s for s in self._streams if s is not stream)
+
+
+def checked_args(route: Route, args: object, validator: jsonschema.Draft202012Validator) -> dict:
+    """``args`` of a call of ``route`` once they are a JSON object its schema (``validator``) takes; else
+    ApiError 400 naming what is wrong (at most five problems)."""
+    name = route.name
+    args = {} if args is None else args
+    if not isinstance(args, dict):
+        raise ApiError(400, "bad_arguments", f"{name}: arguments must be a JSON object, got {type(args).__name__}")
+    _refuse_fractions(name, route, args)
+    problems = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    if problems:
+        raise ApiError(400, "bad_arguments", f"{name}: " + "; ".join(_describe(p) for p in problems[:5]))
+    return args
 
 
 def without_plan_shape(event: dict) -> dict:

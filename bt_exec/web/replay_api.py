@@ -21,7 +21,7 @@ from ..errors import ControlError
 from ..compilers.source import INT64_MAX
 from ..events.replay import MAX_BATCH, JournalRun, ReplayedPlans, ReplayError, paced, read_events, run_span
 from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S
-from .api import ROUTES, ApiError, EventFanout, EventStream, Route, _describe, _refuse_fractions, without_plan_shape
+from .api import ROUTES, ApiError, EventFanout, EventStream, Route, checked_args, without_plan_shape
 
 log = logging.getLogger(__name__)
 
@@ -115,13 +115,7 @@ class ReplayApi:
         if name not in READ_OPERATIONS and name not in _REPLAY_OPERATIONS:
             raise ApiError(409, "replay", f"{name}: a replay cannot be controlled, nor asked for what only a live "
                                           f"executor knows; it answers {', '.join(sorted(READ_OPERATIONS))}")
-        args = {} if args is None else args
-        if not isinstance(args, dict):
-            raise ApiError(400, "bad_arguments", f"{name}: arguments must be a JSON object, got {type(args).__name__}")
-        _refuse_fractions(name, route, args)
-        problems = sorted(_VALIDATORS[name].iter_errors(args), key=lambda e: list(e.absolute_path))
-        if problems:
-            raise ApiError(400, "bad_arguments", f"{name}: " + "; ".join(_describe(p) for p in problems[:5]))
+        args = checked_args(route, args, _VALIDATORS[name])
         if name in _REPLAY_OPERATIONS:
             return route.call(self, **args)
         if name == "wait_for_plan":
