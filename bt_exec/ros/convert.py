@@ -197,3 +197,34 @@ def snapshot_to_msg(snapshot: dict, msg):
     """A ``~/tree`` message (``std_msgs/String``): ``{"time", "plans": [get_plan_status of each running plan]}``."""
     msg.data = to_json(snapshot)
     return msg
+
+
+# --- Control (any operation of the control API) ------------------------------------
+
+def control_call_to_msg(operation: str, args: dict, door: str, request):
+    request.operation = operation
+    request.args_json = json.dumps(args, ensure_ascii=True)
+    request.door = door
+    return request
+
+
+def msg_to_control_call(request) -> tuple[str, str, str]:
+    """``(operation, args_text, door)``: ``args_text`` is ``{}`` when empty; ``door`` is "ros" when empty."""
+    return request.operation, request.args_json.strip() or "{}", request.door or "ros"
+
+
+def control_answer_to_msg(status: int, answer: dict, response):
+    """``status`` 200: ``answer`` is the operation's; else it is ``{"error": {"code", "message"}}``."""
+    response.success = status == 200
+    response.status = status
+    response.answer_json = json.dumps(answer, default=str, ensure_ascii=True)
+    return response
+
+
+def msg_to_control_answer(response) -> tuple[bool, int, object]:
+    """``(success, status, answer)``; an answer that is not JSON is a failure (status 502) saying so."""
+    try:
+        answer = json.loads(response.answer_json)
+    except (ValueError, RecursionError):
+        return False, 502, {"error": {"code": "bad_answer", "message": "the robot's answer is not JSON"}}
+    return bool(response.success), int(response.status), answer
