@@ -43,6 +43,8 @@ _ID_ARGS = ("plan_id", "op_id", "target_op_id")
 CAP_PATTERN = re.compile(r"[^\s.]+(\.[^\s.]+)+")
 _NON_BLANK = re.compile(r"\S")
 _NO_WHITESPACE = re.compile(r"\S+")
+# The decoder's scanner, called as JSONDecoder.raw_decode calls it, without its frame (StopIteration: no value).
+_SCAN_JSON = _DECODER.scan_once
 
 
 def detect_shape(doc: dict) -> str | None:
@@ -146,6 +148,7 @@ def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], i
     # (node, path, depth, parent Op or None)
     stack: list[tuple[object, str, int, Op | None]] = [(root, root_path, 1, None)]
     push, pop = stack.append, stack.pop
+    providers: dict[str, str] = {}
     while stack:
         node, path, depth, parent = pop()
         count += 1
@@ -154,7 +157,7 @@ def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], i
             return max_depth_seen
         if depth > max_depth_seen:
             max_depth_seen = depth
-        op = _well_formed_op(node, path, str(count)) or _check_tree_node(node, path, str(count), issues)
+        op = _well_formed_op(node, path, str(count), providers) or _check_tree_node(node, path, str(count), issues)
         if issues and issues.dropped:  # more faults than are listed: enough said
             return max_depth_seen
         if op is not None:
@@ -223,9 +226,11 @@ def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue]) -
     return Op(op_id, kind, description, path=path)
 
 
-def _well_formed_op(node: object, path: str, op_id: str) -> Op | None:
+def _well_formed_op(node: object, path: str, op_id: str, providers: dict[str, str]) -> Op | None:
     """The op of a node that passes every check below at a glance; None sends it to the checks, which
-    say what is wrong (most nodes are well formed: this is the cost a valid plan pays)."""
+    say what is wrong (most nodes are well formed: this is the cost a valid plan pays). ``providers``:
+    cap -> provider of the caps already found well formed in this plan (most plans call few caps
+    many times: each is matched once)."""
     if type(node) is not dict:
         return None
     kind = node.get("op")
@@ -234,15 +239,20 @@ def _well_formed_op(node: object, path: str, op_id: str) -> Op | None:
         return None
     if kind == "do":
         cap, args = node.get("cap"), node.get("args", _NO_ARGS)
-        if (node.keys() <= _DO_FIELDS and type(cap) is str and type(args) is dict
-                and CAP_PATTERN.fullmatch(cap) is not None
-                and not (args and cap.startswith(_BUILTIN_CAP_PREFIX) and _has_id_not_text(args))):
-            return Op(op_id, "do", description, cap=cap, args={} if args is _NO_ARGS else args,
-                      provider=cap.split(".", 1)[0], path=path)
-        return None
+        if type(args) is not dict or not node.keys() <= _DO_FIELDS:
+            return None
+        provider = providers.get(cap) if type(cap) is str else None
+        if provider is None:
+            if type(cap) is not str or CAP_PATTERN.fullmatch(cap) is None \
+                    or args and cap.startswith(_BUILTIN_CAP_PREFIX) and _has_id_not_text(args):
+                return None
+            provider = cap.split(".", 1)[0]
+            if not cap.startswith(_BUILTIN_CAP_PREFIX):  # a builtin's args are looked at each time
+                providers[cap] = provider
+        return Op(op_id, "do", description, [], cap, {} if args is _NO_ARGS else args, provider, None, path)
     if (kind == "sequence" or kind == "parallel") and type(node.get("children")) is list \
             and node.keys() <= _COMPOSITE_FIELDS:
-        return Op(op_id, kind, description, path=path)
+        return Op(op_id, kind, description, [], None, None, None, None, path)
     return None
 
 
@@ -421,6 +431,9 @@ def _plain_text(text: object, max_chars: int) -> bool:
 
 def _arena_plan(doc: dict, nodes: list, root_index: int, ops: list, limits: Limits, issues: Issues) -> Plan:
     """The plan once every node is read: op ids unique, the arena one tree; PlanError with the issues found."""
+    walked = None if issues else _walk_arena_tree(nodes, ops, root_index, limits.max_depth)
+    if walked is not None:
+        return _arena_plan_of(doc, ops[root_index], *walked)
     op_ids = [op.op_id for op in ops if op is not None]
     if len(set(op_ids)) != len(op_ids):  # name each duplicate only when there is one
         seen_ids: dict[str, int] = {}
@@ -446,10 +459,45 @@ def _arena_plan(doc: dict, nodes: list, root_index: int, ops: list, limits: Limi
         if children:  # a do node's op keeps the empty list it was made with
             op.children = [ops[child].op_id for child in children]
         by_index[op.op_id] = op
-    root = ops[root_index]
+    return _arena_plan_of(doc, ops[root_index], by_index, depth)
+
+
+def _arena_plan_of(doc: dict, root: Op, ops: dict[str, Op], depth: int) -> Plan:
     meta = {key: doc[key] for key in ("plan_id", "session_id", "round") if key in doc}
-    return Plan(dialect="rtdl", shape="arena", root=root.op_id, ops=by_index, description=root.description,
+    return Plan(dialect="rtdl", shape="arena", root=root.op_id, ops=ops, description=root.description,
                 depth=depth, numbered_by_loader=False, meta=meta)
+
+
+def _walk_arena_tree(nodes: list, ops: list[Op], root_index: int, max_depth: int) -> tuple[dict[str, Op], int] | None:
+    """The ops of a sound arena by id in pre-order, each given its children's ids, and its depth: one walk
+    from the root that meets every node once, with unique op ids, within ``max_depth``. None when it is not
+    so: the checks of ``_arena_plan`` then say what is wrong (and set every op's children again)."""
+    seen = bytearray(len(nodes))
+    seen[root_index] = 1
+    by_id: dict[str, Op] = {}
+    visited = depth = 0
+    stack = [(root_index, 1)]
+    push, pop = stack.append, stack.pop
+    while stack:
+        index, level = pop()
+        op = ops[index]
+        by_id[op.op_id] = op
+        visited += 1
+        if level > depth:
+            depth = level
+        children = nodes[index]["children"]
+        if children:  # a do node's op keeps the empty list it was made with
+            for child in children:
+                if seen[child]:
+                    return None
+                seen[child] = 1
+            op.children = [ops[child].op_id for child in children]
+            level += 1
+            for child in reversed(children):
+                push((child, level))
+    if visited < len(nodes) or len(by_id) < visited or depth > max_depth:
+        return None
+    return by_id, depth
 
 
 def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, max_brackets: int) -> Op | None:
@@ -473,7 +521,8 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
         for child in children:
             if type(child) is not int or not 0 <= child < count:
                 return None
-        return None if node.get("call") is not None else Op(op_id, kind, description, path=f"nodes[{index}]")
+        return None if node.get("call") is not None else Op(op_id, kind, description, [], None, None, None, None,
+                                                            f"nodes[{index}]")
     call = node.get("call")
     if children or type(call) is not dict or not call.keys() <= _CALL_FIELDS:
         return None
@@ -490,12 +539,12 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
         return None
     try:
         if args_json[:1] == "{" and args_json[-1:] == "}":  # no whitespace around it to skip
-            args, end = _DECODER.raw_decode(args_json)
+            args, end = _SCAN_JSON(args_json, 0)
             if end != len(args_json):
                 return None
         else:
             args = _DECODER.decode(args_json or "{}")
-    except (ValueError, RecursionError):
+    except (StopIteration, ValueError, RecursionError):
         return None
     # '_id"' ends each id arg's key (no escapes here): most args_json have none, and skip the rest of the test
     if type(args) is not dict or '_id"' in args_json and contract.startswith(_BUILTIN_CAP_PREFIXES) \
