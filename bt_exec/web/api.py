@@ -200,7 +200,7 @@ ROUTES: tuple[Route, ...] = (
 )
 
 ROUTES_BY_NAME = {route.name: route for route in ROUTES}
-DOORS = ("http", "mcp")
+DOORS = ("http", "mcp", "ros")
 DOOR_HEADER = "X-Bt-Exec-Door"  # an HTTP client serving MCP (bt-exec mcp --url) says so
 _VALIDATORS = {route.name: jsonschema.Draft202012Validator(route.schema) for route in ROUTES}
 
@@ -258,28 +258,20 @@ class EventStream:
         self._detach(self)
 
 
-class ControlApi:
-    """The routes bound to one executor, and its events fanned out to listeners.
+class ControlCalls:
+    """The routes bound to one executor: ``call(name, args, door)``, the one way every door runs an operation.
 
-    ``recent``, ``stream_capacity``, ``max_streams``: the ``EventFanout``'s (``events``);
     ``max_waits``: how many ``wait_for_plan`` calls may wait at once (each holds a worker thread of the door).
     """
 
-    def __init__(self, executor, recent: int = 500, stream_capacity: int = 10_000, max_streams: int = 32,
-                 max_waits: int = 8):
+    def __init__(self, executor, max_waits: int = 8):
         self.executor = executor
         self.max_waits = max_waits
-        self.events = EventFanout(recent, stream_capacity, max_streams)
         self._waits = threading.BoundedSemaphore(max_waits)
-        self._unsubscribe = executor.subscribe_batches(self._on_events)
-
-    @property
-    def max_streams(self) -> int:
-        return self.events.max_streams
 
     def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
         """Run operation ``name`` with ``args``; ApiError for unknown names, bad arguments or refused control.
-        ``door``: "http" or "mcp", what the executor's events say a stop point was armed or disarmed over."""
+        ``door``: "http", "mcp" or "ros", what the executor's events say a stop point was armed or disarmed over."""
         route = ROUTES_BY_NAME.get(name)
         if route is None:
             raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(ROUTES_BY_NAME)}")
@@ -296,6 +288,24 @@ class ControlApi:
         finally:
             if name == "wait_for_plan":
                 self._waits.release()
+
+
+class ControlApi(ControlCalls):
+    """The routes bound to one executor, and its events fanned out to listeners.
+
+    ``recent``, ``stream_capacity``, ``max_streams``: the ``EventFanout``'s (``events``); ``max_waits``: as
+    ``ControlCalls``.
+    """
+
+    def __init__(self, executor, recent: int = 500, stream_capacity: int = 10_000, max_streams: int = 32,
+                 max_waits: int = 8):
+        super().__init__(executor, max_waits)
+        self.events = EventFanout(recent, stream_capacity, max_streams)
+        self._unsubscribe = executor.subscribe_batches(self._on_events)
+
+    @property
+    def max_streams(self) -> int:
+        return self.events.max_streams
 
     def recent_events(self) -> list[dict]:
         return self.events.recent_events()
