@@ -17,7 +17,7 @@ import sys
 import bt_exec
 
 from ..errors import BtExecError, PlanError
-from . import journal_commands, plan_commands, replay_commands, ros_commands, web_commands
+from . import fleet_commands, journal_commands, plan_commands, replay_commands, ros_commands, web_commands
 from .console import (EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, configure_logging,
                       error, make_output_safe, print_refusal)
 
@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan_commands.add_commands(commands)
     web_commands.add_commands(commands)
     ros_commands.add_commands(commands)
+    fleet_commands.add_commands(commands)
     journal_commands.add_commands(commands)
     replay_commands.add_commands(commands)
     return parser

@@ -26,7 +26,7 @@ from .inputs import label, read_input
 from .plan_commands import feedback_chars
 
 ROS_COMMANDS = ("serve", "sim-robot", "submit", "plans", "status", "stop-at", "disarm", "pause", "resume", "step",
-                "cancel", "robots")
+                "cancel", "robots", "fleet")
 STOP_ACTIONS = ("cancel", "pause")
 ROS_SETUP = "bash scripts/setup-ros.sh && . build/ros/env.sh (see docs/ros.md)"
 
@@ -128,7 +128,7 @@ def add_commands(commands) -> None:
     robots.set_defaults(command=robots_command, takes_ros_args=True)
 
 
-def _ros_module(name: str):
+def ros_module(name: str):
     """Import a ``bt_exec.ros`` module; CommandError (exit 2) with the set-up steps when ROS 2 is missing."""
     try:
         return importlib.import_module(name)
@@ -138,12 +138,12 @@ def _ros_module(name: str):
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    node = _ros_module("bt_exec.ros.node")
+    node = ros_module("bt_exec.ros.node")
     return node.main(["bt-exec", *args.ros_args], prog="bt-exec")
 
 
 def sim_robot_command(argv: list[str]) -> int:
-    return _ros_module("bt_exec.ros.sim_robot").run_sim_robot(argv)
+    return ros_module("bt_exec.ros.sim_robot").run_sim_robot(argv)
 
 
 def sim_robot_main() -> int:
@@ -153,7 +153,7 @@ def sim_robot_main() -> int:
 
 def node_main() -> int:
     """Console script ``bt_exec_node`` (``ros2 run bt_exec bt_exec_node --ros-args ...``)."""
-    return _ros_executable(lambda: _ros_module("bt_exec.ros.node").main(sys.argv))
+    return _ros_executable(lambda: ros_module("bt_exec.ros.node").main(sys.argv))
 
 
 def _ros_executable(run) -> int:
@@ -181,7 +181,7 @@ def _target(args: argparse.Namespace) -> str:
 
 def _call(args: argparse.Namespace, service: str, fill=None, extra_wait_s: float = 0.0, repeatable: bool = True):
     """Call one service of the node named by ``--node`` or ``--robot``; the response."""
-    client_module = _ros_module("bt_exec.ros.client")
+    client_module = ros_module("bt_exec.ros.client")
     try:
         client = client_module.Client(_target(args), args.ros_args, args.timeout)
     except KeyboardInterrupt:
@@ -214,8 +214,8 @@ def submit_command(args: argparse.Namespace) -> int:
     except UnicodeDecodeError as exc:
         raise PlanError([Issue("encoding", "", f"{label(args.file)} is not UTF-8 (byte {exc.start})")]) from None
 
-    client = _ros_module("bt_exec.ros.client")
-    convert = _ros_module("bt_exec.ros.convert")
+    client = ros_module("bt_exec.ros.client")
+    convert = ros_module("bt_exec.ros.convert")
     # Always a run_id, so that a request sent again (see bt_exec.ros.client) is answered once: the one a
     # Qwen3 submit envelope names, else a fresh one, as the node itself would make.
     run_id = args.run_id or convert.envelope_run_id(text, bt_exec.Limits().max_input_bytes) or client.new_run_id()
@@ -330,7 +330,7 @@ def cancel_command(args: argparse.Namespace) -> int:
 
 
 def robots_command(args: argparse.Namespace) -> int:
-    client_module = _ros_module("bt_exec.ros.client")
+    client_module = ros_module("bt_exec.ros.client")
     try:
         client = client_module.Client("/bt_exec", args.ros_args, args.timeout)
     except KeyboardInterrupt:

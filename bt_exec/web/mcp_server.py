@@ -53,8 +53,9 @@ class McpUnavailable(ImportError):
     """The mcp package is not installed, or is a major version bt_exec does not speak."""
 
 
-def tool_routes():
-    return [route for route in ROUTES if route.tool]
+def tool_routes(api=None):
+    """The routes ``api`` offers as tools (a ControlApi's, a fleet's: each with its robot argument)."""
+    return [route for route in getattr(api, "routes", ROUTES) if route.tool]
 
 
 def require_mcp() -> None:
@@ -80,9 +81,9 @@ def build_server(api):
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
-    server = Server("bt_exec", version=bt_exec.__version__, instructions=INSTRUCTIONS)
+    server = Server("bt_exec", version=bt_exec.__version__, instructions=getattr(api, "instructions", INSTRUCTIONS))
     tools = [types.Tool(name=route.name, description=route.summary, inputSchema=route.schema)
-             for route in tool_routes()]
+             for route in tool_routes(api)]
 
     @server.list_tools()
     async def list_tools():

@@ -244,6 +244,7 @@ class _App:
         self._body_bytes_in_flight = 0  # only the event loop's thread counts it
         # An API may offer routes beyond the control API's (a replay's clock); the rest answer 404.
         self._routes = getattr(web.api, "routes", ROUTES)
+        self._fleet = any(route.name == "list_robots" for route in self._routes)
         self._matchers = [(route, _compile(route.path)) for route in self._routes]
         try:
             self._mcp, self._mcp_lifespan = _mcp_transport(web.api)
@@ -311,7 +312,19 @@ class _App:
                                                    for r in self._routes]})(scope, receive, send)
 
     async def _recent_events(self, scope, receive, send) -> None:
-        await _json_response(200, {"events": self.web.api.recent_events()})(scope, receive, send)
+        robot = self._robot(scope)
+        events = self.web.api.recent_events() if robot is None else self.web.api.recent_events(robot)
+        await _json_response(200, {"events": events})(scope, receive, send)
+
+    def _robot(self, scope) -> str | None:
+        """The ``robot`` a fleet's event stream is asked for (``?robot=NAME``); ApiError where this app serves one
+        robot."""
+        robot = urllib.parse.parse_qs(scope["query_string"].decode("latin-1")).get("robot")
+        if robot is None:
+            return None
+        if not self._fleet:
+            raise ApiError(400, "not_a_fleet", "this app serves one robot's executor: leave robot out")
+        return robot[-1]
 
     async def _operation(self, scope, receive, send) -> None:
         route, args = _route(scope["method"], scope, self._matchers)
@@ -354,7 +367,9 @@ class _App:
         return b"".join(chunks)
 
     async def _events(self, scope, receive, send) -> None:
-        stream = self.web.api.listen()  # before any header: a refusal is still a plain JSON answer
+        robot = self._robot(scope)
+        # Before any header: a refusal is still a plain JSON answer.
+        stream = self.web.api.listen() if robot is None else self.web.api.listen(robot)
         loop = asyncio.get_running_loop()
         ready = asyncio.Event()
 

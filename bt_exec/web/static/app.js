@@ -160,6 +160,8 @@
     droppedNote: null,
     heldTimer: null,        // a re-read of the tree pending to show which ops a paused plan holds
     replay: null,           // served by bt-exec replay: its clock {position, count, time, playing, speed, ...}
+    robot: null,            // served by bt-exec fleet: the robot every request and event is about
+    robots: [],             // the fleet's robots as list_robots gave them
     replayDragging: false,
   };
 
@@ -205,6 +207,7 @@
       options.headers['Content-Type'] = 'application/json';
       options.body = JSON.stringify(body || {});
     }
+    path = robotPath(path);
     let response;
     try {
       response = await fetch(path, options);
@@ -227,6 +230,19 @@
   }
 
   const planPath = (planId, rest) => `/api/plans/${encodeURIComponent(planId)}/${rest}`;
+
+  // A fleet's app serves each robot's operations under /api/robots/ROBOT/..., and its events with ?robot=ROBOT.
+  const FLEET_WIDE = new Set(['/api/info', '/api/robots']);
+
+  function robotPath(path) {
+    if (st.robot === null || FLEET_WIDE.has(path) || !path.startsWith('/api/')) return path;
+    if (path.startsWith('/api/events')) return withQuery(path, 'robot', st.robot);
+    return `/api/robots/${encodeURIComponent(st.robot)}/${path.slice('/api/'.length)}`;
+  }
+
+  function withQuery(path, name, value) {
+    return `${path}${path.includes('?') ? '&' : '?'}${name}=${encodeURIComponent(value)}`;
+  }
 
   // ---------------------------------------------------------------- frame batching
 
@@ -1485,7 +1501,9 @@
 
   function connectEvents() {
     // EventSource cannot send headers: the token, when there is one, goes in the query.
-    const source = new EventSource('/api/events' + (st.token ? '?token=' + encodeURIComponent(st.token) : ''));
+    let url = robotPath('/api/events');
+    if (st.token) url = withQuery(url, 'token', st.token);
+    const source = new EventSource(url);
     st.events = source;
     const connection = $('#connection');
     source.addEventListener('open', () => {
@@ -2217,7 +2235,7 @@
     event.preventDefault();
   }
 
-  async function loadInfo() {
+  async function loadInfo() {  // resolves once the app is known (and, for a fleet, its robot)
     try {
       st.info = await api('GET', '/api/info');
     } catch (err) {
@@ -2225,6 +2243,7 @@
       return;
     }
     if ((st.info.operations || []).some((operation) => operation.name === 'get_replay')) enterReplayMode();
+    if ((st.info.operations || []).some((operation) => operation.name === 'list_robots')) await enterFleetMode();
     const field = $('#token-field');
     field.hidden = !st.info.token_required;
     if (st.info.token_required && !st.token) showMessage('warn', 'this server needs a token for control actions: enter it at the top right');
@@ -2290,11 +2309,77 @@
     $('#follow').addEventListener('change', (event) => {
       if (event.target.checked && st.running[0]) selectPlan(st.running[0].plan_id);
     });
+    $('#robot').addEventListener('change', (event) => chooseRobot(event.target.value));
+    $('#robot-field').addEventListener('submit', (event) => event.preventDefault());
     renderDetails();
-    loadInfo();
-    // A link to a plan reads its tree at once; the stream, once open, reads it again (no event missed).
-    if (planInAddress() !== null) selectPlan(planInAddress());
-    connectEvents();  // once open, it reads the lists and the selected tree: one read, no events missed
+    // First what the app serves (a fleet's console must know its robot before it reads anything of it).
+    loadInfo().then(() => {
+      // A link to a plan reads its tree at once; the stream, once open, reads it again (no event missed).
+      if (planInAddress() !== null) selectPlan(planInAddress());
+      connectEvents();  // once open, it reads the lists and the selected tree: one read, no events missed
+    });
+  }
+
+  // ---------------------------------------------------------------- fleet
+  //
+  // Served by `bt-exec fleet --web`, the console shows one robot of the fleet at a time, picked at the top
+  // (?robot=NAME in the address): its plans, its events, its controls. Plan ids are each robot's own.
+
+  const ROBOTS_EVERY_MS = 5000;
+
+  async function enterFleetMode() {
+    $('#robot-field').hidden = false;
+    const asked = new URLSearchParams(location.search).get('robot');
+    await readRobots();
+    while (!st.robots.length && asked === null) {  // nothing to show before a robot is found
+      $('#robot-health').textContent = 'looking for robots…';
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await readRobots();
+    }
+    st.robot = asked !== null ? asked : st.robots[0].robot;
+    renderRobots();
+    setInterval(async () => {
+      await readRobots();
+      renderRobots();
+    }, ROBOTS_EVERY_MS);
+  }
+
+  async function readRobots() {
+    try {
+      st.robots = (await api('GET', '/api/robots')).robots || [];
+    } catch (err) {
+      report(err);
+    }
+  }
+
+  function robotLabel(robot) {
+    if (robot.health !== 'ok') return `${robot.robot} · ${robot.health}`;
+    const plans = (robot.plans || []).length;
+    return `${robot.robot} · ${plans} plan${plans === 1 ? '' : 's'} in flight`;
+  }
+
+  function renderRobots() {
+    const select = $('#robot');
+    const robots = st.robots.some((robot) => robot.robot === st.robot) ? st.robots
+      : [{ robot: st.robot, health: 'not found' }, ...st.robots];
+    select.replaceChildren(...robots.map((robot) =>
+      h('option', { value: robot.robot, text: robotLabel(robot) })));
+    select.value = st.robot;
+    const current = robots.find((robot) => robot.robot === st.robot);
+    const badge = $('#robot-health');
+    badge.textContent = current.health === 'ok' ? '● answers' : `✗ ${current.health}`;
+    badge.className = `robot-health ${current.health === 'ok' ? 'health-ok' : 'health-down'}`;
+    badge.title = current.node ? `node ${current.node}` : 'this robot is not on the ROS domain now';
+    document.title = `bt_exec · ${st.robot}`;
+    $('[data-action="cancel-all"]').title = `Cancel every plan of ${st.robot}`;
+  }
+
+  function chooseRobot(robot) {
+    if (robot === st.robot) return;
+    // Everything on the page is the old robot's: read the new one's from the start.
+    const query = new URLSearchParams(location.search);
+    query.set('robot', robot);
+    location.assign(`${location.pathname}?${query.toString()}`);
   }
 
   window.addEventListener('error', (event) => showMessage('error', `console bug: ${event.message}`));

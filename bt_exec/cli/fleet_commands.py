@@ -1,0 +1,81 @@
+"""``fleet``: every bt_exec node on the ROS domain behind one web console and one set of MCP tools.
+
+The robots are found through ROS (``bt_exec.ros.fleet``, imported only when the
+command runs); the console and the tools are the web package's, over a
+``FleetApi`` that names the robot of each operation.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+import bt_exec
+
+from ..web.fleet_api import FleetApi
+from ..web.mcp_server import McpUnavailable, serve_stdio
+from ..web.server import TOKEN_ENV, WebServer
+from .arguments import add_web, positive_seconds
+from .console import EXIT_OK, CommandError
+from .ros_commands import ROS_SETUP, ros_module
+
+
+def add_commands(commands) -> None:
+    fleet = commands.add_parser(
+        "fleet", help="serve every bt_exec node on this ROS domain as one fleet: a web console with a robot picker "
+                      "(--web) and MCP tools taking a robot (--mcp)",
+        description="Find every bt_exec node on this ROS domain (each robot's node, in its namespace) and serve "
+                    "them together: --web PORT serves one operator console with a robot picker, its JSON API "
+                    "under /api/robots/ROBOT/... and MCP at /mcp; --mcp serves the MCP tools on stdin/stdout. "
+                    "Each operation goes to the robot it names, whose executor answers it. Stops on Ctrl-C.",
+        epilog="ROS options go last, after --ros-args. Needs ROS 2: " + ROS_SETUP)
+    add_web(fleet)
+    fleet.add_argument("--mcp", action="store_true", help="serve the fleet's MCP tools on stdin/stdout")
+    fleet.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
+                       help="seconds a robot has to answer, beyond what an operation asks to wait (default: 10)")
+    fleet.set_defaults(command=fleet_command, takes_ros_args=True)
+
+
+def fleet_command(args: argparse.Namespace) -> int:
+    if args.web is None and not args.mcp:
+        raise CommandError("say what to serve: --web PORT (the console), --mcp (MCP on stdin/stdout), or both")
+    fleet_module = ros_module("bt_exec.ros.fleet")
+    try:
+        api = FleetApi(fleet_module.RosFleet(args.ros_args, call_timeout_s=args.timeout))
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # bad --ros-args
+        raise CommandError(f"cannot start a ROS 2 node for the fleet: {exc}") from None
+    web = None
+    try:
+        if args.web is not None:
+            web = WebServer(api, host=args.web_host, port=args.web, token=os.environ.get(TOKEN_ENV) or None)
+            web.start()
+            print(f"bt-exec: fleet console: {web.url}", file=sys.stderr, flush=True)
+        if args.mcp:
+            if sys.stdin.isatty():
+                print(f"bt-exec {bt_exec.__version__}: serving the fleet's MCP tools on stdin/stdout; an MCP client "
+                      "speaks JSON-RPC here. Ctrl-C stops.", file=sys.stderr, flush=True)
+            serve_stdio(api)
+        else:
+            _wait_for_stop()
+    except McpUnavailable as exc:
+        raise CommandError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if web is not None:
+            web.close()  # closes the api, and so the fleet's node
+        else:
+            api.close()
+    return EXIT_OK
+
+
+def _wait_for_stop() -> None:
+    """Until SIGINT (KeyboardInterrupt) or SIGTERM."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    while not stop.wait(0.5):
+        pass
