@@ -1,18 +1,16 @@
 """Browser tests of the operator console: headless Chromium driven by Selenium against a live WebServer.
 
-Skipped when Chromium, chromedriver or selenium are missing, unless
-BT_EXEC_REQUIRE_BROWSER=1 (CI that must run them): then missing pieces fail.
+Skipped when Chromium, chromedriver or selenium are missing (tests/headless_chromium.py).
 Screenshots go to test-artifacts/ at the repository root; a failing test
 leaves one there too, named after it.
 """
 from __future__ import annotations
 
 import json
-import os
-import shutil
 
 import pytest
 from console_page import Console, slow_script
+from headless_chromium import start_chromium
 
 import bt_exec
 from bt_exec.web import ControlApi, WebServer
@@ -22,41 +20,11 @@ try:
 except ImportError:  # the driver fixture skips the tests
     WebDriverException = OSError
 
-CHROMIUM = os.environ.get("BT_EXEC_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("BT_EXEC_CHROMEDRIVER", "/usr/bin/chromedriver")
-
-
-def _unavailable(reason: str):
-    if os.environ.get("BT_EXEC_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"browser tests required (BT_EXEC_REQUIRE_BROWSER=1) but {reason}")
-    pytest.skip(reason)
-
 
 @pytest.fixture(scope="session")
 def driver():
     """One headless Chromium for the whole session; each test loads its own server's page."""
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.options import Options
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        _unavailable("selenium is not installed (pip install selenium)")
-    for name, path in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER)):
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)) and not shutil.which(path):
-            _unavailable(f"{name} not found at {path} (apt-get install chromium chromium-driver)")
-    options = Options()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900",
-                "--disable-dev-shm-usage", "--disable-extensions", "--no-first-run", "--hide-scrollbars",
-                "--force-device-scale-factor=1"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    try:
-        # An explicit chromedriver path: Selenium Manager never runs, nothing is downloaded.
-        browser = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    except (WebDriverException, OSError) as exc:  # a broken install: same policy as a missing one
-        _unavailable(f"headless Chromium did not start: {type(exc).__name__}: {str(exc).splitlines()[0]}")
-    browser.set_page_load_timeout(30)
+    browser = start_chromium()
     yield browser
     browser.quit()
 
