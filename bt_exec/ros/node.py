@@ -78,6 +78,10 @@ INLINE_SUBMIT_CHARS = 64 * 1024
 # How long a thread holds the GIL while another waits for it (CPython's default is 5 ms). An accepted plan
 # starts at once in the tick thread; short slices let the service thread send the answer meanwhile.
 GIL_SWITCH_INTERVAL_S = 0.0001
+# A plan accepted over ~/submit starts (its first tick, its events) once the submit's answer has been sent, or after
+# this long: started beside the answer, the two shared one GIL and the answer waited for most of the plan's start.
+ANSWER_FIRST_S = 0.02
+MAX_ANSWERS_DUE = 1000  # submit answers a plan's start may wait for; beyond this, plans start without waiting
 SHUTDOWN_CANCEL_MS = 2000  # of shutdown_timeout_s, the most spent waiting for plans to finish
 LAST_EVENTS_S = 1.0        # of shutdown_timeout_s, what is kept for the last events to reach the subscribers
 FORCED_EXIT = 1            # the teardown outlived shutdown_timeout_s
@@ -134,6 +138,7 @@ class ExecutorNode(Node):
         self._plan_lock = threading.Lock()
         self._plan_texts: collections.OrderedDict[str, str] = collections.OrderedDict()  # run_id -> text to publish
         self._run_ids_seen: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._answers_due: dict[str, threading.Event] = {}  # run_id -> set once its submit answer is sent
         self._in_flight = 0  # async service callbacks running (submit, cancel)
         self._in_flight_lock = threading.Lock()
         self._tree_dirty = threading.Event()
@@ -147,8 +152,12 @@ class ExecutorNode(Node):
         self.plan_publisher = self.create_publisher(String, "~/plan", PLAN_QOS)
         self.status_publisher = self.create_publisher(String, "~/status", STATUS_QOS)
         self.tree_publisher = self.create_publisher(String, "~/tree", TREE_QOS)
-        for srv_type, name, callback in ((Submit, "~/submit", self._on_submit), (StopAt, "~/stop_at", self._on_stop_at),
-                                         (Disarm, "~/disarm", self._on_disarm),
+        submit_service = self.create_service(Submit, "~/submit", self._on_submit, qos_profile=SERVICE_QOS,
+                                             callback_group=self._group)
+        send_submit_answer = submit_service.send_response
+        submit_service.send_response = lambda response, header: self._send_submit_answer(send_submit_answer,
+                                                                                          response, header)
+        for srv_type, name, callback in ((StopAt, "~/stop_at", self._on_stop_at), (Disarm, "~/disarm", self._on_disarm),
                                          (PlanControl, "~/pause", self._plan_control("pause", self.bt.pause_plan)),
                                          (PlanControl, "~/resume", self._plan_control("resume", self.bt.resume_plan)),
                                          (PlanControl, "~/step", self._plan_control("step", self.bt.step_plan)),
@@ -347,10 +356,20 @@ class ExecutorNode(Node):
     def _on_event(self, event: dict) -> None:
         kind = event.get("event")
         if kind == "plan_started":
+            self._await_answer(event.get("run_id"))
             self._publish_plan_text(event.get("run_id"))
         self._outbox.put(dict(event))
         if kind in TREE_EVENTS:
             self._tree_dirty.set()
+
+    def _await_answer(self, run_id: str | None) -> None:
+        """Hold the tick thread, at most ANSWER_FIRST_S, until the answer to the submit of ``run_id`` was sent."""
+        with self._plan_lock:
+            due = self._answers_due.get(run_id)
+        if due is not None and not due.wait(ANSWER_FIRST_S):
+            with self._plan_lock:
+                if self._answers_due.get(run_id) is due:
+                    del self._answers_due[run_id]
 
     def _publish_plan_text(self, run_id: str | None) -> None:
         """``~/plan``: the graph text, once per run_id, as the plan starts (before its first tick)."""
@@ -410,6 +429,8 @@ class ExecutorNode(Node):
                     self._plan_texts[run_id] = submission.text
                     while len(self._plan_texts) > REMEMBER_RUN_IDS:
                         self._plan_texts.popitem(last=False)
+                    if len(self._answers_due) < MAX_ANSWERS_DUE:
+                        self._answers_due.setdefault(run_id, threading.Event())
             if len(submission.source) <= INLINE_SUBMIT_CHARS and '"wait_ms"' not in submission.source:
                 answer = self.bt.submit(submission.source, run_id=run_id, dialect=submission.dialect)
             else:  # a large plan, or a meta op that may wait: off the executor's threads
@@ -426,6 +447,16 @@ class ExecutorNode(Node):
         finally:
             with self._in_flight_lock:
                 self._in_flight -= 1
+
+    def _send_submit_answer(self, send, response, header) -> None:
+        """rclpy's send of a ~/submit answer; then the plan it accepted may start."""
+        try:
+            send(response, header)
+        finally:
+            with self._plan_lock:
+                due = self._answers_due.pop(response.run_id, None)
+            if due is not None:
+                due.set()
 
     def _offload(self, function, *args, **kwargs) -> Future:
         """Run ``function`` in the worker pool; an rclpy Future to await (no executor thread is held)."""
