@@ -114,22 +114,15 @@ class RosFleet:
         its plan ids, or None); else ``health`` is ``unknown`` and ``plans`` None."""
         with self._lock:
             robots = sorted(self._robots.values(), key=lambda robot: robot.name)
-        pending = {}
-        if ask:
-            for robot in robots:
-                if self._match(robot, time.monotonic() + HEALTH_TIMEOUT_S):
-                    pending[robot.name] = self._send(robot, "get_all_plans", {}, "ros")
-        deadline = time.monotonic() + HEALTH_TIMEOUT_S
+        answers = self._ask_all(robots) if ask else {}
         listed = []
         for robot in robots:
             entry = {"robot": robot.name, "namespace": robot.node.rpartition("/")[0] or "/", "node": robot.node,
-                     "health": "unknown" if not ask else "no answer", "plans": None}
-            waiting = pending.get(robot.name)
-            if waiting is not None and waiting.wait(max(0.0, deadline - time.monotonic())):
-                success, _status, answer = waiting.answer
-                if success:
-                    entry["health"] = "ok"
-                    entry["plans"] = [plan.get("plan_id") for plan in answer.get("plans", [])]
+                     "health": "no answer" if ask else "unknown", "plans": None}
+            answer = answers.get(robot.name)
+            if answer is not None:
+                entry["health"] = "ok"
+                entry["plans"] = [plan.get("plan_id") for plan in answer.get("plans", [])]
             listed.append(entry)
         return listed
 
@@ -138,15 +131,21 @@ class RosFleet:
         for a robot not found, 504 for one that gives no answer in time)."""
         with self._lock:
             found = self._robots.get(robot)
-        if found is None:
             known = ", ".join(sorted(self._robots)) or "none found yet"
+        if found is None:
             raise ApiError(404, "unknown_robot", f"no robot {robot!r} in the fleet; list_robots names them: {known}")
         wait_s = self.call_timeout_s + _asked_wait_s(operation, args)
         deadline = time.monotonic() + wait_s
-        if not self._match(found, deadline):
-            raise ApiError(504, "robot_unreachable", f"robot {robot!r} ({found.node}) does not answer: its node "
-                                                     "may have stopped")
-        waiting = self._send(found, operation, args, door)
+        try:
+            if not self._match(found, deadline):
+                raise ApiError(504, "robot_unreachable", f"robot {robot!r} ({found.node}) does not answer: its "
+                                                         "node may have stopped")
+            waiting = self._send(found, operation, args, door)
+        except ApiError:
+            raise
+        except Exception as exc:  # the robot left the graph meanwhile (its client is gone), or the fleet closes
+            raise ApiError(504, "robot_unreachable", f"robot {robot!r} ({found.node}) cannot be reached: "
+                                                     f"{type(exc).__name__}") from None
         if not waiting.wait(max(0.0, deadline - time.monotonic())):
             raise ApiError(504, "robot_timeout", f"robot {robot!r} ({found.node}) gave no answer to {operation} "
                                                  f"within {wait_s:g} s")
@@ -156,6 +155,35 @@ class RosFleet:
         error = answer.get("error", {}) if isinstance(answer, dict) else {}
         raise ApiError(status or 502, str(error.get("code", "robot_refused")),
                        str(error.get("message", f"robot {robot!r} refused {operation}")))
+
+    def _ask_all(self, robots: list[_Robot]) -> dict:
+        """robot name -> its get_all_plans answer, for those that answer within HEALTH_TIMEOUT_S; all asked at once,
+        and asked again each PROBE_RESEND_S while unanswered (a read: safe to repeat, and a new client's first
+        request may be lost)."""
+        deadline = time.monotonic() + HEALTH_TIMEOUT_S
+        waiting = {robot.name: _Answer() for robot in robots}
+        sent_at = {}
+        answers = {}
+        while True:
+            now = time.monotonic()
+            for robot in robots:
+                answer = waiting[robot.name]
+                if robot.name in answers:
+                    continue
+                if answer.done:
+                    success, _status, value = answer.answer
+                    if success and isinstance(value, dict):
+                        answers[robot.name] = value
+                        robot.matched = True
+                elif now - sent_at.get(robot.name, -PROBE_RESEND_S) >= PROBE_RESEND_S and robot.client.service_is_ready():
+                    try:
+                        self._send(robot, "get_all_plans", {}, "ros", answer)
+                    except Exception:  # the robot left the graph meanwhile
+                        continue
+                    sent_at[robot.name] = now
+            if len(answers) == len(robots) or now >= deadline:
+                return answers
+            time.sleep(0.02)
 
     # --- ROS ----------------------------------------------------------------------
 
@@ -200,9 +228,10 @@ class RosFleet:
         request (refused, changing nothing) is sent until one is answered."""
         if robot.matched:
             return True
+        probe = _Answer()  # a late answer to an earlier probe counts too
         while time.monotonic() < deadline:
             if robot.client.service_is_ready():
-                probe = self._send(robot, "", {}, "ros")
+                self._send(robot, "", {}, "ros", probe)
                 if probe.wait(min(PROBE_RESEND_S, max(0.0, deadline - time.monotonic()))):
                     robot.matched = True
                     return True
@@ -210,26 +239,37 @@ class RosFleet:
                 time.sleep(0.05)
         return False
 
-    def _send(self, robot: _Robot, operation: str, args: dict, door: str) -> "_Answer":
+    def _send(self, robot: _Robot, operation: str, args: dict, door: str,
+              waiting: "_Answer | None" = None) -> "_Answer":
+        """Send one request; its answer settles ``waiting`` (a new ``_Answer`` if None), unless another did first."""
         request = convert.control_call_to_msg(operation, args, door, Control.Request())
-        waiting = _Answer()
+        waiting = waiting if waiting is not None else _Answer()
         robot.client.call_async(request).add_done_callback(waiting.settle)
         return waiting
 
 
 class _Answer:
-    """A robot's answer to one request, awaited from any thread."""
+    """A robot's answer to a request (sent once or more), awaited from any thread: the first answer counts."""
 
     def __init__(self):
         self._done = threading.Event()
+        self._lock = threading.Lock()
         self.answer: tuple[bool, int, object] = (False, 502, {})
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
 
     def settle(self, future) -> None:
         try:
-            self.answer = convert.msg_to_control_answer(future.result())
+            answer = convert.msg_to_control_answer(future.result())
         except Exception as exc:  # the request was dropped as the fleet closed
-            self.answer = (False, 502, {"error": {"code": "robot_failed", "message": f"{type(exc).__name__}: {exc}"}})
-        self._done.set()
+            answer = (False, 502, {"error": {"code": "robot_failed", "message": f"{type(exc).__name__}: {exc}"}})
+        with self._lock:
+            if self._done.is_set():
+                return
+            self.answer = answer
+            self._done.set()
 
     def wait(self, timeout_s: float) -> bool:
         return self._done.wait(timeout_s)
