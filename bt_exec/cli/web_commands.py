@@ -48,6 +48,8 @@ def add_commands(commands) -> None:
                         help=f"the app's address (default: {DEFAULT_URL})")
     watch_.add_argument("--plan", metavar="ID", help="the plan to watch, until it ends (default: the newest in "
                                                      "flight, then the next, until Ctrl-C)")
+    watch_.add_argument("--robot", metavar="NAME", help="the app is a fleet's (bt-exec fleet --web): watch this "
+                                                        "robot's plans")
     watch_.add_argument("--once", action="store_true", help="print the plan's tree as it is now and exit")
     watch_.add_argument("--rate", metavar="HZ", type=redraw_rate, default=10.0,
                         help="on a terminal: most redraws per second (default: 10)")
@@ -95,7 +97,8 @@ def watch_command(args: argparse.Namespace) -> int:
     """Run ``bt-exec watch``; the exit code. Ctrl-C, a closed pipe and bugs are handled as for every command,
     by ``main``."""
     try:
-        return watch(args.url, plan_id=args.plan, once=args.once, rate_hz=args.rate, stream=sys.stdout)
+        return watch(args.url, plan_id=args.plan, once=args.once, rate_hz=args.rate, stream=sys.stdout,
+                     robot=args.robot)
     except WatchError as exc:
         error(str(exc))
         return exc.exit_code

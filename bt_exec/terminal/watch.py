@@ -3,7 +3,8 @@
 It reads the app's JSON API (``GET /api/plans``, ``GET /api/plans/{id}/tree``,
 ``GET /api/finished``) through ``web.client.HttpApi`` and follows its event
 stream (``GET /api/events``, server-sent events) with the standard library.
-The app is the ROS node's (parameter ``web_port``) or ``bt-exec run --web``'s.
+The app is the ROS node's (parameter ``web_port``) or ``bt-exec run --web``'s, or a fleet's
+(``bt-exec fleet --web``) with ``--robot NAME``.
 
 Which plan: ``--plan ID``, followed until it ends; else the newest in flight,
 and once it ended the next one (one that started meanwhile, else the next to
@@ -36,7 +37,7 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from ..web.api import ApiError
-from ..web.client import HttpApi
+from ..web.client import HttpApi, robot_path
 from ..web_token import TOKEN_ENV
 from .render import event_line, one_line, view_lines
 from .screen import draw_frame, start_screen
@@ -68,18 +69,19 @@ class _Gone(WatchError):
 
 
 def watch(url: str, plan_id: str | None = None, once: bool = False, rate_hz: float = 10.0,
-          stream: TextIO | None = None, terminal: bool | None = None) -> int:
+          stream: TextIO | None = None, terminal: bool | None = None, robot: str | None = None) -> int:
     """Watch the app at ``url`` (see the module's docstring); the exit code.
 
-    ``terminal``: draw frames (default: whether ``stream`` is a terminal).
+    ``terminal``: draw frames (default: whether ``stream`` is a terminal); ``robot``: the app is a fleet's,
+    and the plans watched are that robot's.
     """
     stream = sys.stdout if stream is None else stream
     _check_url(url)
     token = os.environ.get(TOKEN_ENV) or None
-    api = HttpApi(url, token=token, timeout_s=TIMEOUT_S)
+    api = HttpApi(url, token=token, timeout_s=TIMEOUT_S, robot=robot)
     if once:
         return _print_once(api, url, plan_id, stream)
-    events = EventStream(url, token)  # listening first: no event is missed between the first read and the stream
+    events = EventStream(url, token, robot)  # listening first: no event is missed between the first read and the stream
     try:
         terminal = stream.isatty() if terminal is None else terminal
         follower = _Follower(api, url, stream, terminal, plan_id, rate_hz)
@@ -143,8 +145,9 @@ class EventStream:
     or refuses.
     """
 
-    def __init__(self, url: str, token: str | None = None):
+    def __init__(self, url: str, token: str | None = None, robot: str | None = None):
         self.url = url
+        self._path = EVENTS_PATH if robot is None else robot_path(robot, EVENTS_PATH)
         parts = urllib.parse.urlsplit(url)
         connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         self._connection = connection_class(parts.hostname, parts.port, timeout=TIMEOUT_S)
@@ -158,7 +161,7 @@ class EventStream:
             headers = {"Accept": "text/event-stream"}
             if token:
                 headers["Authorization"] = f"Bearer {token}"
-            self._connection.request("GET", EVENTS_PATH, headers=headers)
+            self._connection.request("GET", self._path, headers=headers)
             response = self._connection.getresponse()
         except (OSError, http.client.HTTPException) as exc:
             self._connection.close()

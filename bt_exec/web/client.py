@@ -15,15 +15,18 @@ from .api import DOOR_HEADER, ROUTES_BY_NAME, ApiError
 
 
 class HttpApi:
-    """``call`` runs an operation on the app at ``url``; failures are ApiError (status 0: no answer)."""
+    """``call`` runs an operation on the app at ``url``; failures are ApiError (status 0: no answer).
 
-    def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0):
+    ``robot``: the app is a fleet's (``bt-exec fleet --web``) and every operation is that robot's."""
+
+    def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0, robot: str | None = None):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ApiError(0, "bad_url", f"not an http(s) URL: {url!r}")
         self.base = f"{parts.scheme}://{parts.netloc}"
         self.token = token or None
         self.timeout_s = timeout_s
+        self.robot = robot
         # Straight to the app, as the event stream goes: never through an http_proxy from the environment.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -32,7 +35,7 @@ class HttpApi:
         if route is None:
             raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(ROUTES_BY_NAME)}")
         rest = dict(args or {})
-        path = route.path
+        path = route.path if self.robot is None else robot_path(self.robot, route.path)
         for param in route.path_params:
             if param not in rest:
                 raise ApiError(400, "bad_arguments", f"{name}: {param} is required")
@@ -62,6 +65,13 @@ class HttpApi:
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ApiError(0, "unreachable", f"no answer from {self.base}: {reason}") from None
+
+
+def robot_path(robot: str, path: str) -> str:
+    """Where a fleet's app serves ``path`` (``/api/...``) for ``robot``: events take it in the query."""
+    if path.startswith("/api/events"):
+        return path + ("&" if "?" in path else "?") + urllib.parse.urlencode({"robot": robot})
+    return f"/api/robots/{urllib.parse.quote(robot, safe='')}/{path[len('/api/'):]}"
 
 
 def _query_text(value):
