@@ -1,15 +1,16 @@
 """Launch a fleet on one DDS domain: one bt_exec node per robot, each in its own namespace, with its sim robot.
 
     ros2 launch bt_exec fleet.launch.py [count:=2] [robots:=robot1,robot2,...] [backend:=ros|sim]
-        [sim_script:=FILE] [params_file:=FILE]
+        [sim_script:=FILE] [params_file:=FILE] [console_port:=PORT] [console_host:=HOST]
 
 ``robots`` names the namespaces (``/robot1/bt_exec``, ``/robot2/bt_exec``, ...); without it ``count``
 robots are named ``robot1`` .. ``robotN``. With ``backend:=ros`` (the default) each robot also gets
 ``bt_exec_sim_robot`` in its namespace, serving its node's capability actions
 (``/robot1/bt_exec/capabilities/<provider>``) from ``sim_script``; with ``backend:=sim`` each node runs
 ``sim_script`` in its embedded simulator. Nothing is shared but the domain: ``bt-exec robots`` lists
-them, ``--robot robot2`` addresses one. The choices are made in bt_exec/ros/launch_config.py. See
-docs/ros.md, section 7.
+them, ``--robot robot2`` addresses one. ``console_port:=8080`` also starts ``bt-exec fleet --web 8080``:
+one operator console, and MCP at its ``/mcp``, for every robot. The choices are made in
+bt_exec/ros/launch_config.py. See docs/ros.md, section 7.
 """
 import os
 
@@ -31,8 +32,11 @@ def start(context):
     try:
         namespaces = launch_config.fleet_namespaces(arg("robots"), arg("count"))
         nodes = launch_config.fleet_nodes(namespaces, arg("backend"), arg("sim_script"), arg("params_file"))
+        console = launch_config.fleet_console_node(arg("console_port"), arg("console_host"))
     except ConfigError as exc:
         return [LogInfo(msg=f"bt_exec fleet launch: {exc}"), Shutdown(reason=str(exc))]
+    if console is not None:
+        nodes.append(console)
     return [LogInfo(msg=f"bt_exec fleet: {len(namespaces)} robot(s): {', '.join(namespaces)}"),
             *(Node(package="bt_exec", output="screen", **node) for node in nodes)]
 
@@ -53,5 +57,11 @@ def generate_launch_description():
                                           "at once"),
         DeclareLaunchArgument("params_file", default_value=config,
                               description="parameters of every bt_exec node (YAML)"),
+        DeclareLaunchArgument("console_port", default_value="",
+                              description="serve one console (and MCP at /mcp) for the whole fleet on this port "
+                                          "(bt-exec fleet --web); empty: none"),
+        DeclareLaunchArgument("console_host", default_value="127.0.0.1",
+                              description="address the fleet console binds to; beyond loopback it needs "
+                                          "$BT_EXEC_WEB_TOKEN"),
         OpaqueFunction(function=start),
     ])

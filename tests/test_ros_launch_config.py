@@ -188,7 +188,9 @@ def test_fleet_launch_file():
     compile(FLEET_LAUNCH.read_text(), str(FLEET_LAUNCH), "exec")
     assert "generate_launch_description" in [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
     arguments = declared(tree)
-    assert set(arguments) == {"count", "robots", "backend", "sim_script", "params_file"}
+    assert set(arguments) == {"count", "robots", "backend", "sim_script", "params_file", "console_port",
+                              "console_host"}
+    assert keyword(arguments["console_port"], "default_value") == ""  # no console unless asked
     assert keyword(arguments["backend"], "choices") == ["ros", "sim"]
     assert keyword(arguments["backend"], "default_value") == "ros"
     launch_config.fleet_namespaces(keyword(arguments["robots"], "default_value"),
@@ -199,6 +201,7 @@ def test_fleet_launch_file():
     assert keyword(node, "package") == "bt_exec" and [kw.arg for kw in node.keywords][-1] is None
     text = FLEET_LAUNCH.read_text()
     assert "launch_config.fleet_namespaces(arg(\"robots\"), arg(\"count\"))" in text
+    assert "launch_config.fleet_console_node(arg(\"console_port\"), arg(\"console_host\"))" in text
     assert "except ConfigError" in text and "Shutdown(" in text
 
 
@@ -226,3 +229,12 @@ def test_docs_list_every_parameter():
     docs = (REPO / "docs" / "ros.md").read_text()
     for name in params.PARAMETER_NAMES:
         assert re.search(rf"`{name}`", docs), name
+
+
+def test_fleet_console_is_one_bt_exec_fleet_process_when_asked():
+    assert launch_config.fleet_console_node("", "127.0.0.1") is None
+    assert launch_config.fleet_console_node("8080", "127.0.0.1") == {
+        "executable": "bt-exec", "arguments": ["fleet", "--web", "8080", "--web-host", "127.0.0.1"]}
+    for port in ("http", "70000", "-1"):
+        with pytest.raises(ConfigError, match="web_port:="):
+            launch_config.fleet_console_node(port, "127.0.0.1")

@@ -139,3 +139,13 @@ def fleet_nodes(namespaces: list[str], backend: str, sim_script: str, params_fil
             nodes.append({"executable": "bt_exec_sim_robot", "name": "bt_exec_sim_robot", "namespace": namespace,
                           "parameters": [sim_robot_parameters(sim_script)]})
     return nodes
+
+
+def fleet_console_node(port: str, host: str) -> dict | None:
+    """``console_port:=N``: ``bt-exec fleet --web N`` (one console and MCP for every robot) as ``launch_ros``
+    ``Node`` arguments (``bt-exec`` is installed beside the package's other executables), or None for an empty
+    port. A token for a console bound beyond loopback comes from ``$BT_EXEC_WEB_TOKEN``."""
+    if not port.strip():
+        return None
+    web_parameters(port, host)  # checks the port
+    return {"executable": "bt-exec", "arguments": ["fleet", "--web", str(int(port)), "--web-host", host]}
