@@ -6,7 +6,8 @@ pure conversions in ``convert``; the executor ticks in its own loop
 
 Services (all in one reentrant callback group, served by a MultiThreadedExecutor):
 ``~/submit``, ``~/stop_at``, ``~/disarm``, ``~/pause``, ``~/resume``, ``~/step``, ``~/cancel``,
-``~/get_status``, ``~/list_plans``. Whatever they arm, disarm, pause or resume is done with
+``~/get_status``, ``~/list_plans``, and ``~/control`` (any operation of the control API by name, as the
+web app answers it: ``control_service``). Whatever they arm, disarm, pause or resume is done with
 ``source="ros"``, so the executor's events name this door.
 Submit and cancel are ``async``: submit validates and compiles in the callback
 (a large text, or one that may wait, in a small worker pool), cancel waits for
@@ -52,6 +53,7 @@ from std_msgs.msg import String
 from .. import CapabilityCatalog, Executor, JsonlJournal, Limits, Scene, SimBackend, SkillCatalog
 from ..errors import ConfigError, ControlError
 from . import convert, params, tree_watcher
+from .control_service import ControlService
 from .outbox import Outbox
 from .process import release, spin, stop_on_signals
 
@@ -165,6 +167,8 @@ class ExecutorNode(Node):
                                          (GetStatus, "~/get_status", self._on_get_status),
                                          (ListPlans, "~/list_plans", self._on_list_plans)):
             self.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS, callback_group=self._group)
+        # A plan travels in args_json as JSON text in a JSON string: allow for its escaping.
+        self._control = ControlService(self, self.bt, 2 * self.bt.limits.max_input_bytes, SERVICE_QOS, self._group)
 
         self._outbox = Outbox(self._publish_event, idle=self._on_idle, max_queued=self.settings["status_queue"],
                               idle_s=TREE_PERIOD_S / 2, name="bt_exec-status")
@@ -319,6 +323,7 @@ class ExecutorNode(Node):
         while self._in_flight and time.monotonic() < answers_due:
             time.sleep(0.01)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._control.close()
         close_backend = getattr(self._backend, "close", None)
         if close_backend is not None:  # before node_shutdown: that event says the robot was told to stop
             try:
