@@ -12,7 +12,7 @@ import time
 import uuid
 
 import rclpy
-from bt_exec_interfaces.srv import Cancel, Disarm, GetStatus, ListPlans, PlanControl, StopAt, Submit
+from bt_exec_interfaces.srv import Cancel, Control, Disarm, GetStatus, ListPlans, PlanControl, StopAt, Submit
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
@@ -22,12 +22,13 @@ from std_msgs.msg import String
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SCENE = REPO / "examples" / "qwen3" / "scene.json"
 SERVICES = {"submit": Submit, "stop_at": StopAt, "disarm": Disarm, "pause": PlanControl, "resume": PlanControl,
-            "step": PlanControl, "cancel": Cancel, "get_status": GetStatus, "list_plans": ListPlans}
+            "step": PlanControl, "cancel": Cancel, "get_status": GetStatus, "list_plans": ListPlans,
+            "control": Control}
 LATCHED = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 # Requests that change nothing: each service is probed with one before the tests use it.
 PROBES = {"submit": {"graph_json": ""}, "stop_at": {}, "disarm": {}, "pause": {}, "resume": {}, "step": {},
-          "cancel": {"plan_id": "0"}, "get_status": {}, "list_plans": {}}
+          "cancel": {"plan_id": "0"}, "get_status": {}, "list_plans": {}, "control": {}}
 REQUESTS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 EVENTS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 SIM_SCRIPT = {
