@@ -21,7 +21,7 @@ from .ir import ControlRequest, Plan
 from .qwen3 import load_qwen3, looks_like_qwen3
 from .qwen3_check import check_graph, verdict_of
 from .report import Report
-from .rtdl import MAX_WAIT_MS, detect_shape, load_arena_within_limits, load_rtdl
+from .rtdl import MAX_WAIT_MS, detect_shape, load_arena_within_limits, load_envelope_within_limits, load_rtdl
 from .scene import Scene
 from .skill_catalog import TERMINALS, SkillCatalog
 from .source import Limits
@@ -134,8 +134,11 @@ class Rtdl:
         return load_rtdl(doc, limits)
 
     def load_within_limits(self, doc: object, limits: Limits) -> Plan | None:
-        # The arena: its values are few kinds in fixed places, cheap to prove as they are read.
-        return load_arena_within_limits(doc, limits) if self.uses_arena_paths(doc) else None
+        # An arena's or an envelope's values are few kinds in fixed places, cheap to prove as they are read.
+        shape = detect_shape(doc) if isinstance(doc, dict) else None
+        if shape == "arena":
+            return load_arena_within_limits(doc, limits)
+        return load_envelope_within_limits(doc, limits) if shape == "envelope" else None
 
     def check(self, plan: Plan, context: CheckContext) -> Report:
         warnings: list[dict] = []

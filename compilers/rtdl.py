@@ -13,8 +13,8 @@ import networkx as nx
 from bt_exec.errors import Issue, Issues, PlanError
 
 from .ir import STOP_WHENS, ControlRequest, Op, Plan
-from .source import (DEFAULT_LIMITS, INT64_MAX, INT64_MIN, STRICT_JSON as _DECODER, Limits, check_document, encodable,
-                     has_digit_run, number_shown as _number_shown)
+from .source import (DEFAULT_LIMITS, INT64_MAX, INT64_MIN, MAX_INT_BITS, STRICT_JSON as _DECODER, Limits,
+                     check_document, encodable, has_digit_run, number_shown as _number_shown)
 
 META_OPS = ("cancel_plan", "cancel_all", "stop_plan_at")
 # Longest a cancel may wait for the plans to end by default, as Robonix's Pilot caps it: a meta op asking
@@ -75,7 +75,28 @@ def load_rtdl(doc: object, limits: Limits) -> Plan | ControlRequest:
 
 # --- envelope -------------------------------------------------------------
 
-def _load_envelope(doc: dict, limits: Limits) -> Plan | ControlRequest:
+def load_envelope_within_limits(doc: dict, limits: Limits) -> Plan | None:
+    """The plan of an envelope whose every value this load proves within what ``check_document`` enforces
+    on decoded JSON text, as ``load_arena_within_limits`` does for an arena: the envelope's own fields
+    checked by ``check_document`` (they are few), each node's values as the tree walk reads the node
+    (ASCII strings within ``max_string_chars``, integers within ``MAX_INT_BITS``, args one level deep;
+    the nesting then follows from the depth limit). None when it cannot: the document then takes
+    ``check_document`` and ``load_rtdl``, which say what is wrong."""
+    rtdl = doc.get("rtdl")
+    if type(rtdl) is not dict or rtdl.get("op") not in TREE_OPS \
+            or check_document({key: value for key, value in doc.items() if key != "rtdl"}, limits):
+        return None
+    try:
+        return _load_envelope(doc, limits, proving=True)
+    except (PlanError, _NotProven):
+        return None
+
+
+class _NotProven(Exception):
+    """A node whose values the tree walk cannot prove within limits at a glance."""
+
+
+def _load_envelope(doc: dict, limits: Limits, proving: bool = False) -> Plan | ControlRequest:
     issues = Issues()
     rtdl = doc["rtdl"]
     content = doc.get("content")
@@ -98,7 +119,7 @@ def _load_envelope(doc: dict, limits: Limits) -> Plan | ControlRequest:
                             "rtdl_description may be empty only when rtdl is an empty sequence"))
     meta = {"content": content, "task_update": task_update}
     try:
-        loaded = _load_tree_root(rtdl, "/rtdl", limits, description=description, meta=meta)
+        loaded = _load_tree_root(rtdl, "/rtdl", limits, description=description, meta=meta, proving=proving)
     except PlanError as exc:
         raise PlanError(issues + exc.issues) from None
     if issues:
@@ -125,12 +146,13 @@ def _check_task_update(task_update: object, issues: list[Issue]) -> None:
 
 # --- tree -----------------------------------------------------------------
 
-def _load_tree_root(root: dict, path: str, limits: Limits, description: str | None, meta: dict) -> Plan | ControlRequest:
+def _load_tree_root(root: dict, path: str, limits: Limits, description: str | None, meta: dict,
+                    proving: bool = False) -> Plan | ControlRequest:
     if root.get("op") in META_OPS:
         return _load_meta(root, path, limits)
     issues = Issues()
     ops: dict[str, Op] = {}
-    depth = _walk_tree(root, path, limits, ops, issues)
+    depth = _walk_tree(root, path, limits, ops, issues, proving)
     if issues:
         raise PlanError(issues)
     root_op = ops["1"]
@@ -139,9 +161,12 @@ def _load_tree_root(root: dict, path: str, limits: Limits, description: str | No
                 depth=depth, numbered_by_loader=True, meta=meta)
 
 
-def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], issues: list[Issue]) -> int:
-    """Walk the nested tree in pre-order with an explicit stack (no recursion), filling ``ops``."""
+def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], issues: list[Issue],
+               proving: bool = False) -> int:
+    """Walk the nested tree in pre-order with an explicit stack (no recursion), filling ``ops``.
+    ``proving``: raise _NotProven at the first node not proven within limits (``_plain_node``)."""
     max_depth_seen = 0
+    max_chars = limits.max_string_chars
     too_deep_reported = False
     count = 0
     max_ops, max_depth = limits.max_ops, limits.max_depth
@@ -157,7 +182,11 @@ def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], i
             return max_depth_seen
         if depth > max_depth_seen:
             max_depth_seen = depth
-        op = _well_formed_op(node, path, str(count), providers) or _check_tree_node(node, path, str(count), issues)
+        op = _well_formed_op(node, path, str(count), providers)
+        if proving and (op is None or not _plain_node(node, max_chars)):
+            raise _NotProven
+        if op is None:
+            op = _check_tree_node(node, path, str(count), issues)
         if issues and issues.dropped:  # more faults than are listed: enough said
             return max_depth_seen
         if op is not None:
@@ -257,6 +286,39 @@ def _well_formed_op(node: object, path: str, op_id: str, providers: dict[str, st
 
 
 _NO_ARGS: dict = {}
+
+
+def _plain_node(node: dict, max_chars: int) -> bool:
+    """Whether a well-formed node's values are what ``check_document`` passes in decoded text: ASCII strings
+    within ``max_chars``, integers within ``MAX_INT_BITS``, and args holding such values and no container.
+    (Its keys are known fields; its children are nodes, each proven in turn.)"""
+    for key, value in node.items():
+        kind = type(value)
+        if kind is str:
+            if len(value) > max_chars or not value.isascii():
+                return False
+        elif kind is dict:  # the args, or an op_id (ignored, but a value of the document all the same)
+            for name, item in value.items():
+                if len(name) > max_chars or not name.isascii():
+                    return False
+                kind = type(item)
+                if kind is str:
+                    if len(item) > max_chars or not item.isascii():
+                        return False
+                elif kind is int:
+                    if item.bit_length() > MAX_INT_BITS:
+                        return False
+                elif kind is not float and kind is not bool and item is not None:
+                    return False
+        elif kind is int:
+            if value.bit_length() > MAX_INT_BITS:
+                return False
+        elif kind is list:
+            if key != "children":
+                return False
+        elif kind is not float and kind is not bool and value is not None:
+            return False
+    return True
 
 
 def _check_description(node: dict, path: str, issues: list[Issue]) -> str:

@@ -559,12 +559,11 @@ class PlanRun:
     def plan_shape(self) -> dict:
         """What ran, as a journal records it for a replay: ``{root, ops: [{op_id, kind, description, children,
         cap?, args?}], transitions?}`` (step graphs: their transitions)."""
-        ops = []
-        for op in self.plan.ops.values():
-            entry = {"op_id": op.op_id, "kind": op.kind, "description": op.description, "children": list(op.children)}
-            if op.cap is not None:
-                entry["cap"], entry["args"] = op.cap, op.args
-            ops.append(entry)
+        ops = [{"op_id": op.op_id, "kind": op.kind, "description": op.description, "children": list(op.children)}
+               if op.cap is None else
+               {"op_id": op.op_id, "kind": op.kind, "description": op.description, "children": list(op.children),
+                "cap": op.cap, "args": op.args}
+               for op in self.plan.ops.values()]
         shape = {"root": self.plan.root, "ops": ops}
         if self.world is not None:
             shape["transitions"] = self.transitions()
