@@ -12,7 +12,7 @@ import pathlib
 from types import SimpleNamespace
 
 SRV_DIR = pathlib.Path(__file__).resolve().parents[1] / "interfaces" / "bt_exec_interfaces" / "srv"
-SERVICES = ("Submit", "StopAt", "Disarm", "PlanControl", "Cancel", "GetStatus", "ListPlans", "PauseGoal")
+SERVICES = ("Submit", "StopAt", "Disarm", "PlanControl", "Cancel", "GetStatus", "ListPlans", "PauseGoal", "Control")
 STRING_MSG = "string data"  # std_msgs/msg/String.msg, the message of every topic of the node
 
 _PYTHON_TYPES = {"bool": bool, "string": str, "float32": float, "float64": float}

@@ -173,3 +173,22 @@ def test_the_executor_takes_ros_text_ids_as_it_takes_integer_ids():
             Disarm.Request(plan_id=str(plan_id), op_id="2", when="on_enter")), source="ros")["disarmed"]
     finally:
         executor.close(wait_ms=1000)
+
+
+def test_a_control_call_and_its_answer_round_trip():
+    Control = service("Control")
+    request = convert.control_call_to_msg("stop_plan_at", {"plan_id": 3, "op_id": "\ud800x"}, "http",
+                                          Control.Request())
+    operation, args_text, door = convert.msg_to_control_call(request)
+    assert (operation, json.loads(args_text), door) == ("stop_plan_at", {"plan_id": 3, "op_id": "\ud800x"}, "http")
+    assert request.args_json.isascii()  # a lone surrogate cannot make the message unencodable
+    assert convert.msg_to_control_call(Control.Request()) == ("", "{}", "ros")  # empty: no arguments, the ROS door
+
+    answered = convert.control_answer_to_msg(200, {"plans": [], "count": 0}, Control.Response())
+    assert convert.msg_to_control_answer(answered) == (True, 200, {"plans": [], "count": 0})
+    refused = convert.control_answer_to_msg(409, {"error": {"code": "control_refused", "message": "no plan"}},
+                                            Control.Response())
+    assert convert.msg_to_control_answer(refused) == (False, 409, {"error": {"code": "control_refused",
+                                                                             "message": "no plan"}})
+    broken = Control.Response(success=True, status=200, answer_json="{not json")
+    assert convert.msg_to_control_answer(broken)[:2] == (False, 502)
