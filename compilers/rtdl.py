@@ -173,7 +173,7 @@ def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], i
     # (node, path, depth, parent Op or None)
     stack: list[tuple[object, str, int, Op | None]] = [(root, root_path, 1, None)]
     push, pop = stack.append, stack.pop
-    providers: dict[str, str] = {}
+    caps: dict[str, tuple[str, str]] = {}
     while stack:
         node, path, depth, parent = pop()
         count += 1
@@ -182,7 +182,7 @@ def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], i
             return max_depth_seen
         if depth > max_depth_seen:
             max_depth_seen = depth
-        op = _well_formed_op(node, path, str(count), providers)
+        op = _well_formed_op(node, path, str(count), caps)
         if proving and (op is None or not _plain_node(node, max_chars)):
             raise _NotProven
         if op is None:
@@ -255,11 +255,11 @@ def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue]) -
     return Op(op_id, kind, description, path=path)
 
 
-def _well_formed_op(node: object, path: str, op_id: str, providers: dict[str, str]) -> Op | None:
+def _well_formed_op(node: object, path: str, op_id: str, caps: dict[str, tuple[str, str]]) -> Op | None:
     """The op of a node that passes every check below at a glance; None sends it to the checks, which
-    say what is wrong (most nodes are well formed: this is the cost a valid plan pays). ``providers``:
-    cap -> provider of the caps already found well formed in this plan (most plans call few caps
-    many times: each is matched once)."""
+    say what is wrong (most nodes are well formed: this is the cost a valid plan pays). ``caps``:
+    cap -> (that cap, its provider) for the caps already found well formed in this plan: most plans
+    call few caps many times, and each is matched once and kept once (not once per op)."""
     if type(node) is not dict:
         return None
     kind = node.get("op")
@@ -270,15 +270,15 @@ def _well_formed_op(node: object, path: str, op_id: str, providers: dict[str, st
         cap, args = node.get("cap"), node.get("args", _NO_ARGS)
         if type(args) is not dict or not node.keys() <= _DO_FIELDS:
             return None
-        provider = providers.get(cap) if type(cap) is str else None
-        if provider is None:
+        known = caps.get(cap) if type(cap) is str else None
+        if known is None:
             if type(cap) is not str or CAP_PATTERN.fullmatch(cap) is None \
                     or args and cap.startswith(_BUILTIN_CAP_PREFIX) and _has_id_not_text(args):
                 return None
-            provider = cap.split(".", 1)[0]
+            known = (cap, cap.split(".", 1)[0])
             if not cap.startswith(_BUILTIN_CAP_PREFIX):  # a builtin's args are looked at each time
-                providers[cap] = provider
-        return Op(op_id, "do", description, [], cap, {} if args is _NO_ARGS else args, provider, None, path)
+                caps[cap] = known
+        return Op(op_id, "do", description, [], known[0], {} if args is _NO_ARGS else args, known[1], None, path)
     if (kind == "sequence" or kind == "parallel") and type(node.get("children")) is list \
             and node.keys() <= _COMPOSITE_FIELDS:
         return Op(op_id, kind, description, [], None, None, None, None, path)
@@ -450,8 +450,10 @@ def _load_arena(doc: dict, limits: Limits) -> Plan:
     ops: list[Op | None] = []
     count = len(nodes)
     max_chars, max_brackets = limits.max_string_chars, limits.max_json_nesting - 4
+    contracts: dict[str, str] = {}
+    providers: dict[str, str] = {}
     for index, node in enumerate(nodes):
-        ops.append(_well_formed_arena_op(node, index, count, max_chars, max_brackets)
+        ops.append(_well_formed_arena_op(node, index, count, max_chars, max_brackets, contracts, providers)
                    or _check_arena_node(node, index, count, limits, issues))
         if issues.dropped:
             raise PlanError(issues)
@@ -476,8 +478,10 @@ def load_arena_within_limits(doc: dict, limits: Limits) -> Plan | None:
         return None
     ops: list[Op | None] = []
     count, max_brackets = len(nodes), limits.max_json_nesting - 4
+    contracts: dict[str, str] = {}
+    providers: dict[str, str] = {}
     for index, node in enumerate(nodes):
-        op = _well_formed_arena_op(node, index, count, max_chars, max_brackets)
+        op = _well_formed_arena_op(node, index, count, max_chars, max_brackets, contracts, providers)
         if op is None:
             return None
         ops.append(op)
@@ -562,11 +566,14 @@ def _walk_arena_tree(nodes: list, ops: list[Op], root_index: int, max_depth: int
     return by_id, depth
 
 
-def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, max_brackets: int) -> Op | None:
+def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, max_brackets: int,
+                          contracts: dict[str, str], providers: dict[str, str]) -> Op | None:
     """The op of an arena node that passes every check of ``_check_arena_node`` at a glance, with its strings
     plain (within ``max_chars``, with a UTF-8 form) and its ``args_json`` plain JSON text: ASCII, no escape
     and no integer long enough to hide a bad value once decoded, few enough brackets (``max_brackets``: the
-    nesting left below the call's own four levels). None sends it to those checks, which say what is wrong."""
+    nesting left below the call's own four levels). None sends it to those checks, which say what is wrong.
+    ``contracts`` and ``providers``: those already found plain in this arena, each kept once for all its
+    calls (most arenas call few contracts many times)."""
     if type(node) is not dict or not node.keys() <= _ARENA_NODE_FIELDS:
         return None
     kind_code, children = node.get("node_kind"), node.get("children")
@@ -590,15 +597,24 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
         return None
     contract, provider, call_id = call.get("contract_id"), call.get("provider_id", ""), call.get("call_id", "")
     args_json = call.get("args_json", "{}")
-    # An ASCII contract id that is printable and has no space has no whitespace at all.
     if type(contract) is not str or type(provider) is not str or type(call_id) is not str \
-            or type(args_json) is not str or len(contract) > max_chars or len(provider) > max_chars \
-            or len(call_id) > max_chars or len(args_json) > max_chars \
-            or not (contract.isascii() and provider.isascii() and call_id.isascii() and args_json.isascii()) \
-            or not contract or not contract.isprintable() or " " in contract \
+            or type(args_json) is not str or len(call_id) > max_chars or not call_id.isascii() \
+            or len(args_json) > max_chars or not args_json.isascii() \
             or "\\u" in args_json or len(args_json) >= 308 and has_digit_run(args_json) \
             or len(args_json) > max_brackets and args_json.count("[") + args_json.count("{") > max_brackets:
         return None
+    known = contracts.get(contract)
+    if known is None:
+        # An ASCII contract id that is printable and has no space has no whitespace at all.
+        if len(contract) > max_chars or not contract.isascii() or not contract or not contract.isprintable() \
+                or " " in contract:
+            return None
+        contracts[contract] = known = contract
+    shared = providers.get(provider)
+    if shared is None:
+        if len(provider) > max_chars or not provider.isascii():
+            return None
+        providers[provider] = shared = provider
     try:
         if args_json[:1] == "{" and args_json[-1:] == "}":  # no whitespace around it to skip
             args, end = _SCAN_JSON(args_json, 0)
@@ -612,8 +628,8 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
     if type(args) is not dict or '_id"' in args_json and contract.startswith(_BUILTIN_CAP_PREFIXES) \
             and _has_id_not_text(args):
         return None
-    return Op(op_id, kind, description, [], contract, args, call.get("provider_id"), call.get("call_id"),
-              f"nodes[{index}]")
+    return Op(op_id, kind, description, [], known, args, shared if "provider_id" in call else None,
+              call.get("call_id"), f"nodes[{index}]")
 
 
 def _check_arena_node(node: object, index: int, count: int, limits: Limits, issues: list[Issue]) -> Op | None:
