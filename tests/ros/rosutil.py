@@ -190,34 +190,14 @@ class _Pending:
 
 # --- node processes -------------------------------------------------------------
 
-class NodeProcess:
-    """``python -m bt_exec.cli serve --ros-args -r __ns:=/test_<uuid> -p ...`` in a process of its own."""
+class CliProcess:
+    """``python -m bt_exec.cli ARGS`` in a process of its own, its output in ``log_path``."""
 
-    def __init__(self, log_path: pathlib.Path, params: dict, extra_ros_args: tuple[str, ...] = ()):
-        self.namespace = f"/test_{uuid.uuid4().hex[:12]}"
-        self.name = f"{self.namespace}/bt_exec"
+    def __init__(self, log_path: pathlib.Path, args: list[str]):
         self.log_path = log_path
-        args = [sys.executable, "-m", "bt_exec.cli", "serve", "--ros-args", "-r", f"__ns:={self.namespace}"]
-        for key, value in params.items():
-            args += ["-p", f"{key}:={value}"]
-        args += list(extra_ros_args)
         self._log = open(log_path, "wb")  # noqa: SIM115  (open while the process runs)
-        self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO,
-                                        env=dict(os.environ, PYTHONUNBUFFERED="1"))
-
-    def wait_ready(self, ros: RosHelper, timeout: float = 30.0) -> None:
-        client = ros.node.create_client(ListPlans, f"{self.name}/list_plans")
-        try:
-            deadline = time.monotonic() + timeout
-            while not client.wait_for_service(timeout_sec=0.2):
-                if self.process.poll() is not None:
-                    raise AssertionError(f"node exited with {self.process.returncode}:\n{self.log()}")
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"node not ready after {timeout} s:\n{self.log()}")
-        finally:
-            ros.node.destroy_client(client)
-        for service in SERVICES:
-            ros.client(self.name, service)
+        self.process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", *args], stdout=self._log,
+                                        stderr=subprocess.STDOUT, cwd=REPO, env=dict(os.environ, PYTHONUNBUFFERED="1"))
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -240,6 +220,32 @@ class NodeProcess:
         if not self._log.closed:
             self._log.flush()
         return self.log_path.read_text(errors="replace")
+
+
+class NodeProcess(CliProcess):
+    """``python -m bt_exec.cli serve --ros-args -r __ns:=/test_<uuid> -p ...`` in a process of its own."""
+
+    def __init__(self, log_path: pathlib.Path, params: dict, extra_ros_args: tuple[str, ...] = ()):
+        self.namespace = f"/test_{uuid.uuid4().hex[:12]}"
+        self.name = f"{self.namespace}/bt_exec"
+        args = ["serve", "--ros-args", "-r", f"__ns:={self.namespace}"]
+        for key, value in params.items():
+            args += ["-p", f"{key}:={value}"]
+        super().__init__(log_path, args + list(extra_ros_args))
+
+    def wait_ready(self, ros: RosHelper, timeout: float = 30.0) -> None:
+        client = ros.node.create_client(ListPlans, f"{self.name}/list_plans")
+        try:
+            deadline = time.monotonic() + timeout
+            while not client.wait_for_service(timeout_sec=0.2):
+                if self.process.poll() is not None:
+                    raise AssertionError(f"node exited with {self.process.returncode}:\n{self.log()}")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"node not ready after {timeout} s:\n{self.log()}")
+        finally:
+            ros.node.destroy_client(client)
+        for service in SERVICES:
+            ros.client(self.name, service)
 
 
 def run_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:

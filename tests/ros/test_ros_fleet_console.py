@@ -5,7 +5,7 @@ import json
 import os
 import pathlib
 import re
-import subprocess
+import signal
 import sys
 import threading
 import time
@@ -19,15 +19,11 @@ from rosutil import do, plan, seq
 FOUND_S = 20.0  # DDS discovery is gradual
 
 
-class FleetProcess:
+class FleetProcess(rosutil.CliProcess):
     """``bt-exec fleet --web 0`` in a process of its own; its URL is read from what it prints."""
 
     def __init__(self, log_path: pathlib.Path, *args: str):
-        self.log_path = log_path
-        self._log = open(log_path, "wb")  # noqa: SIM115  (open while the process runs)
-        self.process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "fleet", "--web", "0", *args],
-                                        stdout=self._log, stderr=subprocess.STDOUT, cwd=rosutil.REPO,
-                                        env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        super().__init__(log_path, ["fleet", "--web", "0", *args])
         deadline = time.monotonic() + 30
         while (found := re.search(r"fleet console: (http://\S+)", self.log())) is None:
             assert self.process.poll() is None, f"bt-exec fleet exited with {self.process.returncode}:\n{self.log()}"
@@ -35,11 +31,6 @@ class FleetProcess:
             time.sleep(0.05)
         self.url = found.group(1)
         self.port = urllib.parse.urlsplit(self.url).port
-
-    def log(self) -> str:
-        if not self._log.closed:
-            self._log.flush()
-        return self.log_path.read_text(errors="replace")
 
     def call(self, method: str, path: str, body=None, timeout: float = 30.0) -> tuple[int, dict]:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
@@ -64,20 +55,6 @@ class FleetProcess:
                 return answer["robots"]
             assert time.monotonic() < deadline, f"robots {names} not all found: {answer}"
             time.sleep(0.2)
-
-    def stop(self) -> int | None:
-        if self.process.poll() is None:
-            self.process.send_signal(subprocess.signal.SIGINT)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-                self._log.close()
-                return None
-        self._log.close()
-        return self.process.returncode
-
 
 @pytest.fixture
 def fleet_app(tmp_path):
@@ -164,7 +141,7 @@ def test_the_fleet_console_forwards_each_operation_to_the_robot_it_names(ros, st
     status, missing = app.call("GET", "/api/plans")
     assert status == 404 and missing["error"]["code"] == "not_found"
     app.call("POST", app.robot_path(robot_of(first), "cancel_all"), {})
-    assert app.stop() == 0 and "Traceback" not in app.log()  # Ctrl-C: a clean stop
+    assert app.stop(signal.SIGINT) == 0 and "Traceback" not in app.log()  # Ctrl-C: a clean stop
 
 
 def test_a_robot_stream_follows_that_robot_live(ros, start_node, sim_script, fleet_app):
