@@ -1,5 +1,5 @@
-"""The wire arena's one-walk load: where it answers, the long way (check_document, then the loader) finds
-nothing wrong and loads the same plan; every kind of bad value sends it the long way."""
+"""The one-walk loads of a wire arena and of an envelope: where they answer, the long way (check_document,
+then the loader) finds nothing wrong and loads the same plan; every kind of bad value sends them the long way."""
 import copy
 import json
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import bt_exec
 from bt_exec.compilers.dialects import DIALECTS
-from bt_exec.compilers.rtdl import load_arena_within_limits, load_rtdl
+from bt_exec.compilers.rtdl import load_arena_within_limits, load_envelope_within_limits, load_rtdl
 from bt_exec.compilers.source import DEFAULT_LIMITS, Limits, check_document
 
 LIMITS = Limits(max_string_chars=40, max_ops=20)
@@ -77,5 +77,73 @@ def test_bad_values_are_still_reported_at_their_place():
         bt_exec.load(json.dumps(doc))
     except bt_exec.PlanError as exc:
         assert [(issue.code, issue.path) for issue in exc.issues] == [("bad_text", "nodes[1].description")]
+    else:
+        raise AssertionError("a lone surrogate loaded")
+
+
+# --- the envelope ------------------------------------------------------------------------------------
+
+def envelope():
+    return {"content": "c", "rtdl_description": "plan", "task_update": {"goal": "g", "status": "in_progress"},
+            "rtdl": {"op": "sequence", "op_id": 0, "description": "both", "children": [
+                {"op": "do", "op_id": 0, "description": "move", "cap": "arm.move", "args": {"x": 1, "y": "up"}},
+                {"op": "parallel", "op_id": 0, "description": "look", "children": [
+                    {"op": "do", "op_id": 0, "description": "snap", "cap": "cam.snap"}]}]}}
+
+
+ENVELOPE_PLACES = st.sampled_from([
+    ("content",), ("rtdl_description",), ("task_update",), ("task_update", "goal"), ("extra",),
+    ("rtdl", "op_id"), ("rtdl", "description"), ("rtdl", "children"), ("rtdl", "extra"), ("rtdl", "op"),
+    ("rtdl", "children", 0, "op_id"), ("rtdl", "children", 0, "description"), ("rtdl", "children", 0, "cap"),
+    ("rtdl", "children", 0, "args"), ("rtdl", "children", 0, "args", "x"), ("rtdl", "children", 0, "args", "z"),
+    ("rtdl", "children", 0, "extra"), ("rtdl", "children", 1, "children"),
+    ("rtdl", "children", 1, "children", 0, "args"), ("rtdl", "children", 1, "children", 0, "op_id")])
+ENVELOPE_VALUES = st.one_of(ODD_VALUES, st.sampled_from([
+    {"a": {"b": 1}}, {"a": [1]}, {"a": "x" * 41}, {"é": 1}, {"x" * 41: 1}, {"a": 2 ** 1100}, [[[[]]]],
+    "do", "sequence", "cancel_all", "arm.other", "executor.builtin_cancel_plan", {"plan_id": 3}]))
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(changes=st.lists(st.tuples(ENVELOPE_PLACES, ENVELOPE_VALUES), max_size=3))
+def test_where_the_envelope_walk_answers_the_long_way_agrees(changes):
+    doc = envelope()
+    for place, value in changes:
+        target = doc
+        for key in place[:-1]:
+            if isinstance(target, list) and isinstance(key, int):
+                target = target[key] if key < len(target) else None
+            elif isinstance(target, dict) and isinstance(key, str):
+                target = target.setdefault(key, {})
+            else:
+                target = None
+            if not isinstance(target, (dict, list)):
+                break
+        else:
+            last = place[-1]
+            if isinstance(target, dict) and isinstance(last, str) or \
+                    isinstance(target, list) and isinstance(last, int) and last < len(target):
+                target[last] = copy.deepcopy(value)
+    doc = json.loads(json.dumps(doc))  # as a door decodes it
+    fast = load_envelope_within_limits(doc, LIMITS)
+    if fast is None:
+        return
+    assert check_document(doc, LIMITS) == []
+    assert plan_fields(fast) == plan_fields(load_rtdl(doc, LIMITS))
+
+
+def test_a_well_formed_envelope_takes_the_one_walk_and_loads_as_the_long_way():
+    doc = envelope()
+    assert load_envelope_within_limits(doc, DEFAULT_LIMITS) is not None
+    assert plan_fields(bt_exec.load(json.dumps(doc))) == plan_fields(load_rtdl(doc, DEFAULT_LIMITS))
+
+
+def test_bad_values_in_an_envelope_are_still_reported_at_their_place():
+    doc = envelope()
+    doc["rtdl"]["children"][0]["args"]["y"] = "\ud800"
+    assert load_envelope_within_limits(json.loads(json.dumps(doc)), DEFAULT_LIMITS) is None
+    try:
+        bt_exec.load(json.dumps(doc))
+    except bt_exec.PlanError as exc:
+        assert [(issue.code, issue.path) for issue in exc.issues] == [("bad_text", "/rtdl/children/0/args/y")]
     else:
         raise AssertionError("a lone surrogate loaded")
