@@ -178,17 +178,17 @@ def _line(event: dict) -> str:
 def _lines(events: list[dict]) -> str:
     """The lines of ``events``, as ``_line`` writes each. The writer shares the interpreter with the ticking
     thread: ``JSONEncoder.encode`` sets a C encoder up for every call, a third of an event's cost, so
-    one is set up per batch and its pieces joined once; an event it cannot encode goes to ``_line``."""
+    one is set up per batch; an event it cannot encode goes to ``_line``."""
     encode = _batch_encoder()
-    pieces: list[str] = []
+    lines: list[str] = []
     for event in events:
         try:
-            pieces += encode(event, 0)
+            lines.append("".join(encode(event, 0)))
         except (TypeError, ValueError, RecursionError):  # the encoder may keep marks of the failed event
-            pieces.append(_line(event)[:-1])
+            lines.append(_line(event)[:-1])
             encode = _batch_encoder()
-        pieces.append("\n")
-    return "".join(pieces)
+    lines.append("")  # the last line's newline
+    return "\n".join(lines)
 
 
 def _batch_encoder():
