@@ -25,10 +25,9 @@ Figures:
    25 KB of JSON), submitted ``--repeats`` times, each with a distinct run_id. Timed from just
    before ``call_async`` to the response's done callback (in the client's spinning thread).
    Before each submit the previous plan has finished (its ``plan_complete`` came on ``~/status``),
-   so every submit meets an idle node. The accepted plan starts at the node's next tick, maybe
-   before the answer has left (its 256 instant ops and 514 events take the node's tick and outbox
-   threads some 20 ms), so the figure includes that contention for the node's GIL, as a client of
-   a real node would see it. For reference the same text goes, alternately, through
+   so every submit meets an idle node. The node starts the accepted plan once the answer has been
+   sent (its 256 instant ops and 514 events then take the node's tick and outbox threads some
+   20 ms), as a client of a real node sees it. For reference the same text goes, alternately, through
    ``bt_exec.Executor.submit`` in this process (a started Executor at the same tick rate, also
    waited on until the plan completes). Raw py_trees reference, in the same repeats: building
    the same shape as plain behaviours in this process (``raw_tree``: a ``BehaviourTree`` over a

@@ -8,7 +8,7 @@ import time
 from typing import Callable
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.node import Node
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def stop_on_signals(stop: threading.Event, too_late: Callable[[int, float], None
             signal.signal(signum, on_signal)
 
 
-def spin(ros_executor: MultiThreadedExecutor, stop: threading.Event) -> None:
+def spin(ros_executor: Executor, stop: threading.Event) -> None:
     """Spin until the executor is shut down. rclpy re-raises a callback's exception here (ours catch
     everything; rclpy's own take/send can still fail, e.g. on a request that is not valid UTF-8): log it
     and spin on, so that one bad message never ends the node's service."""
@@ -52,7 +52,7 @@ def spin(ros_executor: MultiThreadedExecutor, stop: threading.Event) -> None:
             time.sleep(0.01)
 
 
-def release(node: Node | None, close: Callable[[], None], ros_executor: MultiThreadedExecutor | None,
+def release(node: Node | None, close: Callable[[], None], ros_executor: Executor | None,
             spin_thread: threading.Thread | None) -> None:
     """Close the node (``close``), stop spinning, destroy the node and shut rclpy down, in that order,
     whatever fails on the way; then the process, about to end, ignores further stop signals."""
