@@ -661,8 +661,9 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
         started.append(node)
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         # One thread: a callback runs where the request was taken, with no hand-over to a worker thread and no
-        # wait set rebuilt beside it (about 0.4 ms of a submit's answer). No callback of the node or of its
-        # backends blocks: submit and cancel await, the rest answer at once.
+        # wait set rebuilt beside it (about 0.4 ms of a submit's answer). So no callback may block: one that waits
+        # (a cancel's wait_ms, a large submit) awaits a Future (``_offload``, ``_await_cancel``); a blocking one
+        # would stall every service, and the action backend's goal answers, for as long as it waits.
         ros_executor = SingleThreadedExecutor()
         ros_executor.add_node(node)
         if node.watcher is not None and node.watcher.own_node is not None:
