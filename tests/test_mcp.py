@@ -36,7 +36,9 @@ def run_session(arguments, body, env=None):
     result = {}
 
     async def main():
-        async with stdio_client(server) as (read, write):
+        # The server's stderr to the real one: the default is whatever sys.stderr was when mcp was first imported,
+        # which under pytest may be a capture buffer with no file descriptor.
+        async with stdio_client(server, errlog=sys.__stderr__) as (read, write):
             async with ClientSession(read, write) as session:
                 result["init"] = await session.initialize()
                 result["value"] = await body(session)
