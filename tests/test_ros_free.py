@@ -17,7 +17,8 @@ from bt_exec.ros.tree_watcher import Mirror, MirrorHost
 
 ROS_COMMANDS = [["serve"], ["sim-robot"], ["submit", "examples/rtdl/snapshot_battery.json"], ["plans"],
                 ["status", "1"], ["stop-at", "1", "2"], ["stop-at", "1", "2", "--pause"], ["disarm", "1", "2"],
-                ["pause", "1"], ["resume", "1"], ["step", "1"], ["cancel"], ["robots"], ["plans", "--robot", "robot1"]]
+                ["pause", "1"], ["resume", "1"], ["step", "1"], ["cancel"], ["robots"], ["plans", "--robot", "robot1"],
+                ["fleet", "--web", "0"], ["fleet", "--mcp"]]
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
@@ -68,6 +69,13 @@ def test_ros_args_belong_to_ros_commands(capsys):
 
     assert main(["validate", "examples/rtdl/snapshot_battery.json", "--ros-args", "-p", "x:=1"]) == 2
     assert "--ros-args is only for the ROS commands" in capsys.readouterr().err
+
+
+def test_fleet_says_what_to_serve(capsys):
+    from bt_exec.cli import main
+
+    assert main(["fleet"]) == 2
+    assert "say what to serve: --web PORT (the console), --mcp" in capsys.readouterr().err
 
 
 def test_client_command_usage_errors(capsys):

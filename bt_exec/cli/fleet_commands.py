@@ -47,7 +47,7 @@ def fleet_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # bad --ros-args
-        raise CommandError(f"cannot start a ROS 2 node for the fleet: {exc}") from None
+        raise CommandError(f"cannot start a ROS 2 node for the fleet ({type(exc).__name__}: {exc}); check --ros-args") from None
     web = None
     try:
         if args.web is not None:
