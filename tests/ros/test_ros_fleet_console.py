@@ -286,6 +286,9 @@ def test_the_console_shows_the_robot_picked_and_acts_on_it_alone(ros, start_node
         wait.until(lambda _: "robot=" + urllib.parse.quote(robot_of(second)) in browser.current_url)
         wait.until(lambda _: "second's plan" in running_text())
         assert "first's plan" not in running_text()
+        if os.environ.get("BT_EXEC_SCREENSHOTS") == "1":  # docs/web.md's picture of it
+            time.sleep(1.0)
+            browser.save_screenshot(str(rosutil.REPO / "docs" / "img" / "fleet-console.png"))
         # The stream is the picked robot's: its plan's end shows without a reload.
         browser.find_element(By.CSS_SELECTOR, "[data-action=cancel-all]").click()
         wait.until(lambda _: "second's plan" not in running_text())
