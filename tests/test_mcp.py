@@ -401,7 +401,6 @@ def test_a_client_of_an_older_mcp_revision_gets_the_answer_as_compact_json_text(
 def test_ctrl_c_stops_the_stdio_server_started_by_hand():
     import pty
     import signal
-    import time
 
     terminal, its_end = pty.openpty()
     process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "mcp"], stdin=its_end, stdout=subprocess.PIPE,
@@ -409,13 +408,19 @@ def test_ctrl_c_stops_the_stdio_server_started_by_hand():
     os.close(its_end)
     try:
         banner = process.stderr.readline().decode()
-        time.sleep(0.3)  # into the serving loop
+        # Serving: an initialize typed on the terminal is answered (Ctrl-C comes from a person at a served prompt).
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "a person", "version": "1"}}}
+        os.write(terminal, json.dumps(initialize).encode() + b"\n")
+        answered = json.loads(process.stdout.readline())
         process.send_signal(signal.SIGINT)
         process.wait(timeout=15)
     finally:
         process.kill()
         os.close(terminal)
     assert "serving MCP on stdin/stdout" in banner and "Ctrl-C" in banner and banner.count("\n") == 1
+    assert answered["id"] == 1 and answered["result"]["serverInfo"]["name"] == "bt_exec"
     assert process.returncode == 0 and b"Traceback" not in process.stderr.read()
 
 
