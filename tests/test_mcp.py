@@ -465,3 +465,36 @@ def test_an_agent_pauses_before_a_risky_op_looks_then_resumes(tmp_path):
     assert not paused_again["paused"] and resumed["resumed"] and stepped["success"]
     assert record["outcome"] == "succeeded", "a step on a plan that ends behind its last op leaves nothing held"
     assert unknown.startswith("control_refused: resume_plan: no plan '42'")
+
+
+def test_ctrl_c_while_the_mcp_package_loads_waits_for_it_then_interrupts():
+    # pydantic builds the package's message types as it is imported and would turn a KeyboardInterrupt raised
+    # meanwhile into a SchemaError (an "internal error"): the Ctrl-C is held until the import is done.
+    code = ("import os, signal, sys\n"
+            "class CtrlC:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'mcp.types':\n"
+            "            os.kill(os.getpid(), signal.SIGINT)\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, CtrlC())\n"
+            "from bt_exec.cli import main\n"
+            "code = main(['mcp'])\n"
+            "print(code, 'mcp.types' in sys.modules, flush=True)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL)
+    assert result.stdout.split() == ["130", "True"], (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+
+
+def test_ctrl_c_while_the_commands_load_is_an_interrupted_command():
+    code = ("import sys\n"
+            "class CtrlC:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'bt_exec.cli.dispatch':\n"
+            "            raise KeyboardInterrupt\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, CtrlC())\n"
+            "from bt_exec.cli import main\n"
+            "print(main(['validate', 'x.json']), flush=True)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["130"] and "Traceback" not in result.stderr, (result.stdout, result.stderr)

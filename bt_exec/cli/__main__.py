@@ -1,6 +1,6 @@
 """``python -m bt_exec.cli``: the ``bt-exec`` command."""
 import sys
 
-from .dispatch import main
+from . import main
 
 sys.exit(main())

@@ -15,7 +15,7 @@ import threading
 import bt_exec
 
 from ..web.fleet_api import FleetApi
-from ..web.mcp_server import McpUnavailable, serve_stdio
+from ..web.mcp_server import McpUnavailable, require_mcp, serve_stdio
 from ..web.server import TOKEN_ENV, WebServer
 from .arguments import add_web, positive_seconds
 from .console import EXIT_OK, CommandError
@@ -41,6 +41,11 @@ def add_commands(commands) -> None:
 def fleet_command(args: argparse.Namespace) -> int:
     if args.web is None and not args.mcp:
         raise CommandError("say what to serve: --web PORT (the console), --mcp (MCP on stdin/stdout), or both")
+    if args.mcp:
+        try:
+            require_mcp()  # first, before any thread starts (see require_mcp)
+        except McpUnavailable as exc:
+            raise CommandError(str(exc)) from None
     fleet_module = ros_module("bt_exec.ros.fleet")
     try:
         api = FleetApi(fleet_module.RosFleet(args.ros_args, call_timeout_s=args.timeout))

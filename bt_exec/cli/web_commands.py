@@ -13,7 +13,7 @@ import bt_exec
 from ..terminal.watch import DEFAULT_URL, WatchError, watch
 from ..web import ControlApi, WebServer
 from ..web.client import HttpApi
-from ..web.mcp_server import McpUnavailable, serve_stdio
+from ..web.mcp_server import McpUnavailable, require_mcp, serve_stdio
 from ..web.server import TOKEN_ENV
 from .arguments import add_op_timeout, add_web, redraw_rate, tick_rate
 from .console import EXIT_OK, CommandError, error
@@ -57,6 +57,10 @@ def add_commands(commands) -> None:
 
 
 def mcp_command(args: argparse.Namespace) -> int:
+    try:
+        require_mcp()  # first, before any thread starts (see require_mcp)
+    except McpUnavailable as exc:
+        raise CommandError(str(exc)) from None
     if args.url:
         if args.web is not None or args.sim_script or args.catalog or args.scene or args.op_timeout:
             raise CommandError("--url drives a running app: --web, --sim-script, --catalog, --scene and --op-timeout "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 from importlib import metadata
@@ -59,7 +60,11 @@ def tool_routes(api=None):
 
 
 def require_mcp() -> None:
-    """McpUnavailable, with what to install, unless an mcp 1.x is importable."""
+    """McpUnavailable, with what to install, unless an mcp 1.x is importable.
+
+    A Ctrl-C while the package is imported is held until the import is done (pydantic, building mcp's message
+    types meanwhile, would turn the KeyboardInterrupt into a SchemaError): called before the process starts
+    other threads, it then ends the command as an interrupt."""
     try:
         found = metadata.version("mcp")
     except metadata.PackageNotFoundError:
@@ -67,11 +72,14 @@ def require_mcp() -> None:
     if found is not None and not found.startswith(f"{SUPPORTED_MAJOR}."):
         raise McpUnavailable(f"bt_exec speaks the mcp {SUPPORTED_MAJOR}.x API (1.10 or later) and mcp {found} is "
                              f"installed: pip install 'mcp>=1.10,<2'")
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         import mcp.types  # noqa: F401
         from mcp.server.lowlevel import Server  # noqa: F401
     except ImportError as exc:
         raise McpUnavailable(f"the MCP server needs the mcp package: pip install 'bt_exec[mcp]' ({exc})") from None
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def build_server(api):
