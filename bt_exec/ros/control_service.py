@@ -2,20 +2,19 @@
 MCP tools answer it (``bt_exec.web.api.ControlCalls``). The fleet console and its MCP tools reach each robot
 through it (``fleet.RosFleet``).
 
-The operation runs in a small pool of its own (a cancel or ``wait_for_plan`` waits), awaited on an rclpy Future,
-so no executor thread is held meanwhile.
+The operation runs in a small pool of its own (a cancel or ``wait_for_plan`` waits), awaited (``awaiting``), so
+the node's executor thread is never held meanwhile.
 """
 from __future__ import annotations
 
 import concurrent.futures
 import json
-import threading
 
 from bt_exec_interfaces.srv import Control
-from rclpy.task import Future
 
 from ..web.api import ApiError, ControlCalls
 from . import convert
+from .awaiting import offload
 
 WORKERS = 4
 MAX_WAITS = 2  # wait_for_plan calls waiting at once: the other workers stay free for everything else
@@ -31,7 +30,6 @@ class ControlService:
         self._calls = ControlCalls(executor, max_waits=MAX_WAITS)
         self._max_args_bytes = max_args_bytes
         self._pool = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="bt_exec-control")
-        self._settle_lock = threading.Lock()
         self.service = node.create_service(Control, "~/control", self._on_request, qos_profile=qos_profile,
                                            callback_group=callback_group)
 
@@ -40,26 +38,21 @@ class ControlService:
 
     async def _on_request(self, request, response):
         operation, args_text, door = convert.msg_to_control_call(request)
-        future = Future(executor=self._node.executor)
-        future.add_done_callback(_wake)
         try:
-            self._pool.submit(self._answer, operation, args_text, door, future)
+            waiting = offload(self._pool, self._node.executor, self._answer, operation, args_text, door)
         except RuntimeError:  # the pool was shut down: the node is stopping
             return convert.control_answer_to_msg(503, _error("stopping", "the node is stopping"), response)
-        status, answer = await future
+        status, answer = await waiting
         return convert.control_answer_to_msg(status, answer, response)
 
-    def _answer(self, operation: str, args_text: str, door: str, future: Future) -> None:
+    def _answer(self, operation: str, args_text: str, door: str) -> tuple[int, dict]:
         try:
-            result = 200, self._calls.call(operation, self._args(operation, args_text), door)
+            return 200, self._calls.call(operation, self._args(operation, args_text), door)
         except ApiError as exc:
-            result = exc.status, exc.as_dict()
+            return exc.status, exc.as_dict()
         except Exception as exc:  # never a dead service: the caller hears what failed
             self._node.get_logger().error(f"control {operation[:80]!r}: {type(exc).__name__}: {exc}")
-            result = 500, _error("internal", f"internal error: {type(exc).__name__}")
-        with self._settle_lock:
-            if not future.done():
-                future.set_result(result)
+            return 500, _error("internal", f"internal error: {type(exc).__name__}")
 
     def _args(self, operation: str, text: str) -> object:
         if len(text) > self._max_args_bytes:
@@ -77,6 +70,3 @@ class ControlService:
 def _error(code: str, message: str) -> dict:
     return {"error": {"code": code, "message": message}}
 
-
-def _wake(_future: Future) -> None:
-    """A done callback: its only job is to make the executor run, so the coroutine awaiting resumes."""

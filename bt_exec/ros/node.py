@@ -53,6 +53,7 @@ from std_msgs.msg import String
 from .. import CapabilityCatalog, Executor, JsonlJournal, Limits, Scene, SimBackend, SkillCatalog
 from ..errors import ConfigError, ControlError
 from . import convert, params, tree_watcher
+from .awaiting import offload, settle, waitable
 from .control_service import ControlService
 from .outbox import Outbox
 from .process import release, spin, stop_on_signals
@@ -92,26 +93,8 @@ TREE_EVENTS = frozenset(("plan_started", "node_state", "step_transition", "plan_
                          "resumed", "pause_point"))
 SOURCE = "ros"  # the door named by the events of what the services arm, disarm, pause and resume
 
-_settle_lock = threading.Lock()
-
-
-def _settle(future: Future, value=None, exception: BaseException | None = None) -> None:
-    """Complete ``future`` once: later settlements (a timer racing the plans' end) are ignored."""
-    with _settle_lock:
-        if future.done() or future.cancelled():
-            return
-        if exception is not None:
-            future.set_exception(exception)
-        else:
-            future.set_result(value)
-
-
 def _ms_left(deadline: float) -> int:
     return max(0, int((deadline - time.monotonic()) * 1000))
-
-
-def _wake(_future: Future) -> None:
-    """A done callback: its only job is to make the executor run, so the coroutine awaiting resumes."""
 
 
 class ExecutorNode(Node):
@@ -316,7 +299,7 @@ class ExecutorNode(Node):
         with self._cancel_futures_lock:
             waiting, self._cancel_futures = self._cancel_futures, set()
         for future in waiting:
-            _settle(future, False)
+            settle(future, False)
         for unsubscribe in self._unsubscribes:
             unsubscribe()
         answers_due = min(deadline, time.monotonic() + 1.0)  # let waiting service callbacks send their answers
@@ -465,19 +448,7 @@ class ExecutorNode(Node):
 
     def _offload(self, function, *args, **kwargs) -> Future:
         """Run ``function`` in the worker pool; an rclpy Future to await (no executor thread is held)."""
-        future = Future(executor=self.executor)
-        future.add_done_callback(_wake)  # completing it from the worker then wakes the executor
-
-        def work():
-            try:
-                value = function(*args, **kwargs)
-            except BaseException as exc:
-                _settle(future, exception=exc)
-            else:
-                _settle(future, value)
-
-        self._pool.submit(work)
-        return future
+        return offload(self._pool, self.executor, function, *args, **kwargs)
 
     async def _on_cancel(self, request, response):
         with self._in_flight_lock:
@@ -505,12 +476,11 @@ class ExecutorNode(Node):
         """Wait up to ``wait_ms`` for the cancel's plans to finish, on a Future (holding no thread)."""
         if wait_ms <= 0 or self._closed or cancellation.finished:
             return
-        future = Future(executor=self.executor)
-        future.add_done_callback(_wake)
+        future = waitable(self.executor)
         with self._cancel_futures_lock:
             self._cancel_futures.add(future)
-        cancellation.add_done_callback(lambda: _settle(future, True))  # at once if they finished meanwhile
-        timer = self.create_timer(wait_ms / 1000.0, lambda: _settle(future, False), callback_group=self._group)
+        cancellation.add_done_callback(lambda: settle(future, True))  # at once if they finished meanwhile
+        timer = self.create_timer(wait_ms / 1000.0, lambda: settle(future, False), callback_group=self._group)
         try:
             await future
         finally:
