@@ -7,19 +7,14 @@ command runs); the console and the tools are the web package's, over a
 from __future__ import annotations
 
 import argparse
-import os
 import signal
-import sys
 import threading
 
-import bt_exec
-
 from ..web.fleet_api import FleetApi
-from ..web.mcp_server import McpUnavailable, require_mcp, serve_stdio
-from ..web.server import TOKEN_ENV, WebServer
 from .arguments import add_web, positive_seconds
 from .console import EXIT_OK, CommandError
 from .ros_commands import ROS_SETUP, ros_module
+from .web_commands import mcp_needed, serve_mcp_stdio, start_web
 
 
 def add_commands(commands) -> None:
@@ -42,32 +37,22 @@ def fleet_command(args: argparse.Namespace) -> int:
     if args.web is None and not args.mcp:
         raise CommandError("say what to serve: --web PORT (the console), --mcp (MCP on stdin/stdout), or both")
     if args.mcp:
-        try:
-            require_mcp()  # first, before any thread starts (see require_mcp)
-        except McpUnavailable as exc:
-            raise CommandError(str(exc)) from None
+        mcp_needed()
     fleet_module = ros_module("bt_exec.ros.fleet")
     try:
         api = FleetApi(fleet_module.RosFleet(args.ros_args, call_timeout_s=args.timeout))
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # bad --ros-args
-        raise CommandError(f"cannot start a ROS 2 node for the fleet ({type(exc).__name__}: {exc}); check --ros-args") from None
+        raise CommandError(f"cannot start a ROS 2 node for the fleet ({type(exc).__name__}: {exc}); "
+                           "check --ros-args") from None
     web = None
     try:
-        if args.web is not None:
-            web = WebServer(api, host=args.web_host, port=args.web, token=os.environ.get(TOKEN_ENV) or None)
-            web.start()
-            print(f"bt-exec: fleet console: {web.url}", file=sys.stderr, flush=True)
+        web = start_web(api, args, "fleet console")
         if args.mcp:
-            if sys.stdin.isatty():
-                print(f"bt-exec {bt_exec.__version__}: serving the fleet's MCP tools on stdin/stdout; an MCP client "
-                      "speaks JSON-RPC here. Ctrl-C stops.", file=sys.stderr, flush=True)
-            serve_stdio(api)
+            serve_mcp_stdio(api, "the fleet's robots")
         else:
             _wait_for_stop()
-    except McpUnavailable as exc:
-        raise CommandError(str(exc)) from None
     except KeyboardInterrupt:
         pass
     finally:

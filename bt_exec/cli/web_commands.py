@@ -57,10 +57,7 @@ def add_commands(commands) -> None:
 
 
 def mcp_command(args: argparse.Namespace) -> int:
-    try:
-        require_mcp()  # first, before any thread starts (see require_mcp)
-    except McpUnavailable as exc:
-        raise CommandError(str(exc)) from None
+    mcp_needed()
     if args.url:
         if args.web is not None or args.sim_script or args.catalog or args.scene or args.op_timeout:
             raise CommandError("--url drives a running app: --web, --sim-script, --catalog, --scene and --op-timeout "
@@ -80,15 +77,7 @@ def mcp_command(args: argparse.Namespace) -> int:
         if executor is not None:
             executor.start()
             web = start_web(api, args)
-        if sys.stdin.isatty():  # started by hand, not by an MCP client: say what it is waiting for
-            print(f"bt-exec {bt_exec.__version__}: serving MCP on stdin/stdout "
-                  f"({'to ' + args.url if args.url else 'own executor, sim backend'}); an MCP client speaks "
-                  "JSON-RPC here. Ctrl-C stops.", file=sys.stderr, flush=True)
-        serve_stdio(api)
-    except McpUnavailable as exc:
-        raise CommandError(str(exc)) from None
-    except KeyboardInterrupt:
-        pass
+        serve_mcp_stdio(api, "to " + args.url if args.url else "own executor, sim backend")
     finally:
         if web is not None:
             web.close()
@@ -108,11 +97,33 @@ def watch_command(args: argparse.Namespace) -> int:
         return exc.exit_code
 
 
-def start_web(api: ControlApi, args: argparse.Namespace) -> WebServer | None:
-    """The web app serving ``api`` when ``--web`` is given (started, its URL on stderr), else None."""
+def mcp_needed() -> None:
+    """The mcp package, imported before the command starts any thread (see require_mcp); CommandError when it
+    is missing."""
+    try:
+        require_mcp()
+    except McpUnavailable as exc:
+        raise CommandError(str(exc)) from None
+
+
+def serve_mcp_stdio(api, serving: str) -> None:
+    """The MCP tools of ``api`` on stdin/stdout until the client leaves, or Ctrl-C. Started by hand (stdin is a
+    terminal, not an MCP client), it says what it waits for; ``serving`` says what the tools drive."""
+    if sys.stdin.isatty():
+        print(f"bt-exec {bt_exec.__version__}: serving MCP on stdin/stdout ({serving}); an MCP client speaks "
+              "JSON-RPC here. Ctrl-C stops.", file=sys.stderr, flush=True)
+    try:
+        serve_stdio(api)
+    except KeyboardInterrupt:
+        pass
+
+
+def start_web(api, args: argparse.Namespace, what: str = "web console") -> WebServer | None:
+    """The web app serving ``api`` when ``--web`` is given (started, ``what`` and its URL on stderr), else
+    None."""
     if args.web is None:
         return None
     server = WebServer(api, host=args.web_host, port=args.web, token=os.environ.get(TOKEN_ENV) or None)
     server.start()
-    print(f"bt-exec: web console: {server.url}", file=sys.stderr, flush=True)
+    print(f"bt-exec: {what}: {server.url}", file=sys.stderr, flush=True)
     return server

@@ -99,6 +99,7 @@ class FleetApi:
             fanout.close()
 
     def _fanout(self, robot: str | None) -> EventFanout:
+        """The fanout of ``robot``'s events (every robot's for None); ApiError 404 for a robot not in the fleet."""
         if robot is None:
             return self.events
         with self._lock:
@@ -108,18 +109,21 @@ class FleetApi:
             if robot not in known:
                 raise ApiError(404, "unknown_robot", f"no robot {robot[:ROBOT_CHARS]!r} in the fleet; list_robots "
                                                      f"names them: {', '.join(sorted(known)) or 'none found yet'}")
-            with self._lock:
-                fanout = self._robot_events.setdefault(robot, EventFanout(*self._fanout_options))
+            fanout = self._robot_fanout(robot)
+        return fanout
+
+    def _robot_fanout(self, robot: str) -> EventFanout:
+        """``robot``'s fanout, made the first time it is asked for."""
+        with self._lock:
+            fanout = self._robot_events.get(robot)
+            if fanout is None:
+                fanout = self._robot_events[robot] = EventFanout(*self._fanout_options)
         return fanout
 
     def _on_events(self, robot: str, events: list[dict]) -> None:
         """From the fleet's thread: one robot's events, never blocking."""
         events = [{**(without_plan_shape(event) if event.get("event") == "plan_started" else event), "robot": robot}
                   for event in events]
-        with self._lock:
-            fanout = self._robot_events.get(robot)
-            if fanout is None:
-                fanout = self._robot_events[robot] = EventFanout(*self._fanout_options)
-        for target in (fanout, self.events):
+        for target in (self._robot_fanout(robot), self.events):
             target.remember(events)
             target.send(events)
