@@ -42,3 +42,11 @@ def test_other_encoding_errors_are_not_swallowed():
         assert "Circular" in str(exc)
     else:
         raise AssertionError("a circular value must not encode")
+
+
+def test_a_float_subclass_that_prints_otherwise_gets_its_marker():
+    class Reading(float):  # as numpy's float64 prints: np.float64(nan)
+        def __repr__(self):
+            return f"Reading({float(self)!r})"
+
+    assert strict_loads(dumps([Reading("nan"), Reading("inf"), Reading("-inf")])) == ["NaN", "Infinity", "-Infinity"]

@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import math
 
-NON_FINITE_MARKERS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+NAN_MARKER, INFINITY_MARKER, NEGATIVE_INFINITY_MARKER = "NaN", "Infinity", "-Infinity"
 
 
 def _marker(number: float) -> str:
-    return NON_FINITE_MARKERS[repr(number)]
+    # Decided by value, not by repr: a float subclass (numpy's float64) may print otherwise.
+    if number != number:
+        return NAN_MARKER
+    return INFINITY_MARKER if number > 0 else NEGATIVE_INFINITY_MARKER
 
 
 def finite(value):

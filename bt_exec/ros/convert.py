@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 from ..compilers.rtdl import MAX_WAIT_MS
 from ..errors import Issue
+from ..events import finite_json
 from ..runtime.feedback import OUTPUT_CHARS
 
 DIALECT_OF_REQUEST = {"": "auto", "auto": "auto", "rtdl": "rtdl", "qwen3": "qwen3"}
 
 
 def to_json(value: object) -> str:
-    return json.dumps(value, default=str)
+    return finite_json.dumps(value, default=str)
 
 
 def one_line(text: object) -> str:
@@ -217,7 +218,7 @@ def control_answer_to_msg(status: int, answer: dict, response):
     """``status`` 200: ``answer`` is the operation's; else it is ``{"error": {"code", "message"}}``."""
     response.success = status == 200
     response.status = status
-    response.answer_json = json.dumps(answer, default=str, ensure_ascii=True)
+    response.answer_json = finite_json.dumps(answer, default=str, ensure_ascii=True)
     return response
 
 

@@ -38,6 +38,7 @@ from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..errors import ConfigError
+from ..events import finite_json
 from ..web_token import TOKEN_ENV  # noqa: F401  (one definition; the ROS node reads it too)
 from .api import DOOR_HEADER, ROUTES, ApiError, ControlApi
 
@@ -540,9 +541,10 @@ def _query_scalar(schema: dict, text: str):
 
 
 def _dumps(payload: object) -> bytes:
-    # ASCII, so text a client sent that UTF-8 cannot carry (lone surrogates) is escaped, never a failed answer;
-    # values JSON has no type for (a backend's odd result) are shown as text.
-    return json.dumps(payload, default=str, ensure_ascii=True).encode("ascii")
+    # Every answer and every streamed event is encoded here. ASCII, so text a client sent that UTF-8 cannot
+    # carry (lone surrogates) is escaped, never a failed answer; values JSON has no type for (a backend's odd
+    # result) are shown as text; non-finite numbers (a backend's, a journal's) leave as their markers.
+    return finite_json.dumps(payload, default=str, ensure_ascii=True).encode("ascii")
 
 
 def _mcp_transport(api):

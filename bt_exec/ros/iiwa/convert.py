@@ -12,13 +12,14 @@ from dataclasses import dataclass
 
 from ...compilers import Scene
 from ...errors import ConfigError, ControlError, Issue, PlanError
+from ...events import finite_json
 
 MAX_RUN_ID_CHARS = 256  # run ids are remembered per node: each stays small
 RUNNING_STATES = ("running", "paused")
 
 
 def to_json(value: object) -> str:
-    return json.dumps(value, default=str, ensure_ascii=True)
+    return finite_json.dumps(value, default=str, ensure_ascii=True)
 
 
 def _json_object(text: str, max_bytes: int, what: str) -> dict:
