@@ -14,7 +14,7 @@ from typing import Callable
 from .backends import Backend
 from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits, Plan, Scene, SkillCatalog,
                         dialect_of, scene_of, skill_catalog_of)
-from .compilers.call_guard import CallGuard, load_call_guard
+from .compilers.call_guard import CallGuard, CallNames, load_call_guard
 from .compilers.dialects import DIALECTS, capability_catalog_of
 from .compilers.rtdl import id_text
 from .compilers.source import INT64_MAX, number_shown
@@ -99,12 +99,15 @@ class Executor:
         self.skill_catalog = skill_catalog_of(skill_catalog)
         self.catalog = capability_catalog_of(catalog)
         self.limits = limits or Limits()
-        self.call_guard = load_call_guard(call_guard)
-        context = CheckContext(self.catalog, self.skill_catalog, scene_of(scene), require_scene=True,
-                               call_guard=self.call_guard, max_wait_ms=self.limits.max_wait_ms)
+        scene = scene_of(scene)
         if backend is None:
-            backend = SimBackend.in_scene(skill_catalog=self.skill_catalog, scene=context.scene)
+            backend = SimBackend.in_scene(skill_catalog=self.skill_catalog, scene=scene)
         self.backend = backend
+        # Calls are judged by the capability they reach: the skill an alias names, the provider the backend routes by.
+        self.call_guard = load_call_guard(call_guard, CallNames(self.skill_catalog,
+                                                                getattr(backend, "routed_provider", None)))
+        context = CheckContext(self.catalog, self.skill_catalog, scene, require_scene=True,
+                               call_guard=self.call_guard, max_wait_ms=self.limits.max_wait_ms)
         builtins = BuiltinBackend(self, max_result_bytes)
         self._routers = {name: CapabilityRouter(backend, builtins if kind.routes_builtins else None, self.call_guard)
                          for name, kind in DIALECTS.items()}

@@ -20,8 +20,10 @@ The executor's builtins are never guarded.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import math
 import pathlib
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -30,12 +32,76 @@ from bt_exec.errors import ConfigError, Issue, Issues
 from .catalog import builtin_name
 from .config_files import check_schema, read_json_file, read_yaml_file
 from .ir import Plan
+from .skill_catalog import SkillCatalog
+
+log = logging.getLogger(__name__)
 
 SCHEMA = "call-guard.schema.json"
 DEFAULT_RULE = "default"  # the name a decision by the default carries
 _ORDERINGS = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
               "ge": lambda a, b: a >= b}
 _MAX_KNOWN = 4096  # plans name capabilities freely: the memo of rules per cap stays bounded
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_WHITESPACE = re.compile(r"\s")
+_GUARDED_KINDS = ("do", "step")  # ops that call a capability: RTDL and arena do ops, step-graph steps
+
+RouteProvider = Callable[[str, "str | None"], "str | None"]
+
+
+def routed_provider(cap: str, provider: str | None) -> str | None:
+    """The provider a call is routed by when its backend says nothing else: its own, else its cap's
+    prefix before the first dot (``arm.move`` -> ``arm``), else none."""
+    if provider:
+        return provider
+    prefix, dot, _ = cap.partition(".")
+    return prefix if dot and prefix else None
+
+
+class CallNames:
+    """The names a call is judged by: every spelling of the capability it reaches (a skill and its aliases
+    in ``skills``), and the provider it is routed by (``route``: the backend's routing, ``routed_provider``
+    when it has none of its own)."""
+
+    def __init__(self, skills: SkillCatalog | None = None, route: RouteProvider | None = None):
+        self.skills = skills
+        self.route = route or routed_provider
+        self._spellings: dict[str, tuple[str, ...]] = {}
+        if skills is not None:
+            for name in skills.skills:
+                self._spellings[name] = (name,)
+            for alias, name in skills.aliases.items():
+                self._spellings[name] += (alias,)
+
+    def canonical(self, cap: str) -> str:
+        """The capability ``cap`` names: the skill an alias stands for, else ``cap`` as it is."""
+        resolved = self.skills.resolve(cap) if self.skills is not None else None
+        return resolved or cap
+
+    def spellings(self, cap: str) -> tuple[str, ...]:
+        """Every name of the capability ``cap`` names, the canonical one first."""
+        canonical = self.canonical(cap)
+        return self._spellings.get(canonical, (canonical,))
+
+    def provider(self, cap: str, provider: str | None) -> str | None:
+        return self.route(cap, provider)
+
+    def check_rule(self, rule: "GuardRule", what: str, index: int) -> str | None:
+        """A warning for a rule naming an alias (it applies to the skill); ConfigError for a rule naming a
+        known skill or alias in another case (names are case-sensitive: it could match no call)."""
+        if self.skills is None or _GLOB_CHARS.search(rule.cap):
+            return None
+        if rule.cap in self.skills.aliases:
+            skill = self.skills.aliases[rule.cap]
+            return (f"{what} at /rules/{index}: rule {rule.name!r} names {rule.cap!r}, an alias of skill {skill!r}: it applies to "
+                    f"{skill!r} under every spelling ({', '.join(map(repr, self._spellings[skill]))})")
+        if rule.cap in self._spellings:
+            return None
+        folded = rule.cap.casefold()
+        for name in [*self.skills.skills, *self.skills.aliases]:
+            if name.casefold() == folded:
+                raise ConfigError(f"{what} is invalid at /rules/{index}/cap: rule {rule.name!r} names {rule.cap!r}, which no call is named "
+                                  f"(names are case-sensitive): the skill is {self.canonical(name)!r}")
+        return None
 
 
 class StateUnknown(Exception):
@@ -53,9 +119,10 @@ class GuardRule:
     args: tuple[tuple[str, object], ...]
     state: tuple[tuple[str, str, object], ...]
 
-    def covers(self, cap: str, provider: str | None) -> bool:
-        """Whether the rule's cap and provider globs match."""
-        if not fnmatch.fnmatchcase(cap, self.cap):
+    def covers(self, spellings: tuple[str, ...], provider: str | None) -> bool:
+        """Whether the rule's cap glob matches a spelling of the capability, and its provider glob the
+        provider the call is routed by."""
+        if not any(fnmatch.fnmatchcase(name, self.cap) for name in spellings):
             return False
         return self.provider is None or (provider is not None and fnmatch.fnmatchcase(provider, self.provider))
 
@@ -93,13 +160,21 @@ class Decision:
 class CallGuard:
     """Ordered allow/deny rules with a default (see the module's description)."""
 
-    def __init__(self, default: str, rules: tuple[GuardRule, ...]):
+    def __init__(self, default: str, rules: tuple[GuardRule, ...], names: CallNames | None = None,
+                 what: str = "call guard"):
         self.default = default
         self.rules = rules
-        self._rules_of: dict[tuple[str, str | None], tuple[GuardRule, ...]] = {}
+        self.names = names or CallNames()
+        self.what = what
+        self.warnings: tuple[str, ...] = ()
+        for index, rule in enumerate(rules):
+            if warning := self.names.check_rule(rule, what, index):
+                self.warnings += (warning,)
+                log.warning("%s", warning)
+        self._rules_of: dict[tuple[str, str | None], tuple[tuple[GuardRule, ...], str | None]] = {}
 
     @classmethod
-    def from_dict(cls, doc: object, what: str = "call guard") -> "CallGuard":
+    def from_dict(cls, doc: object, what: str = "call guard", names: CallNames | None = None) -> "CallGuard":
         """The guard of a rules document; ConfigError naming where the document is wrong."""
         check_schema(doc, SCHEMA, what)
         seen: dict[str, int] = {}
@@ -110,31 +185,46 @@ class CallGuard:
                 raise ConfigError(f"{what} is invalid at /rules/{index}/name: rule name {name!r} is already the "
                                   f"name of /rules/{seen[name]} (a denial names its rule, so names are unique)")
             seen[name] = index
+            for field in ("cap", "provider"):
+                if field in rule and _WHITESPACE.search(rule[field]):
+                    raise ConfigError(f"{what} is invalid at /rules/{index}/{field}: {rule[field]!r} holds "
+                                      f"whitespace, which no {field} a call is routed by holds (it could match none)")
             rules.append(GuardRule(name, rule["effect"], rule["cap"], rule.get("provider"),
                                    tuple(rule.get("args", {}).items()),
                                    tuple((key, comparison, value) for key, condition in rule.get("state", {}).items()
                                          for comparison, value in condition.items())))
-        return cls(doc.get("default", "allow"), tuple(rules))
+        return cls(doc.get("default", "allow"), tuple(rules), names, what)
+
+    def naming(self, names: CallNames) -> "CallGuard":
+        """These rules judging calls by ``names`` (an executor's skill catalog and its backend's routing)."""
+        return CallGuard(self.default, self.rules, names, self.what)
 
     @classmethod
-    def from_file(cls, path: str | pathlib.Path) -> "CallGuard":
+    def from_file(cls, path: str | pathlib.Path, names: CallNames | None = None) -> "CallGuard":
         """The guard of a rules file: YAML for .yaml and .yml, JSON otherwise."""
         what = f"call guard {path}"
         if pathlib.Path(path).suffix.lower() in (".yaml", ".yml"):
             doc = read_yaml_file(path, "call guard")
         else:
             doc = read_json_file(path, "call guard")
-        return cls.from_dict(doc, what)
+        return cls.from_dict(doc, what, names)
 
     def rules_for(self, cap: str, provider: str | None) -> tuple[GuardRule, ...]:
-        """The rules whose cap and provider globs match, in order (a plan's many ops share a few caps)."""
+        """The rules covering the capability ``cap`` reaches, in order (a plan's many ops share a few caps)."""
+        return self._judged(cap, provider)[0]
+
+    def _judged(self, cap: str, provider: str | None) -> tuple[tuple[GuardRule, ...], str | None]:
+        """The rules covering the call, and the skill it reaches when it was spelled otherwise (or None)."""
         key = (cap, provider)
-        rules = self._rules_of.get(key)
-        if rules is None:
-            rules = tuple(rule for rule in self.rules if rule.covers(cap, provider))
+        judged = self._rules_of.get(key)
+        if judged is None:
+            spellings = self.names.spellings(cap)
+            routed = self.names.provider(cap, provider)
+            judged = (tuple(rule for rule in self.rules if rule.covers(spellings, routed)),
+                      spellings[0] if spellings[0] != cap else None)
             if len(self._rules_of) < _MAX_KNOWN:
-                self._rules_of[key] = rules
-        return rules
+                self._rules_of[key] = judged
+        return judged
 
     def passes_untouched(self, cap: str, provider: str | None) -> bool:
         """Whether every call of this cap is allowed whatever its args and state (no rule covers it)."""
@@ -146,7 +236,9 @@ class CallGuard:
         and only when a rule with a state condition is reached (None: the backend has no state)."""
         snapshot: dict | None = None
         asked = False
-        for rule in self.rules_for(cap, provider):
+        rules, skill = self._judged(cap, provider)
+        shown = _shown(cap, skill)
+        for rule in rules:
             if not rule.args_match(args):
                 continue
             if rule.state:
@@ -157,42 +249,51 @@ class CallGuard:
                         continue
                 except StateUnknown as exc:
                     return Decision(False, rule.name, f"call guard: rule {rule.name!r} cannot be decided for "
-                                                      f"{cap!r} ({exc}), so the call is denied")
-            return _decision(rule.effect, rule.name, cap)
-        return _decision(self.default, DEFAULT_RULE, cap)
+                                                      f"{shown} ({exc}), so the call is denied")
+            return _decision(rule.effect, rule.name, shown)
+        return _decision(self.default, DEFAULT_RULE, shown)
 
     def decide_statically(self, cap: str, provider: str | None, args: dict | None) -> Decision | None:
         """The decision the plan alone settles; None when a rule with a state condition is reached first."""
-        for rule in self.rules_for(cap, provider):
+        rules, skill = self._judged(cap, provider)
+        for rule in rules:
             if not rule.args_match(args):
                 continue
             if rule.state:
                 return None
-            return _decision(rule.effect, rule.name, cap)
-        return _decision(self.default, DEFAULT_RULE, cap)
+            return _decision(rule.effect, rule.name, _shown(cap, skill))
+        return _decision(self.default, DEFAULT_RULE, _shown(cap, skill))
 
     def check_plan(self, plan: Plan) -> list[Issue]:
-        """A ``call_denied`` issue for every do op the guard would deny whatever the robot's state."""
+        """A ``call_denied`` issue for every op calling a capability (an RTDL or arena do op, a step of a
+        step graph) that the guard would deny whatever the robot's state."""
         issues = Issues()
         for op in plan.ops.values():
-            if op.kind != "do" or builtin_name(op.cap, op.provider) is not None:
+            if op.kind not in _GUARDED_KINDS or op.cap is None or builtin_name(op.cap, op.provider) is not None:
                 continue
             decision = self.decide_statically(op.cap, op.provider, op.args)
             if decision is not None and not decision.allowed:
-                issues.append(Issue("call_denied", op.path, f"op {op.op_id}: {decision.message}"))
+                if op.kind == "step":
+                    issues.append(Issue("call_denied", op.path, f"step {op.op_id}: {decision.message}", (op.op_id,)))
+                else:
+                    issues.append(Issue("call_denied", op.path, f"op {op.op_id}: {decision.message}"))
                 if issues.dropped:
                     break
         return issues.listed()
 
 
-def load_call_guard(source: "CallGuard | dict | str | pathlib.Path | None") -> CallGuard | None:
-    """A CallGuard from itself, its rules document, or a rules file path; None for None."""
-    if source is None or isinstance(source, CallGuard):
-        return source
+def load_call_guard(source: "CallGuard | dict | str | pathlib.Path | None",
+                    names: CallNames | None = None) -> CallGuard | None:
+    """A CallGuard from itself, its rules document, or a rules file path, judging calls by ``names``
+    when given; None for None."""
+    if source is None:
+        return None
+    if isinstance(source, CallGuard):
+        return source if names is None else source.naming(names)
     if isinstance(source, dict):
-        return CallGuard.from_dict(source)
+        return CallGuard.from_dict(source, names=names)
     if isinstance(source, (str, pathlib.Path)):
-        return CallGuard.from_file(source)
+        return CallGuard.from_file(source, names)
     raise ConfigError(f"a call guard is a rules dict, a rules file path or a CallGuard, not {type(source).__name__}")
 
 
@@ -223,12 +324,16 @@ def _snapshot(state: Callable[[], dict | None] | None) -> dict | None:
     return snapshot if isinstance(snapshot, dict) else None
 
 
-def _decision(effect: str, rule: str, cap: str) -> Decision:
+def _shown(cap: str, skill: str | None) -> str:
+    return repr(cap) if skill is None else f"{cap!r} (skill {skill!r})"
+
+
+def _decision(effect: str, rule: str, shown: str) -> Decision:
     if effect == "allow":
         return Decision(True, rule, "")
     if rule == DEFAULT_RULE:
-        return Decision(False, rule, f"call guard: no rule allows {cap!r} and the default denies it")
-    return Decision(False, rule, f"call guard: rule {rule!r} denies {cap!r}")
+        return Decision(False, rule, f"call guard: no rule allows {shown} and the default denies it")
+    return Decision(False, rule, f"call guard: rule {rule!r} denies {shown}")
 
 
 def _short(value: object) -> str:

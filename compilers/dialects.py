@@ -43,7 +43,7 @@ class CheckContext:
     checked). ``skill_catalog``: step graphs' skills. ``scene``: the world step graphs are
     checked against; ``require_scene``: an executor runs step graphs only against one, so
     without it they are refused (``no_scene``) with every other issue listed beside it.
-    ``call_guard``: the rules every capability call passes; RTDL do ops it denies whatever the
+    ``call_guard``: the rules every capability call passes; do ops and steps it denies whatever the
     robot's state are refused (``call_denied``). ``max_wait_ms``: the longest a builtin cancel waits
     (a longer wait is capped, with a warning).
     """
@@ -201,6 +201,8 @@ class Qwen3:
     def check(self, plan: Plan, context: CheckContext) -> Report:
         graph = plan.steps
         issues = check_graph(plan, context.skills, context.scene)
+        if context.call_guard is not None and plan.steps.status != "blocked":
+            issues = (Issues(issues) + context.call_guard.check_plan(plan)).listed()
         verdict = verdict_of(plan, issues)
         if context.require_scene and context.scene is None and verdict != "blocked":
             issues, verdict = [NO_SCENE, *issues], "invalid"

@@ -276,3 +276,104 @@ def test_the_guard_still_refuses_up_front_after_a_step_graph_moved_the_scene():
         assert executor.scene.revision == revision + 1  # the run moved the scene: admission took a new context
         refused = executor.submit({"op": "do", "description": "fire", "cap": "laser.fire", "args": {}})
         assert not refused["accepted"] and [issue["code"] for issue in refused["issues"]] == ["call_denied"]
+
+
+def one_step_graph(skill: str) -> dict:
+    from qwen3_graphs import graph, step
+    return graph([step("t1", skill, "vacuum")], {"t1": {"success": "completed", "grasp_failed": "stop",
+                                                       "collision": "stop"}})
+
+
+def rules(*listed: dict, default: str = "allow") -> dict:
+    return {"default": default, "rules": list(listed)}
+
+
+class TestOneVerdictPerCapability:
+    """Every spelling of one capability gets the verdict of that capability: a skill and its aliases
+    (``pick`` is ``grab`` in the grant catalog), a cap and the provider it is routed by."""
+
+    @pytest.mark.parametrize("rule_cap", ["pick", "grab", "pi*", "g?ab"])
+    @pytest.mark.parametrize("spelled", ["pick", "grab"])
+    def test_a_rule_on_any_spelling_of_a_skill_refuses_steps_of_every_spelling(self, rule_cap, spelled):
+        from qwen3_graphs import scene
+        with executor_of(scene=scene(), call_guard=rules({"name": "no-grab", "effect": "deny", "cap": rule_cap})) as ex:
+            answer = ex.submit(one_step_graph(spelled))
+        assert not answer["accepted"], answer
+        (issue,) = answer["issues"]
+        assert issue["code"] == "call_denied" and issue["steps"] == ["t1"]
+        assert "no-grab" in issue["message"] and "'grab'" in issue["message"]
+
+    def test_an_allow_rule_on_an_alias_lets_the_skill_through_a_deny_default(self):
+        from qwen3_graphs import scene
+        guard = rules({"name": "picking-ok", "effect": "allow", "cap": "pick"}, default="deny")
+        with executor_of(scene=scene(), call_guard=guard) as ex:
+            answer, record = run_plan(ex, one_step_graph("grab"))
+        assert record["ops"][0]["state"] == "succeeded", record
+
+    def test_a_state_rule_on_an_alias_decides_the_skills_calls_at_run_time(self):
+        from qwen3_graphs import scene
+        guard = rules({"name": "grab-needs-charge", "effect": "deny", "cap": "pick", "state": {"battery": {"lt": 20}}})
+        for battery, state in ((12, "failed"), (64, "succeeded")):
+            sim = bt_exec.SimBackend.in_scene({"state": {"battery": battery}}, scene=bt_exec.compilers.scene_of(scene()))
+            with executor_of(backend=sim, scene=scene(), call_guard=guard) as ex:
+                _, record = run_plan(ex, one_step_graph("grab"))
+            (step,) = record["ops"]
+            assert step["state"] == state, record
+            if state == "failed":
+                assert "grab-needs-charge" in step["result"]["error"] and not sim.calls
+
+    def test_a_rule_naming_an_alias_warns_that_it_applies_to_the_skill(self, caplog):
+        with executor_of(call_guard=rules({"name": "no-pick", "effect": "deny", "cap": "pick"})) as ex:
+            (warning,) = ex.call_guard.warnings
+        assert "'pick', an alias of skill 'grab'" in warning and "/rules/0" in warning
+        assert warning in caplog.text
+
+    @pytest.mark.parametrize("cap, named", [("Grab", "'grab'"), ("PICK", "'grab'")])
+    def test_a_rule_naming_a_skill_in_another_case_is_refused_at_load(self, cap, named):
+        with pytest.raises(ConfigError, match=r"/rules/0/cap") as refused:
+            bt_exec.Executor(call_guard=rules({"name": "no", "effect": "deny", "cap": cap}))
+        assert "case-sensitive" in str(refused.value) and named in str(refused.value)
+
+    @pytest.mark.parametrize("field, value", [("cap", "arm.move "), ("cap", " grab"), ("provider", "arm\t")])
+    def test_a_rule_holding_whitespace_is_refused_at_load(self, field, value):
+        rule = {"name": "no", "effect": "deny", "cap": "arm.*", field: value}
+        with pytest.raises(ConfigError, match=f"/rules/0/{field}: .* holds whitespace"):
+            CallGuard.from_dict(rules(rule))
+
+    def test_an_arena_contract_naming_an_alias_is_judged_as_the_skill(self):
+        arena = {"plan_id": "7", "session_id": "s", "round": 1, "root_index": 0, "nodes": [
+            {"node_kind": 2, "children": [], "op_id": "1", "description": "pick",
+             "call": {"contract_id": "pick", "args_json": '{"object": "vacuum"}'}}]}
+        with executor_of(catalog={"pick": {}}, call_guard=rules({"name": "no-grab", "effect": "deny",
+                                                                 "cap": "grab"})) as ex:
+            report = ex.validate_plan(arena)
+        assert [issue["code"] for issue in report["issues"]] == ["call_denied"], report
+        assert "'pick' (skill 'grab')" in report["issues"][0]["message"]
+
+    @pytest.mark.parametrize("node", [
+        {"op": "do", "op_id": 0, "description": "move", "cap": "arm.move", "args": {}},
+        {"nodes": [{"node_kind": 2, "children": [], "op_id": "1", "description": "move",
+                    "call": {"contract_id": "arm.move"}}], "plan_id": "7", "session_id": "s", "round": 1,
+         "root_index": 0},
+        {"nodes": [{"node_kind": 2, "children": [], "op_id": "1", "description": "move",
+                    "call": {"contract_id": "arm.move", "provider_id": ""}}], "plan_id": "7", "session_id": "s",
+         "round": 1, "root_index": 0},
+    ], ids=["rtdl-cap", "arena-contract", "arena-empty-provider"])
+    def test_a_provider_rule_judges_the_provider_a_call_is_routed_by(self, node):
+        guard = rules({"name": "arm-off", "effect": "deny", "cap": "*", "provider": "arm"})
+        with executor_of(call_guard=guard) as ex:
+            report = ex.validate_plan(node)
+        assert [issue["code"] for issue in report["issues"]] == ["call_denied"], report
+
+    def test_a_backend_that_routes_calls_itself_is_asked_for_the_provider(self):
+        class RoutesToRobot(bt_exec.SimBackend):
+            """Serves every cap without a dot from its provider ``robot`` (as the ROS action backend does)."""
+
+            def routed_provider(self, cap, provider):
+                return provider or (cap.partition(".")[0] if "." in cap else "robot")
+
+        from qwen3_graphs import scene
+        guard = rules({"name": "robot-off", "effect": "deny", "cap": "*", "provider": "robot"})
+        with executor_of(backend=RoutesToRobot(), scene=scene(), call_guard=guard) as ex:
+            refused = ex.submit(one_step_graph("grab"))
+        assert [issue["code"] for issue in refused["issues"]] == ["call_denied"], refused
