@@ -16,7 +16,8 @@ class Issue:
     operations, JSON pointers into the document) that repairs it; ``alternatives``, several such
     patches as likely as each other (then no ``fix``); ``fixed_by``, the index in the same report
     of the issue whose fix repairs this one too (one fault, two issues, one fix); ``after_fixes``, found
-    in the document as the fixes listed before it leave it (paths point into that document).
+    in the document as the fixes listed before it leave it (paths point into that document); ``lossy``, the
+    fix drops data the input held (a field removed), which a person may have meant.
     """
 
     code: str
@@ -27,6 +28,7 @@ class Issue:
     alternatives: list | None = field(default=None, compare=False)
     fixed_by: int | None = field(default=None, compare=False)
     after_fixes: bool = field(default=False, compare=False)
+    lossy: bool = field(default=False, compare=False)
 
     def as_dict(self) -> dict:
         out = {"code": self.code, "path": self.path, "message": self.message}
@@ -40,6 +42,8 @@ class Issue:
             out["fixed_by"] = self.fixed_by
         if self.after_fixes:
             out["after_fixes"] = True
+        if self.lossy:
+            out["lossy"] = True
         return out
 
     def __str__(self) -> str:

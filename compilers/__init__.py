@@ -6,14 +6,15 @@ these three functions pick the dialect and hand over.
 from __future__ import annotations
 
 import gc
+from typing import Callable
 
-from bt_exec.errors import Issue, PlanError
+from bt_exec.errors import Issue, Issues, PlanError
 
 from .catalog import CapabilityCatalog
-from .fixes import apply_fixes, document_fixes, issues_after_fixes
+from .fixes import apply_fixes, document_fixes, issues_after_fixes, joined
 from .dialects import DIALECTS, FALLBACK_DIALECT, CheckContext, Dialect, dialect_of, scene_of, skill_catalog_of
 from .ir import ControlRequest, Op, Plan
-from .report import Report
+from .report import PartlyRead, Report
 from .rtdl import capped_wait_warnings
 from .scene import Scene
 from .skill_catalog import SkillCatalog
@@ -24,7 +25,8 @@ DIALECT_NAMES = ("auto", *DIALECTS)
 
 __all__ = ["CapabilityCatalog", "CheckContext", "CompiledPlan", "ControlRequest", "DIALECT_NAMES", "Dialect",
            "Limits", "Op", "Plan", "Report", "Scene", "SkillCatalog", "apply_fixes", "compile_plan", "dialect_of",
-           "document_of", "load", "gc_paused", "load_with_warnings", "scene_of", "skill_catalog_of", "validate"]
+           "check_source", "document_of", "load", "gc_paused", "load_with_warnings", "refusal_issues", "scene_of",
+           "skill_catalog_of", "validate"]
 
 
 def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | ControlRequest:
@@ -50,7 +52,9 @@ def load_with_warnings(source, dialect: str = "auto", limits: Limits | None = No
         doc, warnings = parse_document(source, limits, named.recognises if named is not None else _recognised)
         try:
             loaded = _load_document(doc, named, not isinstance(source, dict), limits)
-        except PlanError as exc:  # each issue with its repair, where it has one
+        except PartlyRead as exc:  # each issue with its repair, where it has one
+            raise PartlyRead(document_fixes(doc, exc.issues), exc.partial) from None
+        except PlanError as exc:
             raise PlanError(document_fixes(doc, exc.issues)) from None
     if isinstance(loaded, ControlRequest) and isinstance(doc, dict):
         warnings.extend(capped_wait_warnings(doc, loaded))
@@ -120,18 +124,40 @@ def validate(plan, catalog=None, dialect: str = "auto", limits: Limits | None = 
 
 
 def _validate_once(plan, catalog, dialect: str, limits: Limits | None, scene) -> Report:
+    return check_source(plan, dialect, limits, lambda chosen: chosen.context_for(catalog, scene))
+
+
+def check_source(source, dialect: str, limits: Limits | None, context_for: Callable[[Dialect], CheckContext]) \
+        -> Report:
+    """The report of one check of ``source`` (a loaded plan, or raw input) against the context
+    ``context_for(dialect)`` gives for its dialect: what ``validate`` and every door's validate and submit
+    decide on, so that one input gets one verdict on every entry point."""
     warnings: list[dict] = []
-    if not isinstance(plan, (Plan, ControlRequest)):
+    if isinstance(source, (Plan, ControlRequest)):
+        plan = source
+    else:
         try:
-            plan, warnings = load_with_warnings(plan, dialect=dialect, limits=limits)
+            plan, warnings = load_with_warnings(source, dialect=dialect, limits=limits)
         except PlanError as exc:
-            return Report("invalid", None if dialect == "auto" else dialect, exc.issues)
+            return Report("invalid", None if dialect == "auto" else dialect, refusal_issues(exc, context_for))
     if isinstance(plan, ControlRequest):
         return Report("control", plan.dialect, [], {"control": plan.as_dict()}, warnings)
     chosen = dialect_of(plan)
-    report = chosen.check(plan, chosen.context_for(catalog, scene))
+    report = chosen.check(plan, context_for(chosen))
     report.warnings.extend(warnings)
     return report
+
+
+def refusal_issues(refused: PlanError, context_for: Callable[[Dialect], CheckContext]) -> list[Issue]:
+    """The issues of an input ``load`` refused: its own and, of a plan it read in part (a step graph with a
+    transition to a missing step), those the checks that need no sound shape find in what was read, checked
+    against ``context_for(dialect)``; a fault of the shape hides no other."""
+    partial = getattr(refused, "partial", None)
+    if partial is None or any(issue.code == "too_many_issues" for issue in refused.issues):
+        return refused.issues
+    chosen = dialect_of(partial)
+    found = chosen.check(partial, context_for(chosen)).issues
+    return Issues(joined(refused.issues, found)).listed()
 
 
 def compile_plan(plan: Plan, catalog=None) -> CompiledPlan:

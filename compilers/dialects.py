@@ -31,8 +31,8 @@ from .tree import CompiledPlan, compile_graph, compile_tree
 DEFAULT_SKILL_CATALOG = "grant"
 _ARENA_ARGS_JSON = re.compile(r"nodes\[\d+\]\.call\.args_json")
 
-NO_SCENE = Issue("no_scene", "", "this executor has no scene: step graphs are checked against one "
-                                 "(Executor(scene=...), --scene FILE)", ())
+NO_SCENE = Issue("no_scene", "", "no scene given: step graphs are checked and run against one "
+                                 "(--scene FILE, Executor(scene=...), validate(scene=...))", ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +243,8 @@ class Qwen3:
         return SkillCatalog.named(name_or_path)
 
     def context_for(self, catalog: object, scene: object) -> CheckContext:
-        return CheckContext(skill_catalog=skill_catalog_of(catalog), scene=scene_of(scene))
+        # as an executor checks them: a graph is judged against a scene, and without one it is refused
+        return CheckContext(skill_catalog=skill_catalog_of(catalog), scene=scene_of(scene), require_scene=True)
 
 
 # In the order ``load`` tries them on a document whose dialect is not given.

@@ -40,6 +40,12 @@ MAX_FIX_CHARS = 65536
 NEAR = 0.6
 # Known names at most this much less alike than the nearest are as likely as it: alternatives, no fix.
 TIE = 0.02
+# Longest name the nearest-name search takes or offers: far longer than any name a catalog or a dialect
+# knows, and a bound on each comparison (quadratic in the lengths).
+MAX_NAME_CHARS = 128
+# Most full comparisons of names the fixes of one report make (each at most MAX_NAME_CHARS squared steps),
+# so that a report's cost stays linear in its input whatever the names.
+MAX_COMPARISONS = 20_000
 
 _ALLOWED = re.compile(r"\(allowed: ([^)]*)\)")
 _MISSING = re.compile(r"no '([^']+)'|needs '([^']+)'")
@@ -85,23 +91,50 @@ def pointer_of(path: str) -> str | None:
     return "".join(f"/{index or name}" for index, name in _ARENA_STEP.findall(path))
 
 
-def nearest(word: object, known) -> list[str]:
-    """The known names ``word`` is most likely a misspelling of: one, several as likely, or none."""
-    if not isinstance(word, str) or not word:
+class NameSearch:
+    """The nearest-name search of one report, bounded: a name longer than ``MAX_NAME_CHARS`` is never taken
+    for a misspelling (nor compared: difflib's ratio is quadratic in the lengths), a pair whose lengths
+    alone keep it under ``NEAR`` is not compared, and past ``MAX_COMPARISONS`` full comparisons the names
+    of the report's later issues get none. ``comparisons``: how many were made."""
+
+    def __init__(self, budget: int | None = None):
+        self.left = MAX_COMPARISONS if budget is None else budget
+        self.comparisons = 0
+
+    def nearest(self, word: object, known) -> list[str]:
+        """The known names ``word`` is most likely a misspelling of: one, several as likely, or none."""
+        if not isinstance(word, str) or not word or len(word) > MAX_NAME_CHARS:
+            return []
+        lowered = word.lower()
+        known = sorted(name for name in set(known) - {word} if isinstance(name, str) and len(name) <= MAX_NAME_CHARS)
+        scored = []
+        for name in known:
+            matcher = difflib.SequenceMatcher(None, lowered, name.lower())
+            if matcher.real_quick_ratio() < NEAR or matcher.quick_ratio() < NEAR:
+                continue  # bounds of the ratio, from the lengths and the letters: linear, never quadratic
+            if self.left <= 0:
+                return []
+            self.left -= 1
+            self.comparisons += 1
+            ratio = matcher.ratio()
+            if ratio >= NEAR:
+                scored.append((-ratio, name))
+        if scored:
+            scored.sort()
+            best = -scored[0][0]
+            return [name for score, name in scored if -score >= best - TIE]
+        # a short name one slip away (dp, od for do), or an abbreviation (desc, seq): the one known name it fits
+        for fits in (lambda name: _one_slip(lowered, name.lower()),
+                     lambda name: len(word) >= 3 and name.lower().startswith(lowered)):
+            found = [name for name in known if fits(name)]
+            if len(found) == 1:
+                return found
         return []
-    known = sorted(set(known) - {word})
-    scored = sorted(((-difflib.SequenceMatcher(None, word.lower(), name.lower()).ratio(), name) for name in known))
-    scored = [(-score, name) for score, name in scored]
-    best = [(score, name) for score, name in scored if score >= NEAR]
-    if best:
-        return [name for score, name in best if score >= best[0][0] - TIE]
-    # a short name one slip away (dp, od for do), or an abbreviation (desc, seq): the one known name it fits
-    for fits in (lambda name: _one_slip(word.lower(), name.lower()),
-                 lambda name: len(word) >= 3 and name.lower().startswith(word.lower())):
-        found = [name for name in known if fits(name)]
-        if len(found) == 1:
-            return found
-    return []
+
+
+def nearest(word: object, known) -> list[str]:
+    """The known names ``word`` is most likely a misspelling of (one search of its own: ``NameSearch``)."""
+    return NameSearch().nearest(word, known)
 
 
 def _one_slip(word: str, name: str) -> bool:
@@ -123,6 +156,7 @@ class _Repairs:
         self.out: list[Issue] = []
         self.changed: dict[str, int] = {}  # pointer -> index of the issue whose fix changed it
         self.chars = 0
+        self.names = NameSearch()
 
     def fixed_by(self, place: str | None) -> int | None:
         """The earlier issue whose fix changed ``place``, a place above it or one below it."""
@@ -147,9 +181,39 @@ class _Repairs:
                     if key in operation and not operation[key].endswith("/-"):
                         self.changed.setdefault(operation[key], len(self.out))
         self.out.append(Issue(issue.code, issue.path, issue.message, issue.steps, fix or None,
-                              alternatives or None, fixed_by) if fix or alternatives or fixed_by is not None
-                        else issue)
+                              alternatives or None, fixed_by, lossy=bool(fix) and drops_data(fix))
+                        if fix or alternatives or fixed_by is not None else issue)
         return bool(fix)
+
+
+def drops_data(fix: list) -> bool:
+    """Whether a patch drops what the document held: a removal (an unknown field, which may be a setting
+    written in the wrong place, such as a speed limit), or a value replaced by null (a call dropped). Such a
+    fix is ``lossy``: ``bt-exec validate --fix`` applies it only when told to (``--fix-lossy``)."""
+    return any(operation["op"] == "remove" or (operation["op"] == "replace" and operation.get("value") is None)
+               for operation in fix)
+
+
+def joined(first: list[Issue], then: list[Issue]) -> list[Issue]:
+    """``first`` followed by ``then``, two reports' issues whose fixes were found each on its own: ``then``'s
+    ``fixed_by`` moved to where the list has them, and a fix of ``then`` that would change what a fix of
+    ``first`` changes left out (that fix is applied first and the place is no longer as ``then`` saw it)."""
+    changed = [operation[key] for issue in first for operation in issue.fix or () for key in ("path", "from")
+               if key in operation]
+    out = list(first)
+    for issue in then:
+        fixed_by = None if issue.fixed_by is None else issue.fixed_by + len(first)
+        fix = issue.fix
+        if fix and any(_related(operation[key], place) for operation in fix for key in ("path", "from")
+                       if key in operation for place in changed):
+            fix = None
+        out.append(dataclasses.replace(issue, fix=fix, fixed_by=fixed_by, lossy=bool(fix) and issue.lossy))
+    return out
+
+
+def _related(one: str, other: str) -> bool:
+    """Whether two JSON pointers name the same place, or one lies inside the other."""
+    return one == other or one.startswith(other + "/") or other.startswith(one + "/")
 
 
 # --- what the fixes uncover --------------------------------------------------------------------------------
@@ -222,7 +286,8 @@ def document_fixes(doc: object, issues: list[Issue]) -> list[Issue]:
             continue
         if working is None:
             working = _Working(fixable(doc))
-        found = _DOCUMENT_FIXERS[issue.code](working.doc, pointer, issue) if pointer is not None else None
+        found = _DOCUMENT_FIXERS[issue.code](working.doc, pointer, issue, repairs.names) if pointer is not None \
+            else None
         fix, alternatives = _one_or_several(found)
         if fix is not None and not working.applied(fix):
             fix = None
@@ -328,7 +393,7 @@ def _renamed(pointer: str, names) -> _Several | None:
                     for name in names) if names else None
 
 
-def _fix_unknown_field(doc, pointer: str, issue: Issue):
+def _fix_unknown_field(doc, pointer: str, issue: Issue, names: NameSearch):
     head, key = _parent(pointer)
     container = _get(doc, head)
     if not isinstance(container, dict) or key not in container:
@@ -337,10 +402,10 @@ def _fix_unknown_field(doc, pointer: str, issue: Issue):
     if allowed is None:  # a call on a composite arena node: Robonix writes an absent call as null
         return [{"op": "replace", "path": pointer, "value": None}]
     free = [name for name in allowed.group(1).split(", ") if name not in container]
-    return _renamed(pointer, nearest(key, free)) or [{"op": "remove", "path": pointer}]
+    return _renamed(pointer, names.nearest(key, free)) or [{"op": "remove", "path": pointer}]
 
 
-def _fix_required(doc, pointer: str, issue: Issue):
+def _fix_required(doc, pointer: str, issue: Issue, names: NameSearch):
     named = _MISSING.search(issue.message)
     if named is None:
         return None
@@ -394,7 +459,7 @@ def _free_op_id(doc, pointer: str) -> str:
     return candidate
 
 
-def _fix_type(doc, pointer: str, issue: Issue):
+def _fix_type(doc, pointer: str, issue: Issue, names: NameSearch):
     value = _get(doc, pointer)
     expected = _EXPECTED.search(issue.message)
     if value is _MISSING_VALUE or expected is None:
@@ -439,26 +504,26 @@ def _parsed(value: object) -> object:
         return _MISSING_VALUE
 
 
-def _fix_bad_op(doc, pointer: str, issue: Issue):
+def _fix_bad_op(doc, pointer: str, issue: Issue, names: NameSearch):
     head, _ = _parent(pointer)
     at_root = head in ("", "/rtdl")
-    names = nearest(_get(doc, pointer), TREE_OPS + (META_OPS if at_root else ()))
-    return _Several([[{"op": "replace", "path": pointer, "value": name}] for name in names]) if names else None
+    found = names.nearest(_get(doc, pointer), TREE_OPS + (META_OPS if at_root else ()))
+    return _Several([[{"op": "replace", "path": pointer, "value": name}] for name in found]) if found else None
 
 
-def _fix_bad_value(doc, pointer: str, issue: Issue):
+def _fix_bad_value(doc, pointer: str, issue: Issue, names: NameSearch):
     head, key = _parent(pointer)
     value = _get(doc, pointer)
     if value is _MISSING_VALUE:
         return None
     if key == "node_kind":
-        return _node_kind(_get(doc, head), value, pointer)
+        return _node_kind(_get(doc, head), value, pointer, names)
     if key == "when":
-        return _replaced(pointer, nearest(value, STOP_WHENS))
+        return _replaced(pointer, names.nearest(value, STOP_WHENS))
     if key == "status":
         allowed = _ONE_OF.search(issue.message)
-        names = allowed.group(1).split(", ") if allowed else ["ok", "blocked"]
-        return _replaced(pointer, nearest(value, names))
+        statuses = allowed.group(1).split(", ") if allowed else ["ok", "blocked"]
+        return _replaced(pointer, names.nearest(value, statuses))
     if key == "wait_ms":
         wanted = _converted(value, "integer")
         return None if wanted is _MISSING_VALUE else [{"op": "replace", "path": pointer, "value": wanted}]
@@ -467,11 +532,11 @@ def _fix_bad_value(doc, pointer: str, issue: Issue):
     return None
 
 
-def _node_kind(node: object, value: object, pointer: str):
+def _node_kind(node: object, value: object, pointer: str, names: NameSearch):
     by_name = {name: code for code, name in ARENA_KINDS.items()}
     if isinstance(value, str):
         return _Several([[{"op": "replace", "path": pointer, "value": by_name[name]}]
-                         for name in ([value] if value in by_name else nearest(value, by_name))]) or None
+                         for name in ([value] if value in by_name else names.nearest(value, by_name))]) or None
     if isinstance(node, dict) and node.get("call") is not None:
         return [{"op": "replace", "path": pointer, "value": 2}]
     return None
@@ -481,19 +546,19 @@ def _replaced(pointer: str, names: list) -> _Several | None:
     return _Several([[{"op": "replace", "path": pointer, "value": name}] for name in names]) if names else None
 
 
-def _fix_empty_description(doc, pointer: str, issue: Issue):
+def _fix_empty_description(doc, pointer: str, issue: Issue, names: NameSearch):
     value = _get(doc, pointer)
     if value is _MISSING_VALUE:
         return None
     return [{"op": "replace", "path": pointer, "value": PLACEHOLDER_DESCRIPTION}]
 
 
-def _fix_duplicate_op_id(doc, pointer: str, issue: Issue):
+def _fix_duplicate_op_id(doc, pointer: str, issue: Issue, names: NameSearch):
     head, _ = _parent(pointer)
     return [{"op": "replace", "path": pointer, "value": _free_op_id(doc, head)}]
 
 
-def _fix_unknown_step(doc, pointer: str, issue: Issue):
+def _fix_unknown_step(doc, pointer: str, issue: Issue, names: NameSearch):
     """A transition or the entry naming a step that is not there: the nearest step (or terminal)."""
     graph_pointer = pointer.split("/transitions", 1)[0] if "/transitions" in pointer else _parent(pointer)[0]
     graph = _get(doc, graph_pointer)
@@ -502,17 +567,17 @@ def _fix_unknown_step(doc, pointer: str, issue: Issue):
         if isinstance(steps, list) else []
     value = _get(doc, pointer)
     if pointer.endswith("/entry"):
-        return _replaced(pointer, nearest(value, ids))
+        return _replaced(pointer, names.nearest(value, ids))
     if isinstance(value, dict):  # an edge of an edge list
         if "there is no step" in issue.message:
-            return _replaced(f"{pointer}/from", nearest(value.get("from"), ids))
-        return _replaced(f"{pointer}/to", nearest(value.get("to"), ids + list(TERMINALS)))
+            return _replaced(f"{pointer}/from", names.nearest(value.get("from"), ids))
+        return _replaced(f"{pointer}/to", names.nearest(value.get("to"), ids + list(TERMINALS)))
     if "there is no step" in issue.message:  # the source: a key of the transitions map
         source_pointer = _parent(pointer)[0]
         transitions = _get(doc, _parent(source_pointer)[0])
         free = [step for step in ids if not (isinstance(transitions, dict) and step in transitions)]
-        return _renamed(source_pointer, nearest(_parent(source_pointer)[1], free))
-    return _replaced(pointer, nearest(value, ids + list(TERMINALS)))
+        return _renamed(source_pointer, names.nearest(_parent(source_pointer)[1], free))
+    return _replaced(pointer, names.nearest(value, ids + list(TERMINALS)))
 
 
 _DOCUMENT_FIXERS = {
@@ -533,7 +598,7 @@ def plan_fixes(plan: Plan, issues: list[Issue], context) -> list[Issue]:
     """``issues`` of a loaded plan refused by its checks (``context``: the CheckContext it was checked
     against), each with its fix where there is one."""
     repairs = _Repairs()
-    facts = _Facts(plan, {op.path: op for op in plan.ops.values()}, issues, context)
+    facts = _Facts(plan, {op.path: op for op in plan.ops.values()}, issues, context, repairs.names)
     for issue in issues:
         pointer = pointer_of(issue.path)
         earlier = repairs.fixed_by(_plan_place(issue, pointer))
@@ -582,6 +647,7 @@ class _Facts:
     ops_by_path: dict
     issues: list
     context: object
+    names: NameSearch
 
 
 def _op_at(facts: _Facts, issue: Issue):
@@ -598,7 +664,7 @@ def _fix_unknown_cap(facts, pointer, issue):
     catalog = facts.context.capability_catalog
     if op is None or catalog is None:
         return None
-    return _replaced(pointer, nearest(op.cap, catalog.entries))
+    return _replaced(pointer, facts.names.nearest(op.cap, catalog.entries))
 
 
 def _fix_unknown_skill(facts, pointer, issue):
@@ -606,7 +672,7 @@ def _fix_unknown_skill(facts, pointer, issue):
     if op is None:
         return None
     skills = facts.context.skills
-    return _replaced(pointer, nearest(op.cap, list(skills.skills) + list(skills.aliases)))
+    return _replaced(pointer, facts.names.nearest(op.cap, list(skills.skills) + list(skills.aliases)))
 
 
 def _step_of(facts: _Facts, issue: Issue):
@@ -626,7 +692,7 @@ def _fix_unknown_name(facts, pointer, issue):
     names = set(_listed_names(catalog.data.get("target_types" if is_target else "object_types", {})))
     if scene is not None:
         names |= scene.targets if is_target else scene.objects
-    return _replaced(pointer, nearest(step.params[key], names))
+    return _replaced(pointer, facts.names.nearest(step.params[key], names))
 
 
 def _listed_names(types: dict) -> list[str]:
@@ -640,7 +706,7 @@ def _fix_unknown_param(facts, pointer, issue):
         return None
     key = next((key for key, path in step.param_paths.items() if path == issue.path), None)
     free = [name for name in facts.context.skills.skills[skill_name].params if name not in step.params]
-    return _renamed(pointer, nearest(key, free)) or [{"op": "remove", "path": pointer}]
+    return _renamed(pointer, facts.names.nearest(key, free)) or [{"op": "remove", "path": pointer}]
 
 
 def _fix_missing_transition(facts, pointer, issue):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from bt_exec.errors import Issue, Issues, PlanError
 
 from .ir import Op, Plan
+from .report import PartlyRead
 from .skill_catalog import TERMINALS
 from .source import INT64_MAX, INT64_MIN, STRICT_JSON, Limits, check_document, number_shown
 
@@ -43,6 +44,10 @@ class StepGraph:
     prefix: str = ""                                   # "/response" inside a submit envelope
     edge_list: bool = False                            # transitions written as a list of {from, event, to}
     revision_path: str = "/scene_revision"             # where scene_revision is (or belongs) in the input
+    # A graph refused for its shape, read as far as it could be: its refused edges are left out, and
+    # refused_edges holds the (step, event) of each whose step is known.
+    broken: bool = False
+    refused_edges: set = field(default_factory=set)
 
     def successors(self, step_id: str) -> list[tuple[str, str]]:
         return list(self.transitions.get(step_id, {}).items())
@@ -87,7 +92,8 @@ def load_qwen3(doc: object, limits: Limits) -> Plan:
         _read_transitions(doc, graph, issues)
         _read_entry(doc, graph, issues)
     if issues and graph.status != "blocked":
-        raise PlanError(issues)
+        graph.broken = True
+        raise PartlyRead(issues, _as_plan(graph))
     return _as_plan(graph)
 
 
@@ -225,6 +231,7 @@ def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
         if target not in graph.steps and target not in TERMINALS:
             issues.append(_issue("unknown_step", path, f"{_where(source, event, target)}: {target!r} is neither a step "
                                                        f"nor a terminal ({', '.join(TERMINALS)})", [source]))
+            graph.refused_edges.add((source, event))
             continue
         mapped = graph.transitions.setdefault(source, {})
         if event in mapped and mapped[event] != target:

@@ -32,7 +32,9 @@ def verdict_of(plan: Plan, issues: list[Issue]) -> str:
 
 
 def check_graph(plan: Plan, catalog: SkillCatalog, scene: Scene | None) -> list[Issue]:
-    """Every issue of a loaded step graph against the catalog and, when given, the scene."""
+    """Every issue of a loaded step graph against the catalog and, when given, the scene. Of a graph refused
+    for its shape (``broken``: read with its refused edges left out), the issues the edges left out cannot
+    make up: not reachability nor a way out, nor an outcome whose edge was refused."""
     graph: StepGraph = plan.steps
     if graph.status == "blocked":
         return []
@@ -43,12 +45,14 @@ def check_graph(plan: Plan, catalog: SkillCatalog, scene: Scene | None) -> list[
     _check_params(graph, catalog, skills, scene, issues)
     _check_events(graph, catalog, skills, issues)
     digraph = _digraph(graph)
-    _check_reachability(graph, digraph, issues)
+    if not graph.broken:  # an edge left out would make steps look unreachable or stuck
+        _check_reachability(graph, digraph, issues)
     _check_failure_edges(graph, catalog, skills, issues)
     _check_after_collision(graph, catalog, skills, digraph, issues)
-    _check_way_out(graph, digraph, issues)
+    if not graph.broken:
+        _check_way_out(graph, digraph, issues)
     _check_tool_returns(graph, catalog, skills, issues)
-    if not issues:  # the meaning of every step is known: follow the symbolic state
+    if not issues and not graph.broken:  # the meaning of every step is known: follow the symbolic state
         _check_preconditions(graph, catalog, skills, scene, issues)
     return issues.listed()
 
@@ -123,6 +127,9 @@ def _check_params(graph, catalog: SkillCatalog, skills, scene, issues) -> None:
 
 
 def _check_events(graph: StepGraph, catalog: SkillCatalog, skills, issues) -> None:
+    refused_by_step: dict[str, set] = {}
+    for source, event in graph.refused_edges:
+        refused_by_step.setdefault(source, set()).add(event)
     for step_id, skill in skills.items():
         mapped = graph.transitions.get(step_id, {})
         for event in mapped:
@@ -130,12 +137,13 @@ def _check_events(graph: StepGraph, catalog: SkillCatalog, skills, issues) -> No
                 issues.append(_issue("unknown_event", graph.edge_paths[(step_id, event)],
                                      f"step {step_id!r} transition {event!r}: {graph.steps[step_id].skill} has no such "
                                      f"outcome (its outcomes: {', '.join(skill.outcomes)})", [step_id]))
-        if not mapped:
+        refused = refused_by_step.get(step_id, ())
+        if not mapped and not refused:
             issues.append(_issue("no_transitions", graph.steps[step_id].path, f"step {step_id!r} has no transitions",
                                  [step_id]))
             continue
         for event in skill.required:
-            if event not in mapped:
+            if event not in mapped and event not in refused:
                 issues.append(_issue("missing_transition", graph.steps[step_id].path,
                                      f"step {step_id!r} ({graph.steps[step_id].skill}) needs a transition for outcome "
                                      f"{event!r}", [step_id]))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bt_exec.errors import Issue
+from bt_exec.errors import Issue, PlanError
 
 
 @dataclass
@@ -30,3 +30,13 @@ class Report:
         return {"valid": self.ok, "verdict": self.verdict, "dialect": self.dialect,
                 "issues": [i.as_dict() for i in self.issues], "stats": self.stats,
                 **({"warnings": list(self.warnings)} if self.warnings else {})}
+
+
+class PartlyRead(PlanError):
+    """An input refused for its shape, with the plan as far as it could be read (``partial``): the checks that
+    need no sound shape still run on it, so that one structural fault (a transition to a missing step) does
+    not hide the others (``compilers.refusal_issues``)."""
+
+    def __init__(self, issues: list[Issue], partial):
+        super().__init__(issues)
+        self.partial = partial

@@ -79,11 +79,12 @@ class TestOk:
                            "s2": inspect_edges("operator_required", empty="stop", placed="stop")})
         assert check(the_graph).verdict == "ok"
 
-    def test_without_a_scene_only_the_catalog_is_checked(self):
+    def test_without_a_scene_a_graph_is_refused_as_an_executor_refuses_it(self):
+        # only the catalog is checked beside no_scene: the scene's checks need one
         report = bt_exec.validate(cap_without_vacuum())
-        assert (report.verdict, issues(report)) == ("ok", [])
+        assert (report.verdict, issues(report)) == ("invalid", [("no_scene", "", [])])
         no_revision = changed(vacuum_to_work(), lambda g: g.pop("scene_revision"))
-        assert bt_exec.validate(no_revision).verdict == "ok"
+        assert issues(bt_exec.validate(no_revision)) == [("no_scene", "", [])]
 
     def test_scene_object_and_dict_agree(self):
         as_dict = check(cap_without_vacuum(), SOCKET)
@@ -270,7 +271,7 @@ def test_invalid(name, the_graph, at, expected):
 
 def test_without_a_scene_a_precondition_that_never_holds_is_still_invalid():
     report = bt_exec.validate(_twice("grab", "vacuum"))
-    assert issues(report) == [("precondition_never_holds", "/plan/1", ["s2"])]
+    assert issues(report) == [("no_scene", "", []), ("precondition_never_holds", "/plan/1", ["s2"])]
 
 
 def test_loader_issues_name_the_dialect_when_it_is_given():

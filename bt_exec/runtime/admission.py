@@ -8,8 +8,8 @@ import re
 import threading
 from typing import Callable
 
-from bt_exec.compilers import (CheckContext, ControlRequest, Limits, Plan, Report, dialect_of, document_of, gc_paused,
-                               load_with_warnings)
+from bt_exec.compilers import (CheckContext, ControlRequest, Limits, Plan, Report, check_source, dialect_of,
+                               document_of, gc_paused, load_with_warnings, refusal_issues)
 from bt_exec.compilers.fixes import issues_after_fixes
 from bt_exec.errors import Issue, PlanError
 
@@ -87,7 +87,7 @@ class Admission:
             with gc_paused():
                 loaded = load_with_warnings(source, dialect=dialect, limits=self.limits)
         except PlanError as exc:
-            return refusal("invalid", exc.issues, None)
+            return refusal("invalid", refusal_issues(exc, self._context_of), None)
         envelope_run_id = loaded[0].meta.get("run_id") if isinstance(loaded[0], Plan) else None
         if envelope_run_id:  # a submit envelope that names its run
             return self._once(envelope_run_id, lambda: self._answer(loaded, envelope_run_id, dialect, text_chars))
@@ -134,7 +134,7 @@ class Admission:
             try:
                 loaded, warnings = load_with_warnings(source, dialect=dialect, limits=self.limits)
             except PlanError as exc:
-                return refusal("invalid", exc.issues, run_id)
+                return refusal("invalid", refusal_issues(exc, self._context_of), run_id)
         return _with_warnings(self._admit_loaded(loaded, run_id, text_chars), warnings)
 
     def _admit_loaded(self, loaded: Plan | ControlRequest, run_id: str | None, text_chars: int | None) -> dict:
@@ -233,15 +233,11 @@ class Admission:
         return _with_issues_cut(report.as_dict())
 
     def _check_once(self, source, dialect: str) -> Report:
-        try:
-            loaded, warnings = load_with_warnings(source, dialect=dialect, limits=self.limits)
-        except PlanError as exc:
-            return Report("invalid", None if dialect == "auto" else dialect, exc.issues)
-        if isinstance(loaded, ControlRequest):
-            return Report("control", loaded.dialect, [], {"control": loaded.as_dict()}, warnings)
-        report = dialect_of(loaded).check(loaded, self.context)
-        report.warnings.extend(warnings)
-        return report
+        return check_source(source, dialect, self.limits, self._context_of)
+
+    def _context_of(self, _dialect) -> CheckContext:
+        """The context plans of every dialect are checked against here (one for all of them)."""
+        return self.context
 
 
 class _Answering:
