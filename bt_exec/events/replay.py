@@ -219,7 +219,7 @@ def paced(events: Iterator[dict], speed: float, stop: threading.Event | None = N
         if wait > 0 and stop.wait(wait):
             return
         if stop.is_set():
-            return
+            break  # the batch's events were taken from ``events`` already: hand them on (``event`` is not)
         batch.append(event)
     if batch:
         yield batch
