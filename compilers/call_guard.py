@@ -8,8 +8,16 @@ A rules document (``schemas/call-guard.schema.json``, in JSON or YAML)::
 
 The first rule whose ``cap`` (and ``provider``, when given) globs match the call, whose ``args`` are all
 equal to the call's, and whose ``state`` conditions all hold on the backend's state snapshot decides the
-call; when none matches, ``default`` does. A rule with ``provider`` matches only calls that name a
-provider. Values compare strictly: ``true`` is not ``1``, ``1`` is ``1.0``.
+call; when none matches, ``default`` does. Values compare strictly: ``true`` is not ``1``, ``1`` is ``1.0``.
+
+A call is judged by the capability it reaches, never by how it was spelled, so that two spellings of one
+capability cannot get two verdicts (``CallNames``): a skill and its aliases are one capability (a rule
+naming any of them covers them all), and the cap and provider are those the call is routed by: the
+provider is the call's own, else its cap's prefix before the first dot, as the backend names it when
+it says (``routed_provider``: the ROS backend serves ``arm_.move`` from the server of ``arm``, so the
+call is judged as ``arm.move``, and a rule's literal names are read the same way). A rule naming an
+alias is applied to its skill with a warning; one naming a known skill in another case, or holding
+whitespace, could match no call and is refused at load.
 
 State conditions are decided when the call is made. One that cannot be decided (the backend reports no
 state, lacks the key, or holds a value the comparison cannot order) denies the call, naming its rule:
@@ -24,7 +32,7 @@ import logging
 import math
 import pathlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from bt_exec.errors import ConfigError, Issue, Issues
@@ -82,8 +90,27 @@ class CallNames:
         canonical = self.canonical(cap)
         return self._spellings.get(canonical, (canonical,))
 
-    def provider(self, cap: str, provider: str | None) -> str | None:
-        return self.route(cap, provider)
+    def routed(self, cap: str, provider: str | None) -> tuple[str, str | None]:
+        """The cap and provider a call is routed by: the provider as the backend names it, and a cap whose
+        prefix spelled that provider written with the provider's routed name (``arm_.move`` -> ``arm.move``
+        where a backend serves provider ``arm_`` as ``arm``)."""
+        routed = self.route(cap, provider)
+        prefix, dot, rest = cap.partition(".")
+        if dot and prefix and routed and routed != prefix and prefix == (provider or prefix):
+            return f"{routed}.{rest}", routed
+        return cap, routed
+
+    def routed_rule(self, rule: "GuardRule") -> "GuardRule":
+        """``rule`` with its literal names routed as a call's are (globs are left to match routed names)."""
+        if self.route is routed_provider:
+            return rule
+        cap, provider = rule.cap, rule.provider
+        prefix, dot, _ = cap.partition(".")
+        if dot and prefix and not _GLOB_CHARS.search(prefix):
+            cap = self.routed(cap, None)[0]
+        if provider is not None and not _GLOB_CHARS.search(provider):
+            provider = self.route("", provider) or provider
+        return rule if (cap, provider) == (rule.cap, rule.provider) else replace(rule, cap=cap, provider=provider)
 
     def check_rule(self, rule: "GuardRule", what: str, index: int) -> str | None:
         """A warning for a rule naming an alias (it applies to the skill); ConfigError for a rule naming a
@@ -163,7 +190,6 @@ class CallGuard:
     def __init__(self, default: str, rules: tuple[GuardRule, ...], names: CallNames | None = None,
                  what: str = "call guard"):
         self.default = default
-        self.rules = rules
         self.names = names or CallNames()
         self.what = what
         self.warnings: tuple[str, ...] = ()
@@ -171,6 +197,8 @@ class CallGuard:
             if warning := self.names.check_rule(rule, what, index):
                 self.warnings += (warning,)
                 log.warning("%s", warning)
+        self.written = rules
+        self.rules = tuple(map(self.names.routed_rule, rules))  # as calls are judged: routed names
         self._rules_of: dict[tuple[str, str | None], tuple[tuple[GuardRule, ...], str | None]] = {}
 
     @classmethod
@@ -197,7 +225,7 @@ class CallGuard:
 
     def naming(self, names: CallNames) -> "CallGuard":
         """These rules judging calls by ``names`` (an executor's skill catalog and its backend's routing)."""
-        return CallGuard(self.default, self.rules, names, self.what)
+        return CallGuard(self.default, self.written, names, self.what)
 
     @classmethod
     def from_file(cls, path: str | pathlib.Path, names: CallNames | None = None) -> "CallGuard":
@@ -214,12 +242,12 @@ class CallGuard:
         return self._judged(cap, provider)[0]
 
     def _judged(self, cap: str, provider: str | None) -> tuple[tuple[GuardRule, ...], str | None]:
-        """The rules covering the call, and the skill it reaches when it was spelled otherwise (or None)."""
+        """The rules covering the call, and the name of what it reaches when it was spelled otherwise (or None)."""
         key = (cap, provider)
         judged = self._rules_of.get(key)
         if judged is None:
-            spellings = self.names.spellings(cap)
-            routed = self.names.provider(cap, provider)
+            routed_cap, routed = self.names.routed(cap, provider)
+            spellings = self.names.spellings(routed_cap)
             judged = (tuple(rule for rule in self.rules if rule.covers(spellings, routed)),
                       spellings[0] if spellings[0] != cap else None)
             if len(self._rules_of) < _MAX_KNOWN:
@@ -324,8 +352,8 @@ def _snapshot(state: Callable[[], dict | None] | None) -> dict | None:
     return snapshot if isinstance(snapshot, dict) else None
 
 
-def _shown(cap: str, skill: str | None) -> str:
-    return repr(cap) if skill is None else f"{cap!r} (skill {skill!r})"
+def _shown(cap: str, reached: str | None) -> str:
+    return repr(cap) if reached is None else f"{cap!r} (as {reached!r})"
 
 
 def _decision(effect: str, rule: str, shown: str) -> Decision:

@@ -348,7 +348,7 @@ class TestOneVerdictPerCapability:
                                                                  "cap": "grab"})) as ex:
             report = ex.validate_plan(arena)
         assert [issue["code"] for issue in report["issues"]] == ["call_denied"], report
-        assert "'pick' (skill 'grab')" in report["issues"][0]["message"]
+        assert "'pick' (as 'grab')" in report["issues"][0]["message"]
 
     @pytest.mark.parametrize("node", [
         {"op": "do", "op_id": 0, "description": "move", "cap": "arm.move", "args": {}},

@@ -110,9 +110,13 @@ def name_token(text: str) -> str:
 
 def provider_of(call: CapabilityCall, default_provider: str = DEFAULT_PROVIDER) -> str:
     """The provider serving a call: its ``provider`` field, else the cap's prefix before the first dot."""
-    if call.provider:
-        return call.provider
-    prefix, dot, _ = call.cap.partition(".")
+    return _provider_of(call.cap, call.provider, default_provider)
+
+
+def _provider_of(cap: str, provider: str | None, default_provider: str) -> str:
+    if provider:
+        return provider
+    prefix, dot, _ = cap.partition(".")
     return prefix if dot and prefix else default_provider
 
 
@@ -257,6 +261,13 @@ class RosActionBackend:
         provider = provider_of(call, self.default_provider)
         name = self.server_map.get(provider) or self.server_map.get("*")
         return name or default_server_name(provider, self.node.get_namespace())
+
+    def routed_provider(self, cap: str, provider: str | None) -> str:
+        """The name a call's provider is routed by, for the call guard: the provider a ``server_map`` entry
+        names as it is, any other as the name token of its server, so that every spelling of one server
+        (``arm_.move``, ``arm-.move``, ``arm.move``) is judged as one."""
+        routed = _provider_of(cap, provider, self.default_provider)
+        return routed if routed in self.server_map or "*" in self.server_map else name_token(routed)
 
     def _full_name(self, name: str, provider: str) -> str:
         if not isinstance(name, str) or not name:

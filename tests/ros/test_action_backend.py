@@ -7,6 +7,7 @@ Skipped when rclpy or bt_exec_interfaces are missing, unless BT_EXEC_REQUIRE_ROS
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -301,6 +302,61 @@ class TestRouting:
             RosActionBackend(client_node, {"cam": "/bad name"})
         with pytest.raises(ValueError, match="positive"):
             RosActionBackend(client_node, server_timeout_s=0)
+
+
+
+class TestGuardJudgesTheRoutedName:
+    """Spellings that reach one action server (``arm_.move``, ``arm-.move``, ``arm.move`` all reach
+    ``bt_exec/capabilities/arm``) get the call guard's one verdict: it judges the name a call is routed by."""
+
+    SPELLINGS = ("arm.move", "arm_.move", "arm-.move", "arm__.move")
+
+    def test_every_spelling_of_a_provider_is_routed_as_its_server_names_it(self, client_node):
+        ros_backend = RosActionBackend(client_node)
+        try:
+            for cap in self.SPELLINGS:
+                assert ros_backend.server_for(call(cap)) == "/bt_exec/capabilities/arm"
+                assert ros_backend.routed_provider(cap, None) == "arm"
+            assert ros_backend.routed_provider("grab", None) == "robot"  # a skill: the default provider
+            assert ros_backend.routed_provider("move", "arm-") == "arm"
+        finally:
+            ros_backend.close()
+
+    @pytest.mark.parametrize("rule", [{"cap": "arm.*"}, {"cap": "arm_.move"}, {"cap": "*", "provider": "arm-"}],
+                             ids=["routed-cap", "other-spelling", "provider"])
+    def test_a_rule_on_one_spelling_refuses_every_spelling(self, client_node, rule):
+        ros_backend = RosActionBackend(client_node)
+        guard = {"rules": [{"name": "arm-off", "effect": "deny", **rule}]}
+        with contextlib.closing(bt_exec.Executor(backend=ros_backend, call_guard=guard)) as ex:
+            for cap in self.SPELLINGS:
+                answer = ex.submit(do("move", cap))
+                assert [issue["code"] for issue in answer.get("issues", [])] == ["call_denied"], (cap, answer)
+            if "provider" in rule:  # a cap naming no provider reaches the arm server by the call's provider
+                answer = ex.submit({"plan_id": "7", "session_id": "s", "round": 1, "root_index": 0, "nodes": [
+                    {"node_kind": 2, "children": [], "op_id": "1", "description": "move",
+                     "call": {"contract_id": "move", "provider_id": "arm_"}}]})
+                assert [issue["code"] for issue in answer["issues"]] == ["call_denied"], answer
+        ros_backend.close()
+
+    def test_a_provider_the_server_map_names_is_its_own_server(self, client_node):
+        ros_backend = RosActionBackend(client_node, {"arm_": "/special_arm"})
+        guard = {"rules": [{"name": "arm-off", "effect": "deny", "cap": "arm.*"}]}
+        with contextlib.closing(bt_exec.Executor(backend=ros_backend, call_guard=guard)) as ex:
+            assert ex.submit(do("move", "arm_.move"))["accepted"]
+            assert not ex.submit(do("move", "arm-.move"))["accepted"]
+        ros_backend.close()
+
+    def test_an_allowed_spelling_reaches_the_server_its_rule_names(self, robot, backend):
+        guard = {"default": "deny", "rules": [{"name": "sim-ok", "effect": "allow", "cap": "sim.instant"}]}
+        since = robot.mark()
+        with contextlib.closing(bt_exec.Executor(backend=backend(), call_guard=guard)) as ex:
+            ex.start()
+            record = ex.run_until_complete(submit(ex, do("instant", "sim_.instant")), timeout=30)
+            refused = ex.submit(do("act", "sim_.act"))
+        assert record["outcome"] == "succeeded", record
+        robot.wait_for(lambda e: e["sim_robot"] == "succeeded" and e["cap"] == "sim_.instant", since=since)
+        assert robot.of("accepted", since=since, cap="sim_.instant")[0]["server"] == "/bt_exec/capabilities/sim"
+        assert [issue["code"] for issue in refused["issues"]] == ["call_denied"]
 
 
 # --- over the sim robot ------------------------------------------------------------------
