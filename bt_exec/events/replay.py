@@ -5,20 +5,22 @@ A journal's run is what one ``JsonlJournal`` wrote, from its header to the next 
 reads the file once, line by line, without parsing most lines: our writer ends every event line with its
 ``"seq": N}``, which is all the check needs (a line that ends otherwise is parsed). Only the chosen run's
 first byte and line are kept, so a journal of any size is indexed in constant memory; the events are then
-read again from there as they are played.
+read again from there as they are played, each value checked as it is read (``replay_checks``).
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from ..errors import BtExecError, ControlError
-from ..runtime.budgets import quote, shown
+from ..runtime.budgets import BoundedTable, json_size, quote, shown
 from ..runtime.op_views import op_view
+from .journal import RUN_HEADER, _parse
+from .replay_checks import MAX_EVENT_LINE_BYTES, MAX_KEPT_BYTES, JournalValueError, RunCheck, is_recorded_time
 from .shapes import PLAN_KEY, trace_view
-from .journal import MAX_LINE_BYTES, RUN_HEADER, _parse
 
 _HEADER_START = b'{"event": "' + RUN_HEADER.encode() + b'"'
 _SEQ_KEY = b'"seq": '
@@ -27,8 +29,14 @@ _TAIL_BYTES = 64 * 1024
 # Events handed on at once when they are due together (a tick's, or all of them at --speed 0): enough to keep a
 # fast replay from paying per event, few enough that a slow reader still sees them come.
 MAX_BATCH = 1000
-# Finished plans a replay keeps for its views, newest first (an executor keeps its newest too).
+# Finished plans a replay keeps for its views, newest first, within MAX_KEPT_BYTES of their records (an executor
+# keeps its newest too).
 FINISHED_KEPT = 200
+# Play speeds, times the recorded pace: 0 plays without waiting; slower than MIN_SPEED a recorded second takes
+# minutes.
+MIN_SPEED, MAX_SPEED = 0.01, 1000.0
+# The longest one wait of a paced replay, in slices, so no recorded gap makes a timeout the clock cannot hold.
+_WAIT_SLICE_S = 3600.0
 FINAL_STATES = frozenset(("succeeded", "failed", "canceled", "timeout"))
 
 
@@ -60,12 +68,16 @@ def find_run(path: str, number: int | None = None) -> JournalRun:
     offset = 0
     with open(path, "rb") as file:
         while True:
-            line = file.readline(MAX_LINE_BYTES)
+            line = file.readline(MAX_EVENT_LINE_BYTES)
             if not line:
                 break
             line_number += 1
             offset += len(line)
-            if line.startswith(_HEADER_START):
+            if len(line) == MAX_EVENT_LINE_BYTES and not line.endswith(b"\n"):
+                skipped = _skip_line(file)  # read past it: the next line is the file's next
+                offset += skipped
+                line = b""  # no event, whatever its start: too long to read (take() says so)
+            if line and line.startswith(_HEADER_START):
                 why, header = _parse(line)
                 if why is None and header.get("event") == RUN_HEADER:
                     if current is not None:
@@ -110,11 +122,15 @@ class _RunScan:
         self.fault: tuple[int, str] | None = None  # (line, why)
 
     def take(self, line: bytes, number: int) -> None:
+        """``line`` (empty: one too long to read) as the run's event at line ``number``."""
         self.events += 1
         if self.fault is not None:
             return
+        if not line:
+            self.fault = (number, f"longer than {MAX_EVENT_LINE_BYTES} bytes, the longest line a replay reads")
+            return
         if not line.endswith(b"\n"):
-            self.fault = (number, f"longer than {MAX_LINE_BYTES} bytes" if len(line) == MAX_LINE_BYTES else "torn")
+            self.fault = (number, "torn")
             return
         seq = _seq_of(line)
         if type(seq) is str:
@@ -130,6 +146,16 @@ class _RunScan:
         self.end = end
         if self.fault is not None and self.fault[0] == last_line and not self.fault[1].startswith("mixed"):
             self.fault = (last_line, "torn")
+
+
+def _skip_line(file) -> int:
+    """Read past the rest of a line too long to read; its bytes."""
+    skipped = 0
+    while True:
+        rest = file.readline(MAX_EVENT_LINE_BYTES)
+        skipped += len(rest)
+        if not rest or rest.endswith(b"\n"):
+            return skipped
 
 
 def _seq_of(line: bytes) -> int | str | None:
@@ -150,7 +176,9 @@ def _seq_of(line: bytes) -> int | str | None:
 
 def _fault_message(path: str, run_number: int, line: int, why: str) -> str:
     where = f"line {line} of {path} (run {run_number})"
-    if why == "torn":
+    if why.startswith("value: "):
+        what = f"{where}: {why.removeprefix('value: ')}"
+    elif why == "torn":
         what = f"{where} is torn: the run writing it ended mid-line, so the run is not whole"
     elif why.startswith("mixed"):
         what = (f"{where} holds events of several runs ({why.removeprefix('mixed: ')}): two writers appended to "
@@ -161,17 +189,24 @@ def _fault_message(path: str, run_number: int, line: int, why: str) -> str:
 
 
 def read_events(run: JournalRun) -> Iterator[dict]:
-    """The run's events, read from the file one line at a time; ReplayError for a line that turns out not to
-    be a JSON event (the file changed since it was checked)."""
+    """The run's events, read from the file one line at a time, each value checked as it is read
+    (``replay_checks``): ReplayError naming the line for a value a replay cannot take, a run past a live
+    executor's limits, or a line that turns out not to be a JSON event (the file changed since it was found)."""
+    check = RunCheck()
     with open(run.path, "rb") as file:
         file.seek(run.start)
         offset, number = run.start, run.first_line
         while offset < run.end:
-            line = file.readline(MAX_LINE_BYTES)
+            line = file.readline(MAX_EVENT_LINE_BYTES)
             if not line:
                 return
             offset += len(line)
-            why, event = _parse(line)
+            why, event = _parse(line) if line.endswith(b"\n") else ("torn, or changed since it was found", None)
+            if why is None:
+                try:
+                    check.check(event, len(line))
+                except JournalValueError as exc:
+                    why = f"value: {exc}"
             if why is not None:
                 raise ReplayError(_fault_message(run.path, run.number, number, why))
             number += 1
@@ -183,7 +218,7 @@ def run_span(run: JournalRun) -> tuple[float | None, float | None]:
     clock moves over, read from the two ends of the run, not the whole of it."""
     with open(run.path, "rb") as file:
         file.seek(run.start)
-        first = _parse(file.readline(MAX_LINE_BYTES))[1]
+        first = _parse(file.readline(MAX_EVENT_LINE_BYTES))[1]
         file.seek(max(run.start, run.end - _TAIL_BYTES))
         tail = file.read(run.end - file.tell()).rstrip(b"\n")
     last = _parse(tail[tail.rfind(b"\n") + 1:] + b"\n")[1] if tail else None
@@ -191,15 +226,28 @@ def run_span(run: JournalRun) -> tuple[float | None, float | None]:
 
 
 def _time_of(event: object) -> float | None:
+    """The event's recorded time where it is one a replay takes (the line's check, not yet run, refuses others)."""
     recorded = event.get("time") if isinstance(event, dict) else None
-    return float(recorded) if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) else None
+    return float(recorded) if is_recorded_time(recorded) else None
+
+
+def checked_speed(speed: object) -> float:
+    """``speed`` as a play speed: 0 (no waiting), or MIN_SPEED to MAX_SPEED times the recorded pace;
+    ReplayError saying so for anything else (a tiny speed would make a recorded second last for ages)."""
+    if type(speed) in (int, float) and (speed == 0 or MIN_SPEED <= speed <= MAX_SPEED):
+        return float(speed)
+    shown_speed = repr(speed) if type(speed) in (int, float) else type(speed).__name__
+    raise ReplayError(f"speed {shown_speed}: expected 0 (as fast as it can) or {MIN_SPEED:g} to {MAX_SPEED:g} "
+                      "times the recorded pace")
 
 
 def paced(events: Iterator[dict], speed: float, stop: threading.Event | None = None,
           clock: Callable[[], float] = time.monotonic) -> Iterator[list[dict]]:
     """``events`` in batches, each when it is due: the gaps between their recorded ``time`` divided by
     ``speed`` (0 or less: no waiting). A batch holds the events already due when the first of it is
-    handed on, at most ``MAX_BATCH``. Stops early when ``stop`` is set."""
+    handed on, at most ``MAX_BATCH``. Stops early when ``stop`` is set. ReplayError for a speed
+    ``checked_speed`` refuses."""
+    speed = checked_speed(speed)
     stop = stop or threading.Event()
     started = clock()
     first_time = None
@@ -207,7 +255,7 @@ def paced(events: Iterator[dict], speed: float, stop: threading.Event | None = N
     for event in events:
         recorded = event.get("time")
         due = started
-        if speed > 0 and isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
+        if speed > 0 and type(recorded) in (int, float) and math.isfinite(recorded):
             if first_time is None:
                 first_time = recorded
             due = started + max(recorded - first_time, 0.0) / speed
@@ -216,8 +264,10 @@ def paced(events: Iterator[dict], speed: float, stop: threading.Event | None = N
             yield batch
             batch = []
             wait = due - clock()
-        if wait > 0 and stop.wait(wait):
-            return
+        while wait > 0:
+            if stop.wait(min(wait, _WAIT_SLICE_S)):
+                return
+            wait = due - clock()
         if stop.is_set():
             break  # the batch's events were taken from ``events`` already: hand them on (``event`` is not)
         batch.append(event)
@@ -233,7 +283,7 @@ class ReplayedPlans:
     def __init__(self, finished_kept: int = FINISHED_KEPT):
         self.finished_kept = finished_kept
         self._active: dict[str, dict] = {}
-        self._finished: dict[str, dict] = {}  # oldest first
+        self._finished = BoundedTable(finished_kept, MAX_KEPT_BYTES)  # oldest first
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
 
@@ -252,7 +302,7 @@ class ReplayedPlans:
         """Forget every plan: the replay starts again from its run's first event."""
         with self._lock:
             self._active.clear()
-            self._finished.clear()
+            self._finished = BoundedTable(self.finished_kept, MAX_KEPT_BYTES)
             self._changed.notify_all()
 
     def unfinished(self) -> list[dict]:
@@ -310,10 +360,9 @@ class ReplayedPlans:
             plan["ended_at"] = event.get("time")
             plan["running"] = plan["paused"] = False
             del self._active[plan["plan_id"]]
-            self._finished[plan["plan_id"]] = plan
-            while len(self._finished) > self.finished_kept:
-                del self._finished[next(iter(self._finished))]
-            return _record(plan)
+            record = _record(plan)
+            self._finished.put(plan["plan_id"], plan, json_size(record["ops"]) or MAX_KEPT_BYTES)
+            return record
         return None
 
     # --- the executor's read operations ---------------------------------------------------------------
@@ -328,7 +377,7 @@ class ReplayedPlans:
 
     def get_finished_plans(self, limit: int = 50) -> dict:
         with self._lock:
-            records = [_record(plan) for plan in reversed(self._finished.values())][:limit]
+            records = [_record(plan) for plan in self._finished.values()[::-1][:limit]]
         plans = [{key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "outcome",
                                                    "cancel_reason", "error", "failed_op", "started_at", "ended_at",
                                                    "duration_s")} | {"op_count": len(record["ops"])}
