@@ -194,6 +194,11 @@ class ExecutorNode(Node):
                 kind = {float: "a floating point number (e.g. 5.0)", int: "an integer",
                         str: "a string"}[type(param.default)]
                 raise ConfigError(f"parameter {param.name} must be {kind}: {convert.one_line(exc)}") from None
+        # What -p and --params-file gave this node (rclpy keeps it only as the node's private overrides).
+        unknown = params.unknown(set(self._parameter_overrides) - set(self._parameters))
+        if unknown:
+            raise ConfigError("unknown parameters: " + "; ".join(unknown) + " (ros2 param list: the parameters "
+                              "bt_exec_node has; docs/ros.md)")
         problems = params.check(values)
         if problems:
             raise ConfigError("bad parameters: " + "; ".join(problems))

@@ -6,6 +6,7 @@ read-only: it is read once when the node starts.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from ..compilers import Limits
@@ -80,6 +81,35 @@ PARAMETERS: tuple[Param, ...] = (
 
 PARAMETER_NAMES = tuple(p.name for p in PARAMETERS)
 DEFAULTS = {p.name: p.default for p in PARAMETERS}
+
+
+# Parameters rclpy or ros2 launch may give any node: the node takes them as ROS nodes do.
+ROS_PARAMETERS = ("use_sim_time", "start_type_description_service")
+ROS_PARAMETER_PREFIXES = ("qos_overrides.",)
+# Names a user may reach for that belong to another executable or to the launch file.
+ELSEWHERE = {
+    "contract": "the iiwa contract is its own node: ros2 run bt_exec bt_exec_iiwa_node, or ros2 launch bt_exec "
+                "bt_exec.launch.py contract:=iiwa (a launch argument, not a node parameter)",
+    "experiment_id": "it is a launch argument of the iiwa contract: ros2 launch bt_exec bt_exec.launch.py "
+                     "contract:=iiwa experiment_id:=N",
+}
+_LONGEST_NAME = max(len(p.name) for p in PARAMETERS)
+
+
+def unknown(given: set[str] | list[str]) -> list[str]:
+    """What to say of each parameter given to the node that it does not have (and ROS does not give every
+    node), in order; empty when there is none. A parameter nobody reads would be ignored silently."""
+    problems = []
+    for name in sorted(given):
+        if name in DEFAULTS or name in ROS_PARAMETERS or name.startswith(ROS_PARAMETER_PREFIXES):
+            continue
+        if name in ELSEWHERE:
+            problems.append(f"{name} is not a parameter of bt_exec_node: {ELSEWHERE[name]}")
+            continue
+        # nearest names only for names of a plausible length: the comparison is quadratic in it
+        near = difflib.get_close_matches(name, PARAMETER_NAMES, n=1) if len(name) <= 2 * _LONGEST_NAME else []
+        problems.append(f"{name} is not a parameter of bt_exec_node" + (f" (did you mean {near[0]}?)" if near else ""))
+    return problems
 
 
 def check(values: dict) -> list[str]:

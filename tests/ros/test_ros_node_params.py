@@ -26,7 +26,6 @@ def test_op_timeout_ends_a_long_call_timeout(ros, start_node, tmp_path):
     script.write_text(json.dumps({"default": {"outcome": "success", "duration_s": 0.02},
                                   "caps": {"sim.five": {"outcome": "success", "duration_s": 5}}}))
     node = start_node(sim_script=str(script), op_timeout_s=0.2, max_plans=2, status_queue=100)
-    began = time.monotonic()
     answer = ros.call(node.name, "submit", graph_json=plan(seq(do("sim.five"), do("sim.after"))))
     assert answer.accepted, answer.message
     deadline = time.monotonic() + 10
@@ -37,9 +36,8 @@ def test_op_timeout_ends_a_long_call_timeout(ros, start_node, tmp_path):
             break
         assert time.monotonic() < deadline, f"plan did not finish: {status}"
         time.sleep(0.05)
-    assert time.monotonic() - began < 4, "the 5 s call was not cut short"
     by_cap = {op.get("cap"): op for op in status["ops"]}
-    assert by_cap["sim.five"]["state"] == "timeout", status
+    assert by_cap["sim.five"]["state"] == "timeout", status  # cut short: a 5 s call left alone succeeds
     assert by_cap["sim.five"]["result"]["event"] == "timeout"
     assert by_cap["sim.after"]["state"] != "succeeded"  # the sequence stopped at the timed-out call
     assert status["outcome"] == "failed"
@@ -104,3 +102,20 @@ def test_moveit_where_moveitpy_is_missing_exits_2_with_one_clear_line(start_node
     assert "see docs/moveit.md" in log
     lines = [line for line in log.splitlines() if "needs MoveItPy" in line]
     assert len(lines) == 1 and lines[0].startswith("bt-exec: cannot start: "), log
+
+
+@pytest.mark.parametrize("params, messages", [
+    ({"contract": "iiwa"}, ["contract is not a parameter of bt_exec_node", "bt_exec_iiwa_node",
+                            "bt_exec.launch.py contract:=iiwa"]),
+    ({"tick_rate": 5.0, "no_such.thing": 1}, ["tick_rate is not a parameter of bt_exec_node (did you mean "
+                                             "tick_rate_hz?)", "no_such.thing is not a parameter"]),
+], ids=["contract", "typo-and-unknown"])
+def test_an_unknown_parameter_is_refused_at_start_naming_it(start_node, params, messages):
+    log = exits_2(start_node, "unknown parameters", **params)
+    assert all(message in log for message in messages), log
+    assert len(log.strip().splitlines()) == 1, log  # one line, nothing started
+
+
+def test_the_parameters_ros_gives_every_node_are_taken(ros, start_node):
+    node = start_node(use_sim_time="false", **{"qos_overrides./parameter_events.publisher.depth": 100})
+    assert ros.call(node.name, "list_plans") is not None
