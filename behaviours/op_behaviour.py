@@ -5,12 +5,13 @@ from py_trees.common import Status
 
 from .plan_hooks import PlanHooks
 from .summary import children_summary
+from .tree_links import AcyclicLinks
 
 RUNNING = Status.RUNNING
 FINAL_STATUSES = (Status.SUCCESS, Status.FAILURE)
 
 
-class OpReports:
+class OpReports(AcyclicLinks):
     """Mixin of every behaviour that stands for one plan op (an action, a sequence, a parallel).
 
     The op reports its own state: ``running`` when entered, its final state when

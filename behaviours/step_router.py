@@ -7,9 +7,10 @@ import py_trees
 from py_trees.common import Status
 
 from .op_behaviour import RUNNING
+from .tree_links import AcyclicLinks
 
 
-class StepRouter(py_trees.composites.Composite):
+class StepRouter(AcyclicLinks, py_trees.composites.Composite):
     """Runs a step graph. Its children are every step (each a SkillAction, or the StopGuard
     armed above it), in plan order, so any tree display shows them all; only the current one
     (``current_child``) is ticked.

@@ -5,9 +5,10 @@ import py_trees
 from py_trees.common import Status
 
 from .op_behaviour import FINAL_STATUSES, RUNNING
+from .tree_links import AcyclicLinks
 
 
-class StopGuard(py_trees.decorators.Decorator):
+class StopGuard(AcyclicLinks, py_trees.decorators.Decorator):
     """Stops the plan at one op: checks ``on_enter`` when the op is entered and ``on_complete``
     when it completes. A fired stop point asks the runtime to cancel the whole plan; a fired
     pause point pauses it (on_enter: the op is held at its entry; on_complete: the op's
@@ -57,6 +58,10 @@ class StopGuard(py_trees.decorators.Decorator):
     def setup(self, **kwargs) -> None:
         """Takes ``plan``: the run's PlanHooks."""
         self.hooks = kwargs["plan"]
+
+    def shutdown(self) -> None:
+        """The plan is released: its op reports to the plan again, so the op and this guard hold no cycle."""
+        self.decorated.report_to = self.hooks
 
     def tick(self):
         # Decorator.tick always ticks the child; an on_enter stop must not start it.

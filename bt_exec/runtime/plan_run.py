@@ -600,8 +600,14 @@ class PlanRun:
         return {step: dict(edges) for step, edges in self.plan.steps.transitions.items()}
 
     def release_tree(self) -> None:
-        """Shut the behaviour tree down and drop it once finished; the records keep everything reported."""
+        """Shut the behaviour tree down and drop it once finished; the records keep everything reported.
+
+        Behaviours hold this run (their hooks) and their links within the tree are acyclic
+        (``AcyclicLinks``; a guard hands its op back to the run as it shuts down): once this run
+        holds none of them, nothing here is a reference cycle, and the tree is freed as soon as
+        nobody else (a tree viewer) holds it, without waiting for the cyclic garbage collector."""
         self.tree.shutdown()
         self.tree = None
         self.ops = {}
         self.watched.clear()
+        self._paused_calls = []
