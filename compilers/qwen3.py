@@ -7,6 +7,7 @@ that verdict is decided first.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -15,7 +16,7 @@ from bt_exec.errors import Issue, Issues, PlanError
 from .ir import Op, Plan
 from .report import PartlyRead
 from .skill_catalog import TERMINALS
-from .source import INT64_MAX, INT64_MIN, STRICT_JSON, Limits, check_document, number_shown
+from .source import INT64_MAX, INT64_MIN, STRICT_JSON, Limits, check_document, located, number_shown
 
 PARAMS = ("object", "target", "tool")
 _STEP_KEYS = frozenset(("id", "skill", "args", "description"))
@@ -131,9 +132,16 @@ def _response(response: object, limits: Limits, issues: list[Issue]) -> object:
 
 
 def graph_in_response(response: str) -> object:
-    """The JSON value a submit envelope's response text holds (in one code fence or none); ValueError if none."""
+    """The JSON value a submit envelope's response text holds (in one code fence or none); ValueError if none,
+    saying where in the response text it breaks."""
     fenced = _FENCE.match(response)
-    return STRICT_JSON.decode((fenced.group(1) if fenced else response).strip())
+    start, end = fenced.span(1) if fenced else (0, len(response))
+    body = response[start:end]
+    start += len(body) - len(body.lstrip())
+    try:
+        return STRICT_JSON.decode(body.strip())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{exc.msg} at {located(response, start + exc.pos)}") from None
 
 
 def _read_steps(doc: dict, graph: StepGraph, limits: Limits, issues: list[Issue]) -> None:

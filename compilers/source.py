@@ -94,6 +94,7 @@ def parse_document(source, limits: Limits, wanted: Callable[[dict], bool] | None
     Text that is not JSON may be a model's reply with prose around the JSON: see
     ``_json_in_reply`` (``wanted``: whether an object found there is a plan).
     """
+    handed_a_str = isinstance(source, str)
     if isinstance(source, pathlib.Path):
         try:
             size = source.stat().st_size
@@ -115,10 +116,33 @@ def parse_document(source, limits: Limits, wanted: Callable[[dict], bool] | None
             len(source) * 4 > limits.max_input_bytes and _utf8_size(source) > limits.max_input_bytes
         ):
             raise PlanError([_too_large(_utf8_size(source), limits)])
-        return _parse_text(source, wanted, limits.max_json_nesting)
+        try:
+            return _parse_text(source, wanted, limits.max_json_nesting)
+        except PlanError as exc:
+            if handed_a_str and _looks_like_a_file_name(source):
+                raise PlanError([_file_name_issue(source)]) from None
+            raise
     if isinstance(source, dict):
         return source, []
     raise PlanError([Issue("type", "", f"expected a dict, JSON text or pathlib.Path, got {type(source).__name__}")])
+
+
+# A str on one line, with no brace or quote, that ends in a file extension or holds a path separator, and is
+# not JSON: most likely a file name.
+_FILE_NAME = re.compile(r"[^\n{}\[\]\"]{0,4096}(?:\.[A-Za-z0-9]{1,10}|[/\\][^\n{}\[\]\"]*)")
+
+
+def _looks_like_a_file_name(text: str) -> bool:
+    return _FILE_NAME.fullmatch(text.strip()) is not None
+
+
+def _file_name_issue(text: str) -> Issue:
+    """A str that is no JSON and reads like a file name: a str is never opened (text from a network could
+    name any file), so say how a file is read."""
+    name = text.strip()
+    shown = repr(name) if len(name) <= 200 else f"{name[:200]!r}..."
+    return Issue("json_syntax", "", f"no JSON in this text: {shown}. A str is read as JSON text, never as a file "
+                                    f"name; to read a plan file, pass pathlib.Path({shown})")
 
 
 def _parse_text(text: str, wanted: Callable[[dict], bool] | None, max_nesting: int) -> tuple[object, list[dict]]:
@@ -169,6 +193,12 @@ def _json_in_reply(text: str, wanted: Callable[[dict], bool] | None, malformed: 
     if fence is not None and next(fences, None) is None:
         try:
             doc = STRICT_JSON.decode(fence.group(1))
+        except json.JSONDecodeError as exc:
+            if fence.group(1).lstrip()[:1] == "{":  # the plan, broken: say where, in the reply's own lines
+                raise PlanError([Issue("json_syntax", "", f"malformed JSON in the fenced code block, at "
+                                                          f"{located(text, fence.start(1) + exc.pos)}: {exc.msg}")]) \
+                    from None
+            doc = None
         except (ValueError, RecursionError):
             doc = None
         if type(doc) is dict:
@@ -204,6 +234,12 @@ def _json_in_reply(text: str, wanted: Callable[[dict], bool] | None, malformed: 
                                                   "code block, is read")])
     doc, start, end = found
     return doc, [_skipped_warning("the JSON object", start, end, len(text))]
+
+
+def located(text: str, position: int) -> str:
+    """``line L column C`` of character ``position`` of ``text``, both counted from 1."""
+    line_start = text.rfind("\n", 0, position) + 1
+    return f"line {text.count(chr(10), 0, position) + 1} column {position - line_start + 1}"
 
 
 def _balanced_objects(text: str, max_nesting: int):

@@ -63,7 +63,7 @@ def test_run_needs_a_scene():
 
 
 def test_compile_shows_every_step_then_every_transition():
-    result = bt_exec_cli("compile", HATCH)
+    result = bt_exec_cli("compile", HATCH, "--scene", SCENE)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[:2] == ["--> step graph from s0 (6 steps)", "    --> [s0] grab(vacuum)"]
@@ -72,13 +72,13 @@ def test_compile_shows_every_step_then_every_transition():
     assert {"    s1 -> grasp_failed -> s4", "    s4 -> empty -> s1", "    s3 -> success -> completed",
             "    s5 -> unknown -> operator_required"} <= set(lines[8:])
     assert len(lines) == 8 + 18
-    unicode = bt_exec_cli("compile", HATCH, "--render", "unicode").stdout.splitlines()
+    unicode = bt_exec_cli("compile", HATCH, "--scene", SCENE, "--render", "unicode").stdout.splitlines()
     assert unicode[1] == "├── --> [s0] grab(vacuum)" and unicode[6] == "└── --> [s5] inspect_state(vacuum)"
     assert "    s1 → grasp_failed → s4" in unicode
 
 
 def test_compile_dot_draws_steps_as_nodes_and_transitions_as_labelled_edges():
-    result = bt_exec_cli("compile", HATCH, "--render", "dot")
+    result = bt_exec_cli("compile", HATCH, "--scene", SCENE, "--render", "dot")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == 'digraph "6-step graph from s0" {' and lines[-1] == "}"

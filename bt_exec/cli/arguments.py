@@ -20,6 +20,11 @@ def add_catalog(command: argparse.ArgumentParser) -> None:
                               "catalog, shipped (grant, the default) or a file")
 
 
+def add_scene(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--scene", metavar="SCENE.json",
+                         help="Qwen3: the scene to check the graph against (without it a graph is refused, no_scene)")
+
+
 def add_guard(command: argparse.ArgumentParser) -> None:
     command.add_argument("--guard", metavar="RULES",
                          help="call guard rules file (JSON or YAML): allow/deny rules every capability call passes; "
@@ -28,9 +33,13 @@ def add_guard(command: argparse.ArgumentParser) -> None:
 
 def add_fix(command: argparse.ArgumentParser) -> None:
     command.add_argument("--fix", metavar="OUT",
-                         help="write the plan repaired by the report's fixes to OUT and check it again (exit 0 if "
-                              "OUT is valid); only unambiguous fixes are applied. A reply with text around its "
-                              "JSON: OUT holds the repaired JSON alone")
+                         help="write the plan repaired by the report's fixes to OUT (a new file renamed over OUT, "
+                              "which may be FILE) and check it again; only unambiguous fixes are applied, and OUT "
+                              "is written only when one was. Exit 0 if FILE is valid or OUT is, else 1. A reply "
+                              "with text around its JSON: OUT holds the repaired JSON alone")
+    command.add_argument("--fix-lossy", action="store_true",
+                         help="with --fix: also apply the fixes that drop data the input holds (lossy: an unknown "
+                              "field removed, which may be a setting written in the wrong place)")
 
 
 def add_op_timeout(command: argparse.ArgumentParser) -> None:

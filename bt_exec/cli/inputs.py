@@ -35,9 +35,14 @@ def read_plan(name: str, dialect: str, verb: str) -> tuple[bytes, Plan]:
     source = read_input(name)
     loaded = bt_exec.load(source, dialect=dialect)
     if isinstance(loaded, ControlRequest):
-        raise CommandError(f"{label(name)} is a control request ({loaded.op}), not a plan: there is nothing to "
-                           f"{verb}. A control request acts on the plans of a running executor.", EXIT_FAILED)
+        raise CommandError(control_message(name, loaded.op, verb), EXIT_FAILED)
     return source, loaded
+
+
+def control_message(name: str, op: str, verb: str) -> str:
+    """Why a control request given to ``compile`` or ``run`` is refused."""
+    return (f"{label(name)} is a control request ({op}), not a plan: there is nothing to {verb}. A control "
+            f"request acts on the plans of a running executor.")
 
 
 def label(name: str) -> str:

@@ -3,10 +3,17 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
+import os
+import stat
 import sys
+import tempfile
 import threading
 import time
+
+import jsonpatch
+import jsonpointer
 
 import bt_exec
 
@@ -19,11 +26,11 @@ from ..terminal.compiled import ASCII, UNICODE, dot_text, tree_text
 from ..terminal.render import one_line, printable
 from ..terminal.run_view import EventLines, LiveView
 from ..web import ControlApi
-from .arguments import (add_catalog, add_fix, add_guard, add_input, add_op_timeout, add_web, positive_int, stop_point,
-                        tick_rate)
+from .arguments import (add_catalog, add_fix, add_guard, add_input, add_op_timeout, add_scene, add_web, positive_int,
+                        stop_point, tick_rate)
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
 from .dry_run_commands import dry_run_command
-from .inputs import label, read_input, read_plan
+from .inputs import control_message, label, read_input, read_plan
 from .web_commands import start_web
 
 RENDERS = ("ascii", "unicode", "dot")
@@ -47,7 +54,7 @@ def add_commands(commands) -> None:
     validate = commands.add_parser("validate", help="check a plan; exit 0 if valid, 1 if not")
     add_input(validate)
     add_catalog(validate)
-    validate.add_argument("--scene", metavar="SCENE.json", help="Qwen3: the scene to check the graph against")
+    add_scene(validate)
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     add_guard(validate)
     add_fix(validate)
@@ -60,6 +67,8 @@ def add_commands(commands) -> None:
                                "description, a step graph's transitions after its steps; dot: Graphviz source, "
                                "the graph named after the plan")
     add_catalog(compile_)
+    add_scene(compile_)
+    add_guard(compile_)
     compile_.set_defaults(command=compile_command)
 
     run = commands.add_parser("run", help="run a plan to the end; exit 0 if it succeeded")
@@ -103,16 +112,15 @@ def add_commands(commands) -> None:
 def validate_command(args: argparse.Namespace) -> int:
     """The verdict ``Executor.validate_plan`` gives, as HTTP, MCP and ROS give it, for the options' catalog and
     scene; with ``--fix OUT`` the plan repaired by the report's fixes is written to OUT and checked again."""
-    scene = bt_exec.Scene.from_file(args.scene) if args.scene else None
+    if args.fix_lossy and not args.fix:
+        raise CommandError("--fix-lossy goes with --fix OUT")
     repair = None
     try:
         source = read_input(args.file)
     except PlanError as exc:  # over the input limit: not read whole, so no door is shown it
         report = bt_exec.Report("invalid", None if args.dialect == "auto" else args.dialect, exc.issues).as_dict()
     else:
-        catalogs = _catalogs(args.catalog, _dialect_of(source, args.dialect)) if args.catalog else {}
-        # Never started (no tick thread) and running nothing: the sim backend is never called.
-        executor = bt_exec.Executor(backend=bt_exec.SimBackend(), scene=scene, call_guard=args.guard, **catalogs)
+        executor = _checking_executor(args, source)
         try:
             report = executor.validate_plan(source, dialect=args.dialect)
             if args.fix:
@@ -126,36 +134,130 @@ def validate_command(args: argparse.Namespace) -> int:
     else:
         print(printable(report_text(label(args.file), report)))  # issue paths and messages quote the input
         if repair is not None:
-            count = repair["fixes_applied"]
-            print(printable(f"{label(args.file)}: {count} fix{'es' if count != 1 else ''} applied, the repaired "
-                            f"document written to {args.fix}"))
-            print(printable(report_text(args.fix, repair["report"])))
-    final = repair["report"] if repair is not None else report
-    return EXIT_OK if final["valid"] and (repair is not None or not args.fix) else EXIT_FAILED
+            print(printable(repair_text(label(args.file), report, repair)))
+    if repair is not None:
+        return EXIT_OK if repair["report"]["valid"] else EXIT_FAILED
+    return EXIT_OK if report["valid"] and not args.fix else EXIT_FAILED
+
+
+def _checking_executor(args: argparse.Namespace, source: bytes) -> bt_exec.Executor:
+    """An executor with the options' catalog, scene and guard, that checks plans as every door's does. Never
+    started (no tick thread) and running nothing: its sim backend is never called."""
+    scene = bt_exec.Scene.from_file(args.scene) if args.scene else None
+    catalogs = _catalogs(args.catalog, _dialect_of(source, args.dialect)) if args.catalog else {}
+    return bt_exec.Executor(backend=bt_exec.SimBackend(), scene=scene, call_guard=args.guard, **catalogs)
 
 
 def _repaired(executor: bt_exec.Executor, source: bytes, report: dict, args: argparse.Namespace) -> dict | None:
     """Apply the report's fixes to the document, check it again and repeat while fixes are found (a fix can
-    uncover faults the check did not reach); write the result to ``args.fix``. ``{out, fixes_applied,
-    report}`` (the report of what was written), or None if the input holds no JSON document."""
+    uncover faults the check did not reach); write the result to ``args.fix`` when a fix was applied or the
+    input is valid (then as it is), never an unrepaired invalid input. A lossy
+    fix (it drops data) is applied only with ``--fix-lossy``. ``{out, written, fixes_applied, fixes_skipped,
+    report}`` (``report``: of what was written, else of the input), or None if the input holds no JSON
+    document."""
     try:
         doc = document_of(source, args.dialect)
     except PlanError:
         return None
-    applied = 0
+    applied, skipped = 0, {}
     for _round in range(FIX_ROUNDS):
-        fixes = sum("fix" in issue for issue in report["issues"])
-        if report["valid"] or not fixes:
+        if report["valid"]:
             break
-        doc = apply_fixes(doc, report["issues"])
-        applied += fixes
+        chosen = _fixes_to_apply(report["issues"], args.fix_lossy, skipped)
+        if not chosen:
+            break
+        try:
+            doc = apply_fixes(doc, chosen)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+            break  # a fix that does not fit the document as the others left it: keep what was repaired
+        applied += len(chosen)
         report = executor.validate_plan(json.dumps(doc).encode(), dialect=args.dialect)
+    written = applied > 0 or report["valid"]  # a valid input is OUT as it is; else OUT only when repaired
+    if written:
+        _write_atomically(args.fix, _json_bytes(doc, args.fix))
+    return {"out": args.fix, "written": written, "fixes_applied": applied, "fixes_skipped": list(skipped.values()),
+            "report": report}
+
+
+def _fixes_to_apply(issues: list[dict], lossy_too: bool, skipped: dict) -> list[dict]:
+    """The issues whose fixes ``--fix`` applies, in order; each lossy one it leaves goes into ``skipped``. Past a
+    fix left out, the issues found after fixes are left too: they were found in a document that had it."""
+    chosen, left_one = [], False
+    for issue in issues:
+        if "fix" not in issue:
+            continue
+        if issue.get("after_fixes") and left_one:
+            break
+        if issue.get("lossy") and not lossy_too:
+            skipped.setdefault((issue["code"], issue["path"], issue["message"]), issue)
+            left_one = True
+            continue
+        chosen.append(issue)
+    return chosen
+
+
+def _json_bytes(doc: object, out: str) -> bytes:
+    """The repaired document as UTF-8 JSON text; CommandError (exit 1, nothing written) for text with no UTF-8
+    form (a lone surrogate, which JSON text may escape but no file can hold as a character)."""
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     try:
-        with open(args.fix, "w", encoding="utf-8") as out:
-            out.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CommandError(f"--fix: {out} not written: the repaired document holds text with no UTF-8 form "
+                           f"({exc.reason}: {text[exc.start:exc.end]!a}; see its bad_text issues)",
+                           EXIT_FAILED) from None
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to a new file beside ``path`` and rename it over ``path``: ``path`` (which may be the
+    input itself) is never changed until the whole output is written, and a failure leaves it as it was. A link
+    is followed, and an existing file keeps its permissions."""
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     except OSError as exc:
-        raise CommandError(f"cannot write {args.fix}: {exc.strerror or exc}") from None
-    return {"out": args.fix, "fixes_applied": applied, "report": report}
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def repair_text(name: str, report: dict, repair: dict) -> str:
+    """What ``--fix`` did: the fixes applied and where the result went (with its report), or why nothing was
+    written; then each lossy fix left out."""
+    out, count = repair["out"], repair["fixes_applied"]
+    if report["valid"]:
+        lines = [f"{name}: valid, nothing to repair; its JSON written to {out} as it is"]
+    elif repair["written"]:
+        lines = [f"{name}: {count} fix{'es' if count != 1 else ''} applied, the repaired document written to {out}",
+                 report_text(out, repair["report"])]
+    else:
+        why = "its lossy fixes need --fix-lossy" if repair["fixes_skipped"] else "no issue has a fix"
+        lines = [f"{name}: no fix applied ({why}); {out} not written"]
+    for issue in repair["fixes_skipped"]:
+        lines.append(f"  not applied (lossy; --fix-lossy applies it): {Issue(**issue)}")
+    return "\n".join(lines)
 
 
 def _dialect_of(source: bytes, dialect: str) -> str | None:
@@ -183,12 +285,19 @@ def _catalogs(name_or_path: str, dialect: str | None) -> dict:
 
 
 def compile_command(args: argparse.Namespace) -> int:
-    _source, plan = read_plan(args.file, args.dialect, "compile")
-    catalog = catalog_for(plan, args.catalog)
-    report = bt_exec.validate(plan, catalog=catalog)  # as the executor would check it (no scene here)
-    if report.verdict not in ("ok", "replan_required"):  # replan_required is about a scene; the graph compiles
-        raise PlanError(report.issues)
-    compiled = bt_exec.compile_plan(plan, catalog)
+    source = read_input(args.file)
+    executor = _checking_executor(args, source)
+    try:  # the verdict validate and submit give, for the same options
+        report = executor.validate_plan(source, dialect=args.dialect)
+    finally:
+        executor.close()
+    if report["verdict"] == "control":
+        raise CommandError(control_message(args.file, report["stats"]["control"]["op"], "compile"), EXIT_FAILED)
+    if not report["valid"]:
+        error(f"refused: {report['verdict']}")
+        raise PlanError([Issue(**issue) for issue in report["issues"]])
+    plan = bt_exec.load(source, dialect=args.dialect)
+    compiled = bt_exec.compile_plan(plan, catalog_for(plan, args.catalog))
     if args.render == "dot":
         rendered = dot_text(compiled)
     else:
@@ -226,6 +335,10 @@ def run_command(args: argparse.Namespace) -> int:
                 if op_id not in plan.ops:
                     raise CommandError(_unknown_stop_point_message(op_id, plan, args.file, flag))
                 executor.stop_plan_at(plan_id, op_id, when, action=action)
+        if args.pause_at and args.web is None and not _stdin_is_terminal():
+            # a paused plan that nothing can resume would wait for ever
+            raise CommandError("--pause-at needs a way to resume the plan: --web PORT (the console or POST "
+                               "/api/plans/ID/resume), or a terminal on stdin (Enter resumes); stdin is no terminal")
         stop_prompt = _prompt_at_pauses(executor, plan_id, web) if args.pause_at else None
         try:
             code = _run_to_end(executor, plan_id, args.events)
@@ -242,7 +355,7 @@ def run_command(args: argparse.Namespace) -> int:
         return code
     finally:
         if web is not None:
-            web.close()
+            web.close("bt-exec run ended")  # the console's last word: it shows the run ended, not a lost link
         executor.close()
 
 
@@ -360,7 +473,8 @@ def _verdict_text(name: str, report: dict) -> str:
     for issue in report["issues"]:
         lines.append(f"  {'once the fixes above are applied, ' if issue.get('after_fixes') else ''}{Issue(**issue)}")
         if "fix" in issue:
-            lines.append(f"    fix: {json.dumps(issue['fix'])}")
+            lines.append(f"    fix{' (lossy: drops data the input holds)' if issue.get('lossy') else ''}: "
+                         f"{json.dumps(issue['fix'])}")
         elif "alternatives" in issue:
             lines.append(f"    alternatives: {json.dumps(issue['alternatives'])}")
         elif "fixed_by" in issue:
@@ -406,13 +520,11 @@ def _unknown_stop_point_message(text: str, plan: Plan, name: str, flag: str = "-
 def _prompt_at_pauses(executor: bt_exec.Executor, plan_id: str, web):
     """Say on stderr, each time the plan pauses, how to resume it; without ``web`` and with stdin on a terminal,
     resume it on Enter (or ``r`` then Enter) there. Returns the function that stops listening."""
-    reads_terminal = web is None and sys.stdin is not None and sys.stdin.isatty()
+    reads_terminal = web is None  # run refuses --pause-at with neither --web nor a terminal on stdin
     if web is not None:
         how = f"resume it from the console at {web.url} (or POST {web.url}api/plans/{plan_id}/resume)"
-    elif reads_terminal:
-        how = "press Enter (or r then Enter) to resume, Ctrl-C to cancel"
     else:
-        how = "stdin is no terminal and there is no --web, so nothing can resume it: Ctrl-C cancels"
+        how = "press Enter (or r then Enter) to resume, Ctrl-C to cancel"
 
     def on_events(events: list[dict]) -> None:
         for event in events:
@@ -425,6 +537,10 @@ def _prompt_at_pauses(executor: bt_exec.Executor, plan_id: str, web):
         threading.Thread(target=_resume_on_enter, args=(executor, plan_id), name="bt_exec-resume-on-enter",
                          daemon=True).start()  # a daemon: a read of the terminal cannot be interrupted
     return unsubscribe
+
+
+def _stdin_is_terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 def _resume_on_enter(executor: bt_exec.Executor, plan_id: str) -> None:
