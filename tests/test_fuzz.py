@@ -442,9 +442,9 @@ def check_load_and_validate(source, doc, dialect="auto", limits=None, scene=None
     # What the input itself has; the issues of the document its fixes give follow them (after_fixes).
     own = [issue for issue in first.issues if not issue.after_fixes]
     assert first.issues[:len(own)] == own, "the issues found after fixes come last"
-    if refusal is not None:
+    if refusal is not None:  # what load refuses, then what the checks find in a graph read in part
         assert first.verdict == "invalid"
-        assert [i.as_dict() for i in own] == [i.as_dict() for i in refusal.issues]
+        assert [i.as_dict() for i in own[:len(refusal.issues)]] == [i.as_dict() for i in refusal.issues]
     elif catalog is not None:
         assert first.verdict in ("ok", "invalid", "control")
     elif isinstance(loaded, bt_exec.ControlRequest):
@@ -750,7 +750,9 @@ class TestFoundByFuzzing:
     def test_a_param_key_with_a_slash_is_escaped_and_located_in_args(self):
         the_graph = spec_example()
         the_graph["plan"][0]["args"] = {"a/b": 3}  # the path was /plan/0/a/b: neither it nor its parent exists
-        assert [(i.code, i.path) for i in bt_exec.validate(the_graph).issues] == [("type", "/plan/0/args/a~1b")]
+        refused = bt_exec.validate(the_graph).issues  # then what the checks find in the graph as read
+        assert (refused[0].code, refused[0].path) == ("type", "/plan/0/args/a~1b")
+        assert all(pointer_resolves(the_graph, issue.path) for issue in refused)
         the_graph["plan"][0]["args"] = {"a/b": "x"}
         issues = bt_exec.validate(the_graph, scene=SCENE).issues
         assert [(i.code, i.path) for i in issues] == [("unknown_param", "/plan/0/args/a~1b")]
