@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import threading
 
-from ..events.replay import ReplayedPlans, find_run, paced, read_events
+from ..events.replay import MAX_SPEED, MIN_SPEED, ReplayedPlans, ReplayError, checked_speed, find_run, paced, read_events
 from ..terminal.render import event_line, printable
 from ..web import WebServer
 from ..web.replay_api import ReplayApi
@@ -31,7 +30,8 @@ def add_commands(commands) -> None:
     replay.add_argument("--run", metavar="N", type=positive_int,
                         help="which run of the journal, from 1 as bt-exec journal check lists them (default: the last)")
     replay.add_argument("--speed", metavar="X", type=speed, default=1.0,
-                        help="play X times as fast as recorded (default: 1); 0: as fast as possible")
+                        help=f"play X times as fast as recorded, {MIN_SPEED:g} to {MAX_SPEED:g} (default: 1); 0: as fast as "
+                             "possible")
     replay.add_argument("--web", metavar="PORT", type=port_number,
                         help="serve the replay on PORT (0: any free port) to the operator console, the HTTP API and "
                              "bt-exec watch --url; it starts playing when a client follows its events, and serves "
@@ -43,14 +43,13 @@ def add_commands(commands) -> None:
 
 
 def speed(text: str) -> float:
-    """``--speed``: a factor >= 0; 0 (or one too large to wait at all) plays without waiting."""
+    """``--speed``: 0 (as fast as possible), or a factor the replay takes (``checked_speed``)."""
     try:
-        value = float(text)
+        return checked_speed(float(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or math.isnan(value):
-        raise argparse.ArgumentTypeError(f"expected a speed factor >= 0 (0: as fast as possible), got {text!r}")
-    return 0.0 if math.isinf(value) else value
+    except ReplayError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def replay_command(args: argparse.Namespace) -> int:

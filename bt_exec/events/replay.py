@@ -144,7 +144,7 @@ class _RunScan:
         """The run ends at byte ``end``, its last line ``last_line``: a last line that is no event is torn
         (the next run closed it)."""
         self.end = end
-        if self.fault is not None and self.fault[0] == last_line and not self.fault[1].startswith("mixed"):
+        if self.fault is not None and self.fault[0] == last_line and not self.fault[1].startswith(("mixed", "longer")):
             self.fault = (last_line, "torn")
 
 

@@ -9,6 +9,7 @@ requests into such calls, so both doors answer alike.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import threading
 from dataclasses import dataclass, field
@@ -258,16 +259,38 @@ class EventStream:
         self._detach(self)
 
 
+MAX_WAITS = 8  # wait_for_plan calls waiting at once, by default: the door's other requests keep its workers
+
+
+class WaitSlots:
+    """How many ``wait_for_plan`` calls may wait at once (each holds a worker thread of the door): one more is
+    refused at once (503 ``too_many_waits``), so waits never take every worker from the door's other requests."""
+
+    def __init__(self, max_waits: int = MAX_WAITS):
+        self.max_waits = max_waits
+        self._slots = threading.BoundedSemaphore(max_waits)
+
+    @contextlib.contextmanager
+    def held(self):
+        if not self._slots.acquire(blocking=False):
+            raise ApiError(503, "too_many_waits", f"{self.max_waits} wait_for_plan calls are waiting already; try "
+                                                  "again shortly, or poll get_plan_status with summary=true")
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+
 class ControlCalls:
     """The routes bound to one executor: ``call(name, args, door)``, the one way every door runs an operation.
 
-    ``max_waits``: how many ``wait_for_plan`` calls may wait at once (each holds a worker thread of the door).
+    ``max_waits``: how many ``wait_for_plan`` calls may wait at once (``WaitSlots``).
     """
 
-    def __init__(self, executor, max_waits: int = 8):
+    def __init__(self, executor, max_waits: int = MAX_WAITS):
         self.executor = executor
         self.max_waits = max_waits
-        self._waits = threading.BoundedSemaphore(max_waits)
+        self._waits = WaitSlots(max_waits)
 
     def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
         """Run operation ``name`` with ``args``; ApiError for unknown names, bad arguments or refused control.
@@ -276,18 +299,13 @@ class ControlCalls:
         if route is None:
             raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(ROUTES_BY_NAME)}")
         args = checked_args(route, args, _VALIDATORS[name])
-        if name == "wait_for_plan" and not self._waits.acquire(blocking=False):
-            raise ApiError(503, "too_many_waits", f"{self.max_waits} wait_for_plan calls are waiting already; try "
-                                                  "again shortly, or poll get_plan_status with summary=true")
         if route.says_door:
             args = {**args, "source": door if door in DOORS else "http"}
-        try:
-            return route.call(self.executor, **args)
-        except ControlError as exc:
-            raise ApiError(409, "control_refused", str(exc)) from None
-        finally:
-            if name == "wait_for_plan":
-                self._waits.release()
+        with self._waits.held() if name == "wait_for_plan" else contextlib.nullcontext():
+            try:
+                return route.call(self.executor, **args)
+            except ControlError as exc:
+                raise ApiError(409, "control_refused", str(exc)) from None
 
 
 class ControlApi(ControlCalls):
@@ -298,7 +316,7 @@ class ControlApi(ControlCalls):
     """
 
     def __init__(self, executor, recent: int = 500, stream_capacity: int = 10_000, max_streams: int = 32,
-                 max_waits: int = 8):
+                 max_waits: int = MAX_WAITS):
         super().__init__(executor, max_waits)
         self.events = EventFanout(recent, stream_capacity, max_streams)
         self._unsubscribe = executor.subscribe_batches(self._on_events)

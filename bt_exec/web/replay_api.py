@@ -10,6 +10,7 @@ holds more of the journal than a batch of events.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 import threading
@@ -19,17 +20,19 @@ import jsonschema
 
 from ..errors import ControlError
 from ..compilers.source import INT64_MAX
-from ..events.replay import MAX_BATCH, JournalRun, ReplayedPlans, ReplayError, paced, read_events, run_span
+from ..events.replay import (MAX_BATCH, MAX_SPEED, MIN_SPEED, JournalRun, ReplayedPlans, ReplayError, checked_speed, paced,
+                             read_events, run_span)
 from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S
-from .api import ROUTES, ApiError, EventFanout, EventStream, Route, checked_args, without_plan_shape
+from .api import (MAX_WAITS, ROUTES, ApiError, EventFanout, EventStream, Route, WaitSlots, checked_args,
+                  without_plan_shape)
 
 log = logging.getLogger(__name__)
 
 # The operations a replay answers: the executor's reads of plans, which ReplayedPlans offers under the same names.
 READ_OPERATIONS = frozenset(("get_all_plans", "get_plan_tree", "get_finished_plans", "get_plan_status",
                              "get_plan_result", "get_op", "wait_for_plan"))
-MAX_SPEED = 1000.0
-# How long a seek request waits for the replay's thread to get there (rebuilding a long run from its start).
+# How long a seek request waits for the replay's thread to get there (rebuilding a long run from its start); past
+# it the request is answered 503 seek_busy while the seek goes on.
 SEEK_WAIT_S = 60.0
 # The replay's clock, which only a replay has: where it is in the run, and play, pause, seek. Not MCP tools.
 REPLAY_ROUTES: tuple[Route, ...] = (
@@ -38,8 +41,9 @@ REPLAY_ROUTES: tuple[Route, ...] = (
           "time (recorded times of the first, last and last played events), playing, speed, ended.",
           lambda replay: replay.clock(), tool=False),
     Route("play_replay", "POST", "/api/replay/play",
-          "Play the replay on from where it is, at speed (times as fast as recorded; 0: as fast as it can; "
-          "default: the speed it had); at the end, it plays from the start again.",
+          f"Play the replay on from where it is, at speed (times as fast as recorded, {MIN_SPEED:g} to "
+          f"{MAX_SPEED:g}; 0: as fast as it can; default: the speed it had); at the end, it plays from the start "
+          "again.",
           lambda replay, speed=None: replay.play(speed),
           {"speed": {"description": "play speed factor (0: no waiting)", "type": "number", "minimum": 0,
                      "maximum": MAX_SPEED}}, tool=False),
@@ -47,7 +51,9 @@ REPLAY_ROUTES: tuple[Route, ...] = (
           lambda replay: replay.pause(), tool=False),
     Route("seek_replay", "POST", "/api/replay/seek",
           "Move the replay to event_index (the number of the run's events played, 0 to count): the plans are "
-          "rebuilt as they were then, and listeners get a replay_seek event telling them to read them again.",
+          "rebuilt as they were then, and listeners get a replay_seek event telling them to read them again. "
+          "The latest seek wins: one still on its way when another comes is answered at once, superseded: true, "
+          "with the position it reached.",
           lambda replay, event_index: replay.seek(event_index),
           {"event_index": {"description": "events played once there (past count: the end)", "type": "integer",
                            "minimum": 0, "maximum": INT64_MAX}}, ("event_index",), tool=False),
@@ -71,11 +77,12 @@ class ReplayApi:
     routes = ROUTES + REPLAY_ROUTES
 
     def __init__(self, run: JournalRun, speed: float = 1.0, recent: int = 500, stream_capacity: int = 10_000,
-                 max_streams: int = 32,
+                 max_streams: int = 32, max_waits: int = MAX_WAITS,
                  on_played: Callable[[list[dict], list[dict]], None] | None = None):
         self.run = run
-        self.speed = speed
+        self.speed = checked_speed(speed)
         self.events = EventFanout(recent, stream_capacity, max_streams)
+        self._waits = WaitSlots(max_waits)  # as the live API caps them: waits never take every worker
         self.plans = ReplayedPlans()
         self.done = threading.Event()
         self.error: str | None = None
@@ -85,7 +92,8 @@ class ReplayApi:
         self._interrupt = threading.Event()  # set to make the playing thread look at its orders
         self._playing = False
         self._closing = False
-        self._seeks: collections.deque[_Seek] = collections.deque(maxlen=1)  # only the newest seek matters
+        self._seeks: collections.deque[_Seek] = collections.deque()  # the newest seek not yet taken up, if any
+        self._seeking: _Seek | None = None  # the seek the replay's thread is on
         self._position = 0
         self._time: float | None = None
         self._ended = False
@@ -118,12 +126,14 @@ class ReplayApi:
         args = checked_args(route, args, _VALIDATORS[name])
         if name in _REPLAY_OPERATIONS:
             return route.call(self, **args)
-        if name == "wait_for_plan":
+        waiting = name == "wait_for_plan"
+        if waiting:
             args = {**args, "timeout_s": min(args.get("timeout_s", 30), MAX_WAIT_FOR_PLAN_S)}
-        try:
-            return getattr(self.plans, name)(**args)
-        except ControlError as exc:
-            raise ApiError(409, "control_refused", str(exc)) from None
+        with self._waits.held() if waiting else contextlib.nullcontext():
+            try:
+                return getattr(self.plans, name)(**args)
+            except ControlError as exc:
+                raise ApiError(409, "control_refused", str(exc)) from None
 
     # --- the replay's clock ---------------------------------------------------------------------------
 
@@ -141,12 +151,17 @@ class ReplayApi:
 
     def play(self, speed: float | None = None) -> dict:
         self._refuse_when_failed("play_replay")
+        if speed is not None:
+            try:
+                speed = checked_speed(speed)
+            except ReplayError as exc:
+                raise ApiError(400, "bad_arguments", f"play_replay: {exc}") from None
         self.start()
         with self._control:
             if speed is not None:
                 self.speed = speed
             if self._ended:  # played to the end: play it again from the start
-                self._seeks.append(_Seek(0))
+                self._order(_Seek(0))
             self._playing = True
             self._control.notify_all()
         self._interrupt.set()
@@ -161,19 +176,35 @@ class ReplayApi:
         return {"success": True, "playing": False, "message": "replay paused"}
 
     def seek(self, event_index: int) -> dict:
-        """Move to ``event_index`` events played; answers once there (the clock then)."""
+        """Move to ``event_index`` events played; answers once there, or once a later seek superseded this one
+        (``superseded``: true), with the clock then."""
         self._refuse_when_failed("seek_replay")
         self.start()
         seek = _Seek(min(event_index, self.run.events))
         with self._control:
-            self._seeks.append(seek)
-            self._control.notify_all()
+            self._order(seek)
         self._interrupt.set()
         if not seek.done.wait(SEEK_WAIT_S):
             raise ApiError(503, "seek_busy", f"the replay did not reach event {event_index} within {SEEK_WAIT_S:g} s;"
-                                             " ask get_replay where it is")
+                                             " it goes on: ask get_replay where it is")
         self._refuse_when_failed("seek_replay")
-        return {"success": True, **self.clock()}
+        clock = self.clock()
+        if seek.superseded:
+            return {"success": True, "superseded": True, "target": seek.target,
+                    "message": f"a later seek took this one's place; the replay was at event {clock['position']}",
+                    **clock}
+        return {"success": True, "superseded": False, "target": seek.target, **clock}
+
+    def _order(self, seek: "_Seek") -> None:
+        """Make ``seek`` the one the replay's thread goes to next; the seeks it supersedes (one waiting, and the
+        one on its way, at its next batch) are answered at once. The caller holds ``_control``."""
+        for waiting in self._seeks:
+            waiting.supersede()
+        self._seeks.clear()
+        if self._seeking is not None:
+            self._seeking.superseded = True
+        self._seeks.append(seek)
+        self._control.notify_all()
 
     def _refuse_when_failed(self, name: str) -> None:
         if self.error is not None:
@@ -218,6 +249,7 @@ class ReplayApi:
                     if self._closing:
                         return
                     seek = self._seeks.popleft() if self._seeks else None
+                    self._seeking = seek
                     speed = self.speed
                     self._interrupt.clear()
                 if seek is not None:
@@ -235,6 +267,8 @@ class ReplayApi:
                 self._playing = False
                 for seek in self._seeks:
                     seek.done.set()
+                if self._seeking is not None:
+                    self._seeking.done.set()
             self.done.set()
 
     def _play(self, cursor: "_Cursor", speed: float) -> None:
@@ -279,7 +313,7 @@ class ReplayApi:
             else:
                 rebuilt = False
             step = not rebuilt and seek.target - self._position <= MAX_BATCH
-            while self._position < seek.target:
+            while self._position < seek.target and not seek.superseded:
                 batch = list(itertools.islice(cursor, min(MAX_BATCH, seek.target - self._position)))
                 if not batch:
                     break
@@ -289,16 +323,24 @@ class ReplayApi:
                     self._ended = self._position >= self.run.events
             self.events.send([self._clock_event("replay_clock" if step else "replay_seek")])
         finally:
+            with self._control:
+                self._seeking = None
             seek.done.set()
         return cursor
 
 
 class _Seek:
-    """An order to move the replay to ``target`` events played; ``done`` once there."""
+    """An order to move the replay to ``target`` events played; ``done`` once there, or once ``superseded`` by a
+    later one."""
 
     def __init__(self, target: int):
         self.target = target
         self.done = threading.Event()
+        self.superseded = False
+
+    def supersede(self) -> None:
+        self.superseded = True
+        self.done.set()
 
 
 class _Cursor:
