@@ -126,6 +126,13 @@ class Executor:
         """The current scene step graphs are checked against (finished runs move it on)."""
         return self._admission.scene
 
+    def set_scene(self, scene: Scene | dict | str) -> None:
+        """Check step graphs against ``scene`` (a Scene, its dict, or a file path) from now on, e.g. once the cell
+        reported a new one; ControlError while a step graph holds the robot (its end moves the scene on). The
+        backend's own idea of the world is its own: a simulating backend is given the scene by its owner."""
+        if not self._admission.replace_scene(scene_of(scene)):
+            raise ControlError("set_scene: a step graph holds the robot; wait for it to end or cancel it first")
+
     @property
     def max_plans(self) -> int:
         return self._admission.max_plans

@@ -1,5 +1,6 @@
 """Dry runs: every path of a plan run on the sim, and where each ends."""
 import json
+import os
 import pathlib
 
 import bt_exec
@@ -60,3 +61,36 @@ def test_a_catalog_declaring_outcomes_without_success_is_refused():
 
     with pytest.raises(bt_exec.ConfigError, match="outcomes"):
         bt_exec.CapabilityCatalog({"arm.a": {"outcomes": ["blocked"]}})
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_a_2000_op_plan_runs_path_after_path_in_the_memory_of_one():
+    """Every path runs on one executor and is freed once read: more paths take no more memory (no collection
+    forced). An executor per path, kept until a full collection, grew by megabytes a path."""
+    plan = json.dumps({"op": "sequence", "description": "many", "children": [
+        {"op": "parallel", "description": f"branch {branch}", "children": [
+            {"op": "do", "description": f"call {branch}.{n}", "cap": "arm.move"} for n in range(4)]}
+        for branch in range(400)]})
+    few = bt_exec.dry_run(plan, max_paths=3)  # the allocator's arenas now hold what one path takes
+    before = rss_bytes()
+    many = bt_exec.dry_run(plan, max_paths=16)
+    growth = rss_bytes() - before
+    assert [path["chose"] for path in many["paths"][:3]] == [path["chose"] for path in few["paths"]]
+    assert [(path["chose"]["op_id"], path["failed_op"]["op_id"]) for path in many["paths"][1:]] == \
+        [(str(op_id), str(op_id)) for op_id in (3, 4, 5, 6, 8, 9, 10, 11, 13, 14, 15, 16, 18, 19, 20)], \
+        "each path names the ops by the ids of a first run"
+    assert many["not_run"] == 1600 - 15
+    assert growth < 25_000_000, f"RSS grew {growth / 1e6:.0f} MB over 13 more paths"
+
+
+def test_a_step_graph_starts_every_path_in_the_scene_it_was_given():
+    graph = EXAMPLES / "qwen3" / "cap_to_hatch.json"  # its envelope names a run id: each path runs all the same
+    scene = bt_exec.Scene.from_file(EXAMPLES / "qwen3" / "scene.json")
+    answer = bt_exec.dry_run(graph.read_text(), scene=scene)
+    assert len(answer["paths"]) > 2
+    assert all(path["steps"][0] == "s0" for path in answer["paths"])
+    assert answer["paths"][0]["terminal"] == "completed"

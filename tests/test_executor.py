@@ -335,3 +335,23 @@ def test_wait_for_plan_only_waits_while_the_tick_loop_moves_the_plan():
         ex.close()
     with pytest.raises(bt_exec.ControlError, match="wait_for_plan: timeout_s must be a non-negative number"):
         ex.wait_for_plan(plan_id, float("nan"))
+
+
+def test_set_scene_replaces_the_scene_graphs_are_checked_against_once_no_graph_holds_the_robot():
+    from qwen3_graphs import envelope as graph_envelope
+    from qwen3_graphs import scene, vacuum_to_work
+
+    ex = bt_exec.Executor(scene=scene())
+    first = ex.submit(graph_envelope(vacuum_to_work(), run_id="first"))
+    assert first["accepted"], first
+    with pytest.raises(bt_exec.ControlError, match="holds the robot"):
+        ex.set_scene(scene(revision=8))
+    assert ex.run_until_complete(first["plan_id"])["terminal"] == "completed"
+    assert ex.scene.revision == 8 and ex.scene.state["vacuum"] == "patron", "the run moved the scene on"
+    again = graph_envelope(vacuum_to_work(), run_id="again", revision=8)
+    assert ex.submit(again)["verdict"] == "replan_required", "the vacuum is no longer in its socket"
+    ex.set_scene(scene(revision=9))
+    assert ex.scene.revision == 9 and ex.scene.state["vacuum"] == "vacuum_socket"
+    answer = ex.submit(graph_envelope(vacuum_to_work(), run_id="after", revision=9))
+    assert answer["accepted"], answer
+    ex.close()

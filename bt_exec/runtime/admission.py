@@ -193,6 +193,15 @@ class Admission:
             answer["warnings"] = report.warnings
         return answer
 
+    def replace_scene(self, scene) -> bool:
+        """Check step graphs against ``scene`` from now on; False (nothing replaced) while a run holds the robot:
+        its end moves the scene on from the one it started in."""
+        with self._lock:
+            if self._robot_slots_taken:
+                return False
+            self.context = _with_scene(self.context, scene)
+            return True
+
     # --- release --------------------------------------------------------------------
 
     def released(self, run: PlanRun, record: dict) -> None:

@@ -1,6 +1,8 @@
 """A dry run: a plan run on the sim along each way it can go, to show every end it can reach before a robot moves.
 
-Each path is a real run (an Executor on a SimBackend whose script gives each op its outcome, at once):
+Each path is a real run (on a SimBackend whose script gives each op its outcome, at once), all of them on one
+Executor: a path's run, its tree and its sim are freed once its record was read, so memory is bounded by one
+path's run plus the paths' summaries, whatever the number of paths:
 - a tree: one path where every call succeeds, then one per (call, other outcome): the outcomes the capability
   catalog declares for its cap, or success and failure;
 - a step graph: paths until every transition was taken at least once, each reaching the step of a transition
@@ -13,7 +15,6 @@ import collections
 
 from ..compilers import Plan, load
 from ..compilers.catalog import builtin_name
-from ..compilers.dialects import capability_catalog_of
 from ..errors import Issue, PlanError
 from ..executor import Executor
 from ..sim import SimBackend
@@ -32,32 +33,36 @@ def dry_run(source, *, dialect: str = "auto", catalog=None, skill_catalog=None, 
 
     ``catalog``, ``skill_catalog``, ``scene``, ``call_guard`` and ``max_steps`` are the Executor's; a step graph
     needs its ``scene``."""
-    options = {"catalog": catalog, "skill_catalog": skill_catalog, "scene": scene, "call_guard": call_guard,
-               "max_steps": max_steps}
     plan = load(source, dialect)
     if not isinstance(plan, Plan):
         raise PlanError([Issue("control_request", "", "a control request, not a plan: a dry run has no paths to "
                                                       "explore in it")])
-    record = _run(source, dialect, {}, options)
-    if plan.numbered_by_loader:  # the executor numbers ops from its own counter, as a fresh run of this one does
-        plan = plan.renumbered(int(record["root"]))
-    paths = [_path(1, None, record)]
-    if plan.steps is not None:
-        not_run = _explore_graph(source, dialect, plan, options, paths, max_paths)
-    else:
-        catalog = capability_catalog_of(catalog)
-        choices = [(op.op_id, outcome) for op in plan.ops.values()
-                   if op.kind == "do" and builtin_name(op.cap, op.provider) is None
-                   for outcome in ((catalog.outcomes_of(op.cap) if catalog is not None else None) or PLAIN_OUTCOMES)
-                   if outcome != SUCCESS]
-        for op_id, outcome in choices[:max_paths - 1]:
-            record = _run(source, dialect, {op_id: [outcome]}, options)
-            paths.append(_path(len(paths) + 1, {"op_id": op_id, "outcome": outcome}, record))
-        not_run = max(len(choices) - (max_paths - 1), 0)
+    options = {"catalog": catalog, "skill_catalog": skill_catalog, "scene": scene, "call_guard": call_guard,
+               "max_steps": max_steps}
+    runner = _PathRunner(source, dialect, plan.numbered_by_loader, options)
+    try:
+        record = runner.run({})
+        if plan.numbered_by_loader:  # the ids of a first run, which the paths' records are given in
+            plan = plan.renumbered(int(record["root"]))
+        paths = [_path(1, None, record)]
+        if plan.steps is not None:
+            not_run = _explore_graph(runner, plan, paths, max_paths)
+        else:
+            catalog = runner.executor.catalog
+            choices = [(op.op_id, outcome) for op in plan.ops.values()
+                       if op.kind == "do" and builtin_name(op.cap, op.provider) is None
+                       for outcome in ((catalog.outcomes_of(op.cap) if catalog is not None else None) or PLAIN_OUTCOMES)
+                       if outcome != SUCCESS]
+            for op_id, outcome in choices[:max_paths - 1]:
+                record = runner.run({op_id: [outcome]})
+                paths.append(_path(len(paths) + 1, {"op_id": op_id, "outcome": outcome}, record))
+            not_run = max(len(choices) - (max_paths - 1), 0)
+    finally:
+        runner.close()
     return {"plan": record["description"], "paths": paths, "not_run": not_run}
 
 
-def _explore_graph(source, dialect: str, plan, options: dict, paths: list, max_paths: int) -> int:
+def _explore_graph(runner: "_PathRunner", plan, paths: list, max_paths: int) -> int:
     """Add paths until every transition was taken or ``max_paths`` ran; answer how many transitions none took."""
     graph = plan.steps
     taken = set()
@@ -78,7 +83,7 @@ def _explore_graph(source, dialect: str, plan, options: dict, paths: list, max_p
             script[step].append(outcome)
         for step, outcomes in script.items():
             outcomes.append(_usual(graph, step))  # after the planned visits, the usual outcome for good
-        record = _run(source, dialect, dict(script), options)
+        record = runner.run(dict(script))
         path = _path(len(paths) + 1, {"op_id": edge[0], "outcome": edge[1]}, record)
         paths.append(path)
         _note_taken(path, taken)
@@ -125,21 +130,73 @@ def _note_taken(path: dict, taken: set) -> None:
     taken.update((entry["step"], entry["outcome"]) for entry in path.get("trace", ()))
 
 
-def _run(source, dialect: str, outcomes: dict, options: dict):
-    """One path: a fresh executor (so op ids are those of a first run) whose sim gives ``outcomes[op_id]``
-    (successive calls' outcomes, the last repeating) and success elsewhere, at once: the plan's final record."""
-    script = {"default": {"outcome": SUCCESS, "duration_s": 0},
-              "ops": {op_id: {"outcome": listed, "duration_s": 0} for op_id, listed in outcomes.items()}}
-    backend = SimBackend.in_scene(script, options["skill_catalog"], options["scene"])
-    executor = Executor(backend=backend, **{key: value for key, value in options.items() if value is not None})
-    try:
-        answer = executor.submit(source, dialect=dialect)
+class _PathRunner:
+    """Runs a plan's paths one after another on one executor (no events, one finished record kept, no answer
+    remembered), each from the scene the dry run was given and with the op ids of a first run."""
+
+    def __init__(self, source, dialect: str, numbered: bool, options: dict):
+        """``numbered``: whether the plan's loader numbered its ops (an executor numbers them on from its counter)."""
+        self.source = source
+        self.dialect = dialect
+        self.numbered = numbered
+        self.backend = _PathBackend()
+        self.executor = Executor(backend=self.backend, keep_finished=1, remember_run_ids=0,
+                                 **{key: value for key, value in options.items() if value is not None})
+        self.scene = self.executor.scene
+        self.first_root: int | None = None
+        self.runs = 0
+
+    def run(self, outcomes: dict) -> dict:
+        """One path whose sim gives ``outcomes[op_id]`` (successive calls' outcomes, the last repeating) and success
+        elsewhere, at once: the plan's final record, its op ids those of a first run."""
+        executor = self.executor
+        self.runs += 1
+        if self.runs > 1 and self.scene is not None:
+            executor.set_scene(self.scene)  # the path before moved it on
+        # A run id of its own: the plan's own (a step graph's envelope names one) would answer the first path again.
+        answer = executor.submit(self.source, run_id=f"dry run path {self.runs}", dialect=self.dialect)
         if not answer["accepted"]:
             raise PlanError([Issue(**issue) for issue in answer["issues"]])
+        offset = 0
+        if self.numbered:  # numbered on from the executor's counter: this run's ids are the first run's, moved
+            root = int(answer["root_op_id"])
+            if self.first_root is None:
+                self.first_root = root
+            offset = root - self.first_root
+        script = {"default": {"outcome": SUCCESS, "duration_s": 0},
+                  "ops": {_moved(op_id, offset): {"outcome": listed, "duration_s": 0}
+                          for op_id, listed in outcomes.items()}}
+        self.backend.sim = SimBackend.in_scene(script, executor.skill_catalog, self.scene)
         record = executor.run_until_complete(answer["plan_id"])
-    finally:
-        executor.close()
-    return record
+        self.backend.sim = None
+        if offset and record["failed_op"] is not None:
+            record["failed_op"] = {**record["failed_op"], "op_id": _moved(record["failed_op"]["op_id"], -offset)}
+        return record
+
+    def close(self) -> None:
+        self.executor.close()
+
+
+class _PathBackend:
+    """The dry run's backend: each path's SimBackend in turn, made for that path."""
+
+    sim: SimBackend | None = None
+
+    def start(self, call):
+        return self.sim.start(call)
+
+    def status(self, run_id: str):
+        return self.sim.status(run_id)
+
+    def cancel(self, run_id: str) -> None:
+        self.sim.cancel(run_id)
+
+    def state(self) -> dict:
+        return self.sim.state()
+
+
+def _moved(op_id: str, offset: int) -> str:
+    return str(int(op_id) + offset) if offset else op_id
 
 
 def _path(number: int, chose: dict | None, record: dict) -> dict:
