@@ -19,7 +19,8 @@ from ..errors import BtExecError, ControlError
 from ..runtime.budgets import BoundedTable, json_size, quote, shown
 from ..runtime.op_views import op_view
 from .journal import RUN_HEADER, _parse
-from .replay_checks import MAX_EVENT_LINE_BYTES, MAX_KEPT_BYTES, JournalValueError, RunCheck, is_recorded_time
+from .replay_checks import (MAX_EVENT_LINE_BYTES, MAX_KEPT_BYTES, JournalValueError, RunCheck, check_unparsed,
+                            is_recorded_time)
 from .shapes import PLAN_KEY, trace_view
 
 _HEADER_START = b'{"event": "' + RUN_HEADER.encode() + b'"'
@@ -201,12 +202,13 @@ def read_events(run: JournalRun) -> Iterator[dict]:
             if not line:
                 return
             offset += len(line)
-            why, event = _parse(line) if line.endswith(b"\n") else ("torn, or changed since it was found", None)
-            if why is None:
-                try:
+            try:
+                check_unparsed(line)
+                why, event = _parse(line) if line.endswith(b"\n") else ("torn, or changed since it was found", None)
+                if why is None:
                     check.check(event, len(line))
-                except JournalValueError as exc:
-                    why = f"value: {exc}"
+            except JournalValueError as exc:
+                why = f"value: {exc}"
             if why is not None:
                 raise ReplayError(_fault_message(run.path, run.number, number, why))
             number += 1

@@ -153,6 +153,15 @@ def _check_fields(fields: dict, found: dict, where: str) -> None:
             raise JournalValueError(f"{where}'s {name!r} is {_shown(found[name])}, expected {expected}")
 
 
+def check_unparsed(line: bytes) -> None:
+    """Refuse a plan_started line holding more ops than a plan may have before it is parsed, which would cost
+    many times its bytes: in JSON text, the key ``"op_id"`` (with its quotes) occurs once per op and never
+    inside a string, where quotes are escaped."""
+    if b'"plan_started"' in line and line.count(b'"op_id"') > DEFAULT_LIMITS.max_ops:
+        raise JournalValueError(f"this plan_started event records more than {DEFAULT_LIMITS.max_ops} ops, more than "
+                                "a plan may have (the executor's max_ops)")
+
+
 class _PlanSeen:
     """What the check keeps of a plan in flight: its op ids, whether it is a step graph, the bytes it holds."""
 
