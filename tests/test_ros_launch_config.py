@@ -131,10 +131,11 @@ def test_viewers():
     which = installed.get
     assert launch_config.viewer_command("none", "/robot1", which=which) == (None, None)
     assert launch_config.viewer_command("web", "/robot1", which=which) == (None, None)
-    assert launch_config.viewer_command("watcher", "/robot1", which=which) == (
-        ["py-trees-tree-watcher", "--namespace-hint", "/robot1/bt_exec/snapshot_streams/"], None)
-    assert launch_config.viewer_command("watcher", "", "xterm -e", which=which) == (
-        ["xterm", "-e", "py-trees-tree-watcher", "--namespace-hint", "/bt_exec/snapshot_streams/"], None)
+    attached = ["/usr/bin/python3", "-m", "bt_exec.ros.attached_watcher"]  # waits for the node, restarts
+    assert launch_config.viewer_command("watcher", "/robot1", which=which, python="/usr/bin/python3") == (
+        [*attached, "/robot1/bt_exec/snapshot_streams/", "py-trees-tree-watcher"], None)
+    assert launch_config.viewer_command("watcher", "", "xterm -e", which=which, python="/usr/bin/python3") == (
+        ["xterm", "-e", *attached, "/bt_exec/snapshot_streams/", "py-trees-tree-watcher"], None)
     assert launch_config.viewer_command("py_trees", "/robot1", which=which) == (["py-trees-tree-viewer"], None)
     for viewer, package in (("py_trees", "ros-jazzy-py-trees-ros-viewer"), ("watcher", "ros-jazzy-py-trees-ros")):
         command, message = launch_config.viewer_command(viewer, "", which=lambda _name: None)

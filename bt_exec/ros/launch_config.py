@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import sys
 
 from ..errors import ConfigError
 
@@ -77,12 +78,15 @@ def snapshot_streams_hint(namespace: str) -> str:
     return f"{namespace}/bt_exec/snapshot_streams/"
 
 
-def viewer_command(viewer: str, namespace: str, terminal: str = "", which=shutil.which) -> tuple[list | None, str | None]:
+def viewer_command(viewer: str, namespace: str, terminal: str = "", which=shutil.which,
+                   python: str = sys.executable) -> tuple[list | None, str | None]:
     """(the command to run, or None; a message for the user, or None) for ``viewer:=``.
 
-    ``watcher``: ``py-trees-tree-watcher`` on this node's snapshot streams, in the launch's terminal, or in a
-    terminal of its own when ``terminal`` is a command prefix such as ``xterm -e``. ``py_trees``: the Qt
-    viewer (``py-trees-tree-viewer``), in a window of its own. A program that is not installed is said so, with the package to install, and nothing runs.
+    ``watcher``: ``py-trees-tree-watcher`` on this node's snapshot streams, started by
+    ``bt_exec.ros.attached_watcher`` (run by ``python``) once the node serves them and again should it fail
+    to attach, in the launch's terminal, or in a terminal of its own when ``terminal`` is a command prefix
+    such as ``xterm -e``. ``py_trees``: the Qt viewer (``py-trees-tree-viewer``), in a window of its own. A
+    program that is not installed is said so, with the package to install, and nothing runs.
     """
     if viewer not in VIEWERS:
         raise ConfigError(f"viewer:={viewer!r}: expected one of {', '.join(VIEWERS)}")
@@ -100,7 +104,7 @@ def viewer_command(viewer: str, namespace: str, terminal: str = "", which=shutil
         raise ConfigError(f"terminal:={terminal!r} is not a command: {exc}") from None
     if prefix and which(prefix[0]) is None:
         raise ConfigError(f"terminal:={terminal!r}: {prefix[0]} is not installed here")
-    return [*prefix, program, "--namespace-hint", snapshot_streams_hint(namespace)], None
+    return [*prefix, python, "-m", "bt_exec.ros.attached_watcher", snapshot_streams_hint(namespace), program], None
 
 
 def fleet_namespaces(robots: str, count: str) -> list[str]:

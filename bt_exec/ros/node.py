@@ -91,6 +91,7 @@ FORCED_EXIT = 1            # the teardown outlived shutdown_timeout_s
 CLOSE_MARGIN_S = 1.0       # beyond shutdown_timeout_s, for the parts of the stop the bound does not cover
 TREE_EVENTS = frozenset(("plan_started", "node_state", "step_transition", "plan_complete", "stop_point", "paused",
                          "resumed", "pause_point"))
+SHUTDOWN_REASON = "executor closed"  # the reason Executor.close gives: what the node does next
 SOURCE = "ros"  # the door named by the events of what the services arm, disarm, pause and resume
 
 def _ms_left(deadline: float) -> int:
@@ -109,6 +110,7 @@ class ExecutorNode(Node):
         super().__init__(node_name, **node_options)
         self._backend = None
         self.web = None
+        self.watcher = None
         try:
             self.settings = self._declare_parameters()
             self.bt = executor if executor is not None else self._make_executor()
@@ -170,7 +172,6 @@ class ExecutorNode(Node):
         if self._journal is not None:
             self._unsubscribes.append(self.bt.subscribe(self._journal))
 
-        self.watcher = None
         why_not = tree_watcher.available()
         if why_not is None:
             try:
@@ -292,7 +293,10 @@ class ExecutorNode(Node):
             return
         self._closed = True
         deadline = time.monotonic() + self.settings["shutdown_timeout_s"]
-        if self.web is not None:  # first: no plan comes in over HTTP while the others are cancelled
+        # Before anything else: a plan whose record is written from now on is ``cancelled``, whatever its
+        # capability servers, shutting down too (Ctrl-C reaches every process of a launch), answer meanwhile.
+        self.bt.request_cancel_all(SHUTDOWN_REASON)
+        if self.web is not None:  # no plan comes in over HTTP while the others are cancelled
             try:
                 self.web.close()
             except Exception as exc:
@@ -330,7 +334,7 @@ class ExecutorNode(Node):
         if self._journal is not None:
             self._journal.close()
         if self.watcher is not None:
-            self.watcher.close()
+            self.watcher.close(timeout_s=max(0.1, min(1.0, deadline - time.monotonic())))
 
     def left_running(self) -> str:
         """What a forced exit leaves behind: the plans in flight and the action goals not yet ended on a server."""
@@ -353,7 +357,13 @@ class ExecutorNode(Node):
             self._publish_plan_text(event.get("run_id"))
         self._outbox.put(dict(event))
         if kind in TREE_EVENTS:
-            self._tree_dirty.set()
+            self._mark_tree_changed()
+
+    def _mark_tree_changed(self) -> None:
+        """~/tree and the tree watcher's snapshot streams publish the tree anew (each at its own pace)."""
+        self._tree_dirty.set()
+        if self.watcher is not None:
+            self.watcher.mark_changed()
 
     def _await_answer(self, run_id: str | None) -> None:
         """Hold the tick thread, at most ANSWER_FIRST_S, until the answer to the submit of ``run_id`` was sent."""
@@ -390,10 +400,6 @@ class ExecutorNode(Node):
             self._tree_dirty.clear()
             self._tree_sent_at = now
             self.tree_publisher.publish(convert.snapshot_to_msg(self.tree_snapshot(), String()))
-            if self.watcher is not None:
-                self.watcher.update()
-        elif self.watcher is not None:
-            self.watcher.poll()
 
     def tree_snapshot(self) -> dict:
         plans = []
@@ -497,7 +503,7 @@ class ExecutorNode(Node):
         try:
             plan_id, op_id, when, action = convert.msg_to_stop_at(request)
             result = self.bt.stop_plan_at(plan_id, op_id, when, source=SOURCE, action=action)
-            self._tree_dirty.set()
+            self._mark_tree_changed()
             return convert.stop_at_to_msg(result["success"], result["message"], response)
         except ControlError as exc:
             return convert.stop_at_to_msg(False, str(exc), response)
@@ -509,7 +515,7 @@ class ExecutorNode(Node):
         try:
             plan_id, op_id, when = convert.msg_to_disarm(request)
             answer = self.bt.disarm_stop_point(plan_id, op_id, when, source=SOURCE)
-            self._tree_dirty.set()
+            self._mark_tree_changed()
             return convert.disarm_to_msg(answer, response)
         except ControlError as exc:
             return convert.disarm_to_msg({"success": False, "message": str(exc)}, response)
@@ -523,7 +529,7 @@ class ExecutorNode(Node):
         def on_request(request, response):
             try:
                 answer = control(request.plan_id, source=SOURCE)
-                self._tree_dirty.set()
+                self._mark_tree_changed()
                 return convert.plan_control_to_msg(service, answer, response)
             except ControlError as exc:
                 return convert.plan_control_to_msg(service, {"success": False, "message": str(exc)}, response)

@@ -6,8 +6,16 @@ are still ticked by the executor, never by this tree: its root is a
 BehaviourTree's snapshot visitor sees their statuses change and publishes.
 Each plan hangs under a ``PlanFrame`` named after its plan id, whose message
 says ``paused`` (and which ops are held at their entry) while the plan is
-paused; a finished plan stays there, with its final states and its outcome,
-for ``linger_s``.
+paused; a finished plan stays there for ``linger_s``, each op drawn with its
+final state from the plan's record (the executor's teardown resets the
+behaviours themselves to INVALID) and a fired stop guard marked.
+
+Threading: py_trees_ros serves the snapshot-stream services (open, close) in
+the default callback group of the node it was given, and publishes on the
+streams from whatever thread ticks the tree. So the seam ticks and publishes
+only from a timer in that same group: a stream closed by a watcher can never
+be destroyed under a publish (rclpy's InvalidHandle), nor the streams change
+while they are walked.
 Used only when py_trees_ros imports (a real Jazzy install:
 ``apt install ros-jazzy-py-trees-ros``); ``available()`` says whether it does.
 """
@@ -16,9 +24,12 @@ from __future__ import annotations
 import logging
 import time
 
+import threading
+
 import py_trees
 from py_trees.common import Status
 
+from ..behaviours.stop_guard import StopGuard
 from ..errors import ControlError
 from .convert import one_line
 
@@ -27,6 +38,11 @@ log = logging.getLogger(__name__)
 IDLE_REFRESH_S = 1.0   # while nothing changes, the tree is still ticked this often (streams with a snapshot period)
 TITLE_CHARS = 80       # of a plan's description in its frame's name
 HELD_NAMED = 3         # held ops named in a paused plan's frame message; the rest are counted
+DETAIL_CHARS = 80      # of a finished op's detail in its message
+SERVE_PERIOD_S = 0.05  # the seam's timer: a change is published within this long (and at most this often)
+# A finished op's state (the plan's record) as a status a viewer draws; a pending op never ran: left INVALID.
+FINAL_STATUS = {"succeeded": Status.SUCCESS, "failed": Status.FAILURE, "timeout": Status.FAILURE,
+                "canceled": Status.FAILURE, "running": Status.RUNNING, "paused": Status.RUNNING}
 
 
 def available() -> str | None:
@@ -46,13 +62,17 @@ def plan_title(plan_id: str, description: str) -> str:
 
 
 class Mirror(py_trees.composites.Composite):
-    """A root over the plans' frames that never ticks them: it yields their behaviours as they stand."""
+    """A root over the plans' frames that never ticks them: it yields their behaviours as they stand.
+
+    What it yields is what a viewer draws with its status and message: every behaviour that is not
+    INVALID, and every stop guard (one armed above an op not reached yet is INVALID, and its message
+    says what is armed)."""
 
     def tick(self):
         self.status = Status.RUNNING
         for child in list(self.children):
             for behaviour in child.iterate():
-                if behaviour.status != Status.INVALID:
+                if behaviour.status != Status.INVALID or isinstance(behaviour, StopGuard):
                     yield behaviour
         yield self
 
@@ -97,18 +117,42 @@ class PlanFrame(py_trees.decorators.Decorator):
         if self.decorated.parent is self:
             self.decorated.parent = None
 
-    def show_pause(self, message: str) -> bool:
-        """Show ``message`` (empty: the plan is not paused); whether the message changed."""
-        if self.finished_at is not None or self.feedback_message == message:
-            return False
-        self.feedback_message = message
-        return True
+    def show_pause(self, message: str) -> None:
+        """Show ``message`` (empty: the plan is not paused)."""
+        if self.finished_at is None:
+            self.feedback_message = message
 
-    def finish(self, outcome: str, now: float) -> None:
+    def finish(self, outcome: str, ops: list[dict], now: float) -> None:
+        """The plan ended as ``outcome``; ``ops``: its record's ops, whose final states are drawn."""
         self.outcome = outcome
         self.finished_at = now
         self.status = Status.SUCCESS if outcome == "succeeded" else Status.FAILURE
         self.feedback_message = f"finished: {outcome}"
+        show_final_states(self.decorated, ops)
+
+
+def show_final_states(root, ops: list[dict]) -> None:
+    """Set each op behaviour under ``root`` to its op's final state (status, and the state with its detail as
+    the message); a stop guard to FAILURE where it fired (it ended the plan), else to its op's status."""
+    finals = {op["op_id"]: op for op in ops}
+    guards = []
+    for behaviour in root.iterate():
+        if isinstance(behaviour, StopGuard):
+            guards.append(behaviour)
+            continue
+        op = finals.get(getattr(behaviour, "op_id", None))
+        if op is None:
+            continue
+        behaviour.status = FINAL_STATUS.get(op["state"], Status.INVALID)
+        if behaviour.status == Status.INVALID:
+            behaviour.feedback_message = ""
+            continue
+        detail = one_line(op.get("detail") or "")
+        if len(detail) > DETAIL_CHARS:
+            detail = detail[:DETAIL_CHARS - 3] + "..."
+        behaviour.feedback_message = f"{op['state']}: {detail}" if detail else op["state"]
+    for guard in guards:
+        guard.status = Status.FAILURE if guard.fired is not None else guard.decorated.status
 
 
 class MirrorHost:
@@ -132,11 +176,11 @@ class MirrorHost:
         self.frames: dict[str, PlanFrame] = {}
         self.ticked_at = float("-inf")
         self._streams: frozenset = frozenset()
+        self._drawn: tuple = ()  # what the last update showed (see ``_drawing``)
 
     def update(self) -> None:
         now = self.clock()
         roots = self.executor.behaviour_trees()
-        changed = False
         plans = {plan["plan_id"]: plan for plan in self.executor.get_all_plans()["plans"]} if roots else {}
         for plan_id, root in roots.items():
             frame = self.frames.get(plan_id)
@@ -148,22 +192,29 @@ class MirrorHost:
                 continue
             if frame.decorated is not root:
                 frame.host(root)
-                changed = True
-            # The snapshot visitor compares statuses only: a message alone changing must be published.
-            changed |= frame.show_pause(self._pause_message(plan_id, shown))
+            frame.show_pause(self._pause_message(plan_id, shown))
         for plan_id, frame in list(self.frames.items()):
             if plan_id in roots:
                 continue
             if frame.finished_at is None:
-                frame.finish(self._outcome(plan_id), now)
-                changed = True
+                frame.finish(*self._final(plan_id), now)
             if now - frame.finished_at >= self.linger_s:
                 self._drop(plan_id)
-                changed = True
-        if changed and self.tree.tree_update_handler is not None:
-            self.tree.tree_update_handler()
         self.tree.tick()
         self.ticked_at = now
+        drawn = self._drawing()
+        if drawn != self._drawn:
+            self._drawn = drawn
+            visitor = getattr(self.tree, "snapshot_visitor", None)
+            # py_trees_ros published on the tick when its visitor saw a change; else it is published here.
+            if not getattr(visitor, "changed", False) and self.tree.tree_update_handler is not None:
+                self.tree.tree_update_handler()
+
+    def _drawing(self) -> tuple:
+        """What a viewer draws of the frames: each behaviour's place, status and message."""
+        return tuple((behaviour.id, behaviour.parent.id if behaviour.parent is not None else None,
+                      behaviour.status, behaviour.feedback_message)
+                     for frame in self.frames.values() for behaviour in frame.iterate())
 
     def poll(self, streams=frozenset()) -> bool:
         """Update when one is due (see the class); ``streams``: the names of the open snapshot streams.
@@ -206,15 +257,22 @@ class MirrorHost:
         more = f" and {len(held) - HELD_NAMED} more" if len(held) > HELD_NAMED else ""
         return f"paused; held at entry: {', '.join(held[:HELD_NAMED])}{more}"
 
-    def _outcome(self, plan_id: str) -> str:
+    def _final(self, plan_id: str) -> tuple[str, list[dict]]:
+        """(outcome, the ops of its record) of a plan that ended."""
         try:
-            return self.executor.get_plan_result(plan_id)["outcome"]
-        except Exception:  # no longer kept (ControlError): the plan ended, how is not known here
-            return "finished"
+            record = self.executor.get_plan_result(plan_id)
+        except ControlError:  # no longer kept: the plan ended, how is not known here
+            return "finished", []
+        return record["outcome"], record["ops"]
 
 
 class TreeWatcherSeam:
-    """A py_trees_ros BehaviourTree over a ``Mirror`` of the plans; ``update()`` on change, ``poll()`` often."""
+    """A py_trees_ros BehaviourTree over a ``Mirror`` of the plans, served by a timer of its own.
+
+    ``mark_changed()`` (any thread) has the next timer call update the tree; between changes the timer
+    polls it (``MirrorHost.poll``). The timer runs in the default callback group of the node serving the
+    snapshot-stream services, so ticks and stream opens and closes never overlap (module docstring).
+    ``close()`` (any thread) has that timer clear the tree once more and stop; the node must still spin."""
 
     def __init__(self, node, executor, name: str = "bt_exec", linger_s: float = 3.0):
         import py_trees_ros.trees
@@ -226,6 +284,12 @@ class TreeWatcherSeam:
         except TypeError:
             self.tree.setup(timeout=5.0)
         self.host = MirrorHost(self.tree, executor, linger_s)
+        self._changed = threading.Event()
+        self._closing = threading.Event()
+        self._closed = threading.Event()
+        serving = self.tree.node
+        self._timer = serving.create_timer(SERVE_PERIOD_S, self._serve,
+                                           callback_group=serving.default_callback_group)
 
     @property
     def root(self):
@@ -236,18 +300,32 @@ class TreeWatcherSeam:
         """The node py_trees_ros made for itself (to spin and destroy), or None when it uses ours."""
         return self.tree.node if self.tree.node is not self.node else None
 
-    def update(self) -> None:
-        self.host.update()
+    def mark_changed(self) -> None:
+        self._changed.set()
 
-    def poll(self) -> None:
-        try:
-            streams = list(self.tree.snapshot_streams)
-        except RuntimeError:  # a stream opened in a service callback meanwhile: look again next time
+    def _serve(self) -> None:
+        if self._closed.is_set():
             return
-        self.host.poll(streams)
+        if self._closing.is_set():
+            self._timer.cancel()
+            try:
+                self.host.clear()
+            finally:
+                self._closed.set()
+            return
+        if self._changed.is_set():
+            self._changed.clear()
+            self.host.update()
+        else:
+            self.host.poll(list(self.tree.snapshot_streams))
 
-    def close(self) -> None:
-        self.host.clear()
+    def close(self, timeout_s: float = 1.0) -> bool:
+        """Clear the tree (its last snapshot shows no plans) and stop serving; whether that was done within
+        ``timeout_s`` (not when the node no longer spins). Then destroys the node py_trees_ros made, if any."""
+        self._closing.set()
+        cleared = self._closed.wait(timeout_s)
+        self._closed.set()  # a late timer call does nothing
         own = self.own_node
         if own is not None:
             own.destroy_node()
+        return cleared

@@ -5,9 +5,10 @@ py_trees BehaviourTree over a real executor; py_trees_ros publishes whatever tha
 and on each update-handler call. The test with py_trees_ros itself runs where it is installed (a real
 Jazzy: apt install ros-jazzy-py-trees-ros); it is not on PyPI.
 """
+import json
+import signal
 import threading
 import time
-import uuid
 
 import py_trees
 import pytest
@@ -38,11 +39,13 @@ def par(*children):
 @pytest.fixture
 def mirrored():
     """(executor, host, clock, ticks): a MirrorHost over a real executor ticked by hand; ``ticks`` counts the
-    tree's ticks (py_trees_ros publishes its snapshots on them)."""
+    tree's ticks (py_trees_ros publishes its snapshots on them); ``host.tree.updates`` counts calls of its
+    update handler (py_trees_ros publishes a snapshot on each, changed or not)."""
     executor = bt_exec.Executor(backend=bt_exec.SimBackend(rosutil.SIM_SCRIPT))
     tree = py_trees.trees.BehaviourTree(tree_watcher.Mirror("bt_exec"))
     updates = []
     tree.tree_update_handler = lambda: updates.append(1)
+    tree.updates = updates
     ticks = []
     tree.add_post_tick_handler(lambda _tree: ticks.append(1))
     clock = Clock()
@@ -106,6 +109,64 @@ def test_armed_stop_points_show_in_their_guards_message_and_a_root_guard_is_foll
     assert frame.decorated.parent is frame
 
 
+def drawn(host) -> dict:
+    """What a viewer draws with a status: the behaviours the mirror's last tick visited, by name."""
+    return {b.name: (b.status, b.feedback_message) for b in host.root.tick() if b is not host.root}
+
+
+def test_arming_disarming_and_firing_a_stop_point_are_published_at_once(mirrored):
+    executor, host, _clock, _ticks = mirrored
+    answer = executor.submit(plan(seq(do("sim.step"), do(), do())))
+    plan_id = answer["plan_id"]
+    ids = [op["op_id"] for op in executor.get_plan_status(plan_id)["ops"]]
+    executor.tick_once()
+    host.update()
+    updates = len(host.tree.updates)
+    host.update()
+    assert len(host.tree.updates) == updates  # nothing changed: nothing published
+
+    executor.stop_plan_at(plan_id, ids[2], "on_enter")  # on an op not reached: no status changes
+    host.update()
+    assert len(host.tree.updates) == updates + 1
+    guard_name = f"stop point at [{ids[2]}]"
+    assert drawn(host)[guard_name] == (Status.INVALID, "stop on_enter armed")  # drawn with its message
+    executor.stop_plan_at(plan_id, ids[2], "on_complete")
+    host.update()
+    assert len(host.tree.updates) == updates + 2
+    assert drawn(host)[guard_name][1] == "stop on_enter and stop on_complete armed"
+    executor.disarm_stop_point(plan_id, ids[2], "on_complete")
+    host.update()
+    assert len(host.tree.updates) == updates + 3
+    assert drawn(host)[guard_name][1] == "stop on_enter armed"
+
+    run_until_finished(executor, plan_id)
+    host.update()
+    assert len(host.tree.updates) == updates + 4
+    assert drawn(host)[guard_name] == (Status.FAILURE, "stop on_enter fired")
+
+
+def test_a_plan_cancelled_by_a_stop_point_lingers_with_each_ops_final_state(mirrored):
+    executor, host, _clock, _ticks = mirrored
+    answer = executor.submit(plan(seq(do("sim.step"), do(), do())))
+    plan_id = answer["plan_id"]
+    root_id, first, second, third = [op["op_id"] for op in executor.get_plan_status(plan_id)["ops"]]
+    executor.tick_once()
+    host.update()
+    executor.stop_plan_at(plan_id, second, "on_enter")
+    record = run_until_finished(executor, plan_id)
+    assert record["outcome"] == "cancelled"
+    host.update()
+    shown = drawn(host)
+    assert shown[f"[{first}] call sim.step"] == (Status.SUCCESS, "succeeded")
+    assert shown[f"[{second}] call sim.act"] == (Status.FAILURE,
+                                                  "canceled: stop point on_enter fired: the op never started")
+    assert shown[f"stop point at [{second}]"] == (Status.FAILURE, "stop on_enter fired")
+    assert shown[f"[{root_id}] in order"][0] == Status.FAILURE
+    assert f"[{third}] call sim.act" not in shown  # never reached: drawn without a state
+    (frame,) = host.root.children
+    assert frame.feedback_message == "finished: cancelled"
+
+
 def test_a_finished_plan_lingers_then_leaves(mirrored):
     executor, host, clock, _ticks = mirrored
     answer = executor.submit(plan(seq(do())))
@@ -151,33 +212,93 @@ def test_without_py_trees_ros_the_node_says_so_once_and_serves(ros, start_node):
     assert "Traceback" not in log
 
 
+class TreeCollector(rosutil.Collector):
+    def __call__(self, msg) -> None:
+        with self._cond:
+            self.messages.append(msg)
+            self._cond.notify_all()
+
+
+class SnapshotStream:
+    """A snapshot stream opened on a node process as py-trees-tree-watcher opens one, its messages collected."""
+
+    def __init__(self, ros, node_name: str):
+        from py_trees_ros_interfaces.msg import BehaviourTree
+        from py_trees_ros_interfaces.srv import CloseSnapshotStream, OpenSnapshotStream
+
+        self.ros = ros
+        self.open = ros.node.create_client(OpenSnapshotStream, f"{node_name}/snapshot_streams/open")
+        self.close = ros.node.create_client(CloseSnapshotStream, f"{node_name}/snapshot_streams/close")
+        assert self.open.wait_for_service(timeout_sec=20) and self.close.wait_for_service(timeout_sec=20)
+        request = OpenSnapshotStream.Request()
+        request.parameters.snapshot_period = float("inf")  # as the watcher asks: changes only
+        self.topic = self._call(self.open, request).topic_name
+        self.trees = TreeCollector()
+        self.subscription = ros.node.create_subscription(BehaviourTree, self.topic, self.trees, rosutil.LATCHED,
+                                                         callback_group=ros.group)
+        self.request_close = CloseSnapshotStream.Request(topic_name=self.topic)
+
+    @staticmethod
+    def _call(client, request):
+        done = threading.Event()
+        future = client.call_async(request)
+        future.add_done_callback(lambda _f: done.set())
+        assert done.wait(15), f"no answer from {client.srv_name}"
+        return future.result()
+
+    def wait_for(self, predicate, what: str):
+        """The first snapshot for which predicate({name: (status, message, drawn)}) holds (drawn: is_active)."""
+        def found(messages):
+            for message in messages:
+                shown = {b.name: (b.status, b.message, b.is_active) for b in message.behaviours}
+                if predicate(shown):
+                    return shown
+            return None
+        try:
+            return self.trees.wait_for(found, timeout=20)
+        except AssertionError:
+            raise AssertionError(f"no snapshot {what}; the last: {self.trees.messages[-1:]}") from None
+
+    def destroy(self):
+        self.ros.node.destroy_subscription(self.subscription)
+        for client in (self.open, self.close):
+            self.ros.node.destroy_client(client)
+
+
 @needs_py_trees_ros
-def test_running_plans_are_hosted_and_dropped(ros):
-    from rclpy.executors import MultiThreadedExecutor
+def test_a_watcher_sees_a_stop_point_at_once_and_the_final_states_and_a_close_logs_no_error(ros, start_node,
+                                                                                            sim_script):
+    from py_trees_ros_interfaces.msg import Behaviour
 
-    from bt_exec.ros.node import ExecutorNode
-
-    executor = bt_exec.Executor(backend=bt_exec.SimBackend(rosutil.SIM_SCRIPT))
-    node = ExecutorNode(executor, namespace=f"/test_watch_{uuid.uuid4().hex[:8]}", context=ros.context)
-    spinner = MultiThreadedExecutor(num_threads=2, context=ros.context)
-    spinner.add_node(node)
-    assert node.watcher is not None
-    if node.watcher.own_node is not None:
-        spinner.add_node(node.watcher.own_node)
-    thread = threading.Thread(target=spinner.spin, daemon=True)
-    thread.start()
+    node = start_node(sim_script=str(sim_script))
+    stream = SnapshotStream(ros, node.name)
     try:
-        node.watcher.host.linger_s = 0.0
-        answer = executor.submit(plan(seq(do("sim.slow"))))
-        executor.tick_once()
-        node.watcher.update()
-        (frame,) = node.watcher.root.children
-        assert frame.name.startswith(f"plan {answer['plan_id']}")
-        executor.cancel_plan(answer["plan_id"], wait_ms=1000)
-        node.watcher.update()
-        assert node.watcher.root.children == []
+        answer = ros.call(node.name, "submit", graph_json=plan(seq(do("sim.slow"), do())))
+        root_id, slow, after = [op["op_id"] for op in json.loads(
+            ros.call(node.name, "get_status", plan_id=answer.plan_id).status_json)["ops"]]
+        stream.wait_for(lambda shown: shown.get(f"[{slow}] call sim.slow", (0,))[0] == Behaviour.RUNNING,
+                        "with the plan running")
+        count = len(stream.trees.messages)
+        assert ros.call(node.name, "stop_at", plan_id=answer.plan_id, op_id=after, when="on_enter").success
+        guard = f"stop point at [{after}]"
+        # The plan's statuses do not change (sim.slow runs for a minute): only the guard's arrival does.
+        stream.wait_for(lambda shown: shown.get(guard, (0, "", False))[1:] == ("stop on_enter armed", True),
+                        "with the armed guard drawn with its message")
+        assert all(message.behaviours for message in stream.trees.messages[count:])
+
+        assert ros.call(node.name, "cancel", plan_id=answer.plan_id, wait_ms=5000).finished
+        final = stream.wait_for(lambda shown: any(name.startswith(f"plan {answer.plan_id}") and message ==
+                                                  "finished: cancelled" for name, (_s, message, _a) in shown.items()),
+                                "with the plan lingering as cancelled")
+        assert final[f"[{slow}] call sim.slow"][:2] == (Behaviour.FAILURE, "canceled: plan cancelled while the op ran")
+        assert final[guard][2] is True  # still drawn with its message
+
+        # The watcher closes its stream as the node stops (Ctrl-C reaches both): no error either way round.
+        closing = stream.close.call_async(stream.request_close)
+        code = node.stop(signal.SIGINT, timeout=15)
+        log = node.log()
+        assert code == 0, log
+        assert "ERROR" not in log and "InvalidHandle" not in log and "Traceback" not in log, log
+        del closing
     finally:
-        node.close()
-        spinner.shutdown()
-        thread.join(5)
-        node.destroy_node()
+        stream.destroy()

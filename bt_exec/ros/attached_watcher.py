@@ -1,0 +1,124 @@
+"""``viewer:=watcher``: run ``py-trees-tree-watcher`` on one bt_exec node's tree once the node serves it, and
+again should it fail to attach.
+
+    python -m bt_exec.ros.attached_watcher NAMESPACE_HINT [PROGRAM]
+
+py-trees-tree-watcher looks for the snapshot-stream services for 5 s and
+waits 3 s for each client, then gives up with exit 1 (``service not found``,
+``timed out waiting for .../close``). Started beside the node by a launch on
+a loaded machine, it often looks before the node serves (the node imports,
+builds its executor and only then makes its services), and the launch ran on
+without a viewer. Here the services are awaited first, as long as it takes,
+and a watcher that exits with an error while nobody asked it to stop is
+started again (at most ``MAX_STARTS`` times in all), each time once the
+services are listed again. SIGINT and SIGTERM are passed on to the watcher;
+it gets ``STOP_WAIT_S`` to end before it is killed, so this ends before
+``ros2 launch`` escalates.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+
+PROGRAM = "py-trees-tree-watcher"
+OPEN_TYPE = "py_trees_ros_interfaces/srv/OpenSnapshotStream"
+CLOSE_TYPE = "py_trees_ros_interfaces/srv/CloseSnapshotStream"
+MAX_STARTS = 6       # a watcher that keeps failing (e.g. several trees match the hint) is given up then
+GRAPH_POLL_S = 0.2   # how often the ROS graph is looked at while waiting for the node
+STOP_WAIT_S = 3.0    # after a stop signal, how long the watcher has to end before it is killed
+
+
+def served(services: list[tuple[str, list[str]]], hint: str) -> bool:
+    """Whether the snapshot-stream open and close services that ``hint`` picks are listed (as
+    py-trees-tree-watcher matches them: its type, ``hint`` a substring of the name)."""
+    found = {kind for name, types in services if hint in name for kind in types}
+    return OPEN_TYPE in found and CLOSE_TYPE in found
+
+
+class Attacher:
+    """Waits for the services, runs the watcher, starts it again on a failure; ``stop()`` from a signal."""
+
+    def __init__(self, hint: str, program: str, list_services, say=print):
+        self.hint = hint
+        self.program = program
+        self.list_services = list_services  # () -> [(name, [types])], the ROS graph's services
+        self.say = say
+        self.stopping = threading.Event()
+        self.child: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        with self._lock:
+            child = self.child
+        if child is not None and child.poll() is None:
+            child.send_signal(signal.SIGINT)
+
+    def run(self) -> int:
+        for start in range(1, MAX_STARTS + 1):
+            if not self._wait_for_node():
+                return 0
+            with self._lock:
+                if self.stopping.is_set():
+                    return 0
+                self.child = subprocess.Popen([self.program, "--namespace-hint", self.hint])
+            code = self._wait_for_child()
+            if self.stopping.is_set() or code == 0:
+                return 0
+            self.say(f"bt_exec watcher: {self.program} exited with {code} (start {start} of {MAX_STARTS}); "
+                     + ("starting it again once the node serves its tree" if start < MAX_STARTS else "giving up"))
+        return 1
+
+    def _wait_for_node(self) -> bool:
+        """Until the services are listed (True) or a stop is asked for (False)."""
+        said = False
+        while not self.stopping.is_set():
+            if served(self.list_services(), self.hint):
+                return True
+            if not said:
+                self.say(f"bt_exec watcher: waiting for the node's tree ({self.hint}open)")
+                said = True
+            self.stopping.wait(GRAPH_POLL_S)
+        return False
+
+    def _wait_for_child(self) -> int:
+        child = self.child
+        while True:
+            try:
+                return child.wait(GRAPH_POLL_S)
+            except subprocess.TimeoutExpired:
+                if self.stopping.is_set():
+                    break
+        try:
+            return child.wait(STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            return child.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not 1 <= len(argv) <= 2:
+        print("usage: python -m bt_exec.ros.attached_watcher NAMESPACE_HINT [PROGRAM]", file=sys.stderr)
+        return 2
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
+    node = rclpy.create_node(f"bt_exec_watch_{uuid.uuid4().hex[:8]}", start_parameter_services=False)
+    attacher = Attacher(argv[0], argv[1] if len(argv) == 2 else PROGRAM, node.get_service_names_and_types,
+                        say=lambda text: print(text, flush=True))
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda _signum, _frame: attacher.stop())
+    try:
+        return attacher.run()
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
