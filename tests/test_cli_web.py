@@ -1,78 +1,127 @@
-"""`bt-exec run FILE --web PORT`: the console and API are served while the plan runs, as a real process."""
+"""`bt-exec run FILE --web PORT`: the console and API are served while the plan runs, as a real process.
+
+The plans here wait for the test where it must act while they run (a pause point, resumed over HTTP): no test
+counts on the machine being fast enough to act before a plan ends."""
 import json
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 
 import pytest
 from rtdl_plans import do, envelope, seq
 
+from bt_exec.terminal.watch import EventStream
 from bt_exec.web.client import HttpApi
 
+WAIT_S = 20.0
 
 
 def finish_and_interrupt(api, process):
     """Wait for plan 2 to end (it must succeed), then Ctrl-C the serving command."""
-    for _ in range(100):
-        if api.call("get_all_plans")["count"] == 0:
-            break
-        time.sleep(0.05)
-    assert api.call("get_plan_result", {"plan_id": "2"})["outcome"] == "succeeded"
+    assert api.call("wait_for_plan", {"plan_id": "2", "timeout_s": WAIT_S})["outcome"] == "succeeded"
     process.send_signal(signal.SIGINT)
-    process.communicate(timeout=20)
-
-def start_run(tmp_path, *options, duration_s=0.4, env=None):
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps(envelope(seq(do("one"), do("two"), do("three")), description="web run")))
-    script = tmp_path / "sim.json"
-    script.write_text(json.dumps({"default": {"outcome": "success", "duration_s": duration_s}}))
-    process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "run", str(plan), "--sim-script", str(script),
-                                "--web", "0", *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, **(env or {})})
-    line = process.stderr.readline()
-    found = re.search(r"web console: (http://\S+)", line)
-    assert found, f"no URL announced: {line!r}"
-    return process, found.group(1)
+    process.communicate(timeout=WAIT_S)
 
 
-def test_the_plan_is_visible_over_http_while_it_runs(tmp_path):
-    process, url = start_run(tmp_path)
+class RunCommand:
+    """``bt-exec run`` with ``--web 0`` as a process: its URL, and its stderr read line by line as it comes."""
+
+    def __init__(self, tmp_path, *options, env=None):
+        plan = tmp_path / "plan.json"  # ops: 1 the sequence, 2, 3 and 4 the do ops
+        plan.write_text(json.dumps(envelope(seq(do("one"), do("two"), do("three")), description="web run")))
+        script = tmp_path / "sim.json"
+        script.write_text(json.dumps({"default": {"outcome": "success", "duration_s": 0.05}}))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bt_exec.cli", "run", str(plan), "--sim-script", str(script), "--web", "0",
+             *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+        self._lines = queue.Queue()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+        found = re.search(r"web console: (http://\S+)", self.wait_line("web console"))
+        assert found, "no URL announced"
+        self.url = found.group(1)
+
+    def _read_stderr(self):
+        for line in self.process.stderr:
+            self._lines.put(line)
+
+    def wait_line(self, text, timeout=WAIT_S):
+        """The next line of stderr holding ``text`` (the ones before it are passed over)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._lines.get(timeout=max(deadline - time.monotonic(), 0))
+            except queue.Empty:
+                raise AssertionError(f"bt-exec run never said {text!r} on stderr") from None
+            if text in line:
+                return line
+
+    def finish(self):
+        """stdout, once the command ended (killed if it has not within WAIT_S)."""
+        try:
+            out, _ = self.process.communicate(timeout=WAIT_S)
+        finally:
+            self.process.kill()
+        return out
+
+
+def test_the_plan_is_visible_over_http_while_it_runs_and_its_stream_ends_saying_the_run_ended(tmp_path):
+    run = RunCommand(tmp_path, "--pause-at", "3:on_enter")
     try:
-        api = HttpApi(url)
+        run.wait_line("plan 1 paused at op 3")
+        api = HttpApi(run.url)
         plans = api.call("get_all_plans")
         assert plans["count"] == 1 and plans["plans"][0]["description"] == "web run"
         tree = api.call("get_plan_tree", {"plan_id": "1"})
         assert [op["description"] for op in tree["ops"][1:]] == ["one", "two", "three"]
-        out, _ = process.communicate(timeout=20)
+        assert [op["state"] for op in tree["ops"][1:]] == ["succeeded", "pending", "pending"]
+        events = EventStream(run.url)
+        assert api.call("resume_plan", {"plan_id": "1"})["resumed"]
+        urllib.request.urlopen(run.url).read()  # the page loaded: the command stops serving soon after the run
+        kinds = []
+        while not kinds or kinds[-1] != "server_closing":
+            got = events.get(WAIT_S)
+            assert got is not None and got[0] == "event", f"the stream ended without a word: {got}"
+            kinds.append(got[1]["event"])
+        # Closed on purpose, it says so (a page then shows the run ended instead of reconnecting), after the
+        # plan's last events.
+        assert got[1]["message"] == "bt-exec run ended"
+        assert "plan_complete" in kinds
+        out = run.finish()
     finally:
-        process.kill()
-    assert process.returncode == 0 and "plan 1 succeeded" in out
+        run.process.kill()
+    assert run.process.returncode == 0 and "plan 1 succeeded" in out
 
 
 def test_an_operator_stop_point_over_http_ends_the_run_cancelled(tmp_path):
-    process, url = start_run(tmp_path, duration_s=1.0)
+    run = RunCommand(tmp_path, "--pause-at", "3:on_enter")
     try:
-        assert HttpApi(url).call("stop_plan_at", {"plan_id": "1", "op_id": "4", "when": "on_enter"})["armed"]
-        out, _ = process.communicate(timeout=20)
+        run.wait_line("plan 1 paused at op 3")
+        api = HttpApi(run.url)
+        assert api.call("stop_plan_at", {"plan_id": "1", "op_id": "4", "when": "on_enter"})["armed"]
+        assert api.call("resume_plan", {"plan_id": "1"})["resumed"]
+        out = run.finish()
     finally:
-        process.kill()
-    assert process.returncode == 1 and "cancelled" in out and "op 4 do running" not in out
+        run.process.kill()
+    assert run.process.returncode == 1 and "cancelled" in out and "op 4 do running" not in out
 
 
 def test_keep_serving_accepts_more_plans_until_ctrl_c(tmp_path):
-    process, url = start_run(tmp_path, "--keep-serving", duration_s=0.05)
+    run = RunCommand(tmp_path, "--keep-serving")
     try:
-        assert "still serving" in process.stderr.readline()
-        api = HttpApi(url)
+        run.wait_line("still serving")
+        api = HttpApi(run.url)
         answer = api.call("submit_plan", {"graph": envelope(do("another"))})
         assert answer["accepted"] and answer["plan_id"] == "2"
-        finish_and_interrupt(api, process)
+        finish_and_interrupt(api, run.process)
     finally:
-        process.kill()
-    assert process.returncode == 0  # the plan run by the command succeeded
+        run.process.kill()
+    assert run.process.returncode == 0  # the plan run by the command succeeded
 
 
 def test_a_web_app_beyond_loopback_needs_a_token(tmp_path):
@@ -100,9 +149,10 @@ def test_an_agent_drives_run_web_over_mcp_without_a_second_process(tmp_path):
     from mcp import ClientSession
     from test_mcp import http_client_streams
 
-    process, url = start_run(tmp_path, "--keep-serving", duration_s=0.05, env={"BT_EXEC_WEB_TOKEN": "cli-token"})
+    run = RunCommand(tmp_path, "--keep-serving", env={"BT_EXEC_WEB_TOKEN": "cli-token"})
+    process, url = run.process, run.url
     try:
-        assert "still serving" in process.stderr.readline()
+        run.wait_line("still serving")
 
         async def main():
             async with http_client_streams(url + "mcp", {"Authorization": "Bearer cli-token"}) as (read, write, _):

@@ -57,6 +57,7 @@ SECURITY_HEADERS = {
 _RAW_SECURITY_HEADERS = [(name.lower().encode(), value.encode()) for name, value in SECURITY_HEADERS.items()]
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 KEEPALIVE_S = 15.0
+CLOSING_MESSAGE = "the app stopped serving"
 MAX_HEAD_BYTES = 16 * 1024  # request line and headers
 
 
@@ -106,6 +107,7 @@ class WebServer:
         self._static = {path: (resources.files(__package__).joinpath("static", name).read_bytes(), mime)
                         for path, (name, mime) in STATIC_FILES.items()}
         self._page_loads = 0  # counted in the event loop's thread only
+        self.closing_message = CLOSING_MESSAGE  # the last word of every event stream (``close``)
 
     @property
     def page_loads(self) -> int:
@@ -139,8 +141,10 @@ class WebServer:
         if not self._server.started:
             raise ConfigError("the web app did not start (its log says why)")
 
-    def close(self) -> None:
-        """Stop serving: open event streams end, the listening socket closes."""
+    def close(self, message: str = CLOSING_MESSAGE) -> None:
+        """Stop serving: open event streams end, each with a ``server_closing`` event carrying ``message`` (a page
+        then knows not to reconnect), and the listening socket closes."""
+        self.closing_message = message
         self.api.close()
         if self._thread is not None:
             self._server.should_exit = True
@@ -385,16 +389,23 @@ class _App:
         async def events():
             try:
                 yield ServerSentEvent(retry=1000)
-                while not stream.closed:
+                while True:
                     ready.clear()
+                    closed = stream.closed  # read first: the events queued before the close are still sent
                     event = stream.get(0)
-                    if event is None:
-                        await ready.wait()
-                    else:
+                    if event is not None:
                         yield ServerSentEvent(data=_dumps(event).decode("ascii"))
                         # Let the loop hear of a client that went away before the next of a backlog is
                         # written to its dead socket (each such write logs a warning).
                         await asyncio.sleep(0)
+                    elif closed:
+                        break
+                    else:
+                        await ready.wait()
+                # The app closes on purpose (a client that went away never gets here): say so, so that a page
+                # shows it ended instead of trying to reconnect.
+                yield ServerSentEvent(data=_dumps({"event": "server_closing",
+                                                   "message": self.web.closing_message}).decode("ascii"))
             finally:
                 stream.close()  # the client went away, was too slow, or the server closes: the slot is free at once
 

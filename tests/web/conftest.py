@@ -38,20 +38,24 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture
 def console_factory(driver, tmp_path, request):
-    """console_factory(script=dict, token=None, backend=None, stream_capacity=N, host=ADDRESS, **executor options)
-    -> a Console.
+    """console_factory(script=dict, token=None, backend=None, stream_capacity=N, host=ADDRESS, start=True,
+    **executor options) -> a Console.
 
     The executor runs on ``backend``, else on a SimBackend reading ``script`` (default: every op 1.5 s);
-    ``stream_capacity``: events one page may fall behind before the server drops some."""
+    ``stream_capacity``: events one page may fall behind before the server drops some; ``start=False``: the
+    executor ticks only once the test calls ``console.executor.start()`` (arm pause points on a plan first, and
+    it waits there for the test however slow the machine)."""
     made = []
 
-    def make(script=None, token=None, backend=None, stream_capacity=10_000, host="127.0.0.1", **options):
+    def make(script=None, token=None, backend=None, stream_capacity=10_000, host="127.0.0.1", start=True,
+             **options):
         if backend is None:
             script_path = tmp_path / f"sim-script-{len(made)}.json"
             script_path.write_text(json.dumps(script if script is not None else slow_script()))
             backend = bt_exec.SimBackend(script_path)
         executor = bt_exec.Executor(backend=backend, **options)
-        executor.start()
+        if start:
+            executor.start()
         api = ControlApi(executor, stream_capacity=stream_capacity)
         server = WebServer(api, host=host, port=0, token=token)
         server.start()

@@ -42,7 +42,7 @@
   const ARGS_TOOLTIP_CHARS = 300;
   // Step graphs.
   const G_COL_W = NODE_W + 118;
-  const GRAPH_MIN_ZOOM = 0.65;  // a step graph opens at the largest zoom that fits its width, down to this
+  const GRAPH_MIN_ZOOM = 0.5;  // a step graph opens at the zoom that fits its width (at most 100%), down to this
   const G_ROW_H = NODE_H + 58;
   const TERM_W = 150;
   const TERM_H = 34;
@@ -150,7 +150,7 @@
     logQueue: [],
     logHold: null,          // events held while /api/events/recent is being read
     lastLogSeq: 0,
-    zoomIndex: ZOOMS.indexOf(1),
+    zoom: 1,                // the tree's scale: one of ZOOMS, or the one that fits a step graph's width
     size: { width: 0, height: 0 },
     listsBusy: false,
     listsAgain: false,
@@ -158,11 +158,13 @@
     loadFailed: false,
     missed: 0,              // events the server dropped for this page
     droppedNote: null,
-    heldTimer: null,        // a re-read of the tree pending to show which ops a paused plan holds
+    rereadTimer: null,      // a re-read of the tree pending (what a paused plan holds, whether a step is pending)
     replay: null,           // served by bt-exec replay: its clock {position, count, time, playing, speed, ...}
     robot: null,            // served by bt-exec fleet: the robot every request and event is about
     robots: [],             // the fleet's robots as list_robots gave them
     replayDragging: false,
+    connection: 'connecting',  // the event stream: connecting, open, reconnecting, down, or closed (by the server)
+    closingMessage: null,   // what the server said as it closed on purpose (its server_closing event)
   };
 
   // ---------------------------------------------------------------- messages
@@ -421,6 +423,7 @@
       if (request === st.treeRequest) {
         st.buffer = null;
         st.loadFailed = true;
+        st.tree = null;  // nothing of the plan is shown: neither its state nor its controls
         clearTree(`Plan ${planId} cannot be shown: ${err.message}`);
         renderStatus();
         if (!st.replay) report(err);  // a replay moved back before the plan started: the tree says so
@@ -631,9 +634,10 @@
     if (st.graph) {
       layoutGraph(tree);
       loadTrace(tree);
-      const room = $('#tree-scroll').clientWidth;
-      const fits = ZOOMS.filter((zoom) => zoom <= 1 && zoom >= GRAPH_MIN_ZOOM && st.size.width * zoom <= room);
-      st.zoomIndex = ZOOMS.indexOf(fits.length ? fits[fits.length - 1] : GRAPH_MIN_ZOOM);
+      // Fitted, so its terminals (the right-most column) are in view; wider than that even at the least
+      // zoom, it scrolls.
+      const fit = Math.floor(($('#tree-scroll').clientWidth - 2) / st.size.width * 100) / 100;
+      st.zoom = Math.min(1, Math.max(GRAPH_MIN_ZOOM, fit));
     } else {
       layoutTree();
     }
@@ -723,7 +727,7 @@
     st.windowRequested = false;
     if (!st.tree) return;
     const scroller = $('#tree-scroll');
-    const zoom = ZOOMS[st.zoomIndex];
+    const zoom = st.zoom;
     const view = {
       left: scroller.scrollLeft / zoom, top: scroller.scrollTop / zoom,
       width: scroller.clientWidth / zoom, height: scroller.clientHeight / zoom,
@@ -1175,7 +1179,7 @@
   // ---------------------------------------------------------------- view: zoom, minimap, search, follow
 
   function applyZoom() {
-    const zoom = ZOOMS[st.zoomIndex];
+    const zoom = st.zoom;
     const svg = $('#tree');
     svg.setAttribute('viewBox', `0 0 ${st.size.width} ${st.size.height}`);
     svg.setAttribute('width', Math.ceil(st.size.width * zoom));
@@ -1186,14 +1190,16 @@
 
   function zoomBy(step) {
     const scroller = $('#tree-scroll');
-    const before = ZOOMS[st.zoomIndex];
-    const next = step === 0 ? ZOOMS.indexOf(1) : Math.min(ZOOMS.length - 1, Math.max(0, st.zoomIndex + step));
-    if (next === st.zoomIndex) return;
+    const before = st.zoom;
+    // The next of ZOOMS up or down from where it is (a fitted zoom may lie between two of them).
+    const next = step === 0 ? 1
+      : (step > 0 ? ZOOMS.find((zoom) => zoom > before) : [...ZOOMS].reverse().find((zoom) => zoom < before));
+    if (next === undefined || next === before) return;
     const cx = (scroller.scrollLeft + scroller.clientWidth / 2) / before;
     const cy = (scroller.scrollTop + scroller.clientHeight / 2) / before;
-    st.zoomIndex = next;
+    st.zoom = next;
     applyZoom();
-    const after = ZOOMS[next];
+    const after = next;
     scroller.scrollTo(cx * after - scroller.clientWidth / 2, cy * after - scroller.clientHeight / 2);
   }
 
@@ -1230,7 +1236,7 @@
       context.fillRect(entry.x * scale.x, entry.y * scale.y, w, h);
     }
     const scroller = $('#tree-scroll');
-    const zoom = ZOOMS[st.zoomIndex];
+    const zoom = st.zoom;
     context.strokeStyle = '#1f5fbf';
     context.lineWidth = 2;
     context.strokeRect(scroller.scrollLeft / zoom * scale.x + 1, scroller.scrollTop / zoom * scale.y + 1,
@@ -1248,7 +1254,7 @@
     const canvas = $('#minimap');
     const box = canvas.getBoundingClientRect();
     const scale = minimapScale();
-    const zoom = ZOOMS[st.zoomIndex];
+    const zoom = st.zoom;
     const scroller = $('#tree-scroll');
     const x = (event.clientX - box.left) / scale.x * zoom;
     const y = (event.clientY - box.top) / scale.y * zoom;
@@ -1288,7 +1294,7 @@
 
   function inView(entry) {
     const scroller = $('#tree-scroll');
-    const zoom = ZOOMS[st.zoomIndex];
+    const zoom = st.zoom;
     const x = entry.x * zoom - scroller.scrollLeft;
     const y = entry.y * zoom - scroller.scrollTop;
     return x >= 0 && y >= 0 && x + NODE_W * zoom <= scroller.clientWidth && y + NODE_H * zoom <= scroller.clientHeight;
@@ -1323,7 +1329,7 @@
 
   function scrollToOp(entry) {
     const scroller = $('#tree-scroll');
-    const zoom = ZOOMS[st.zoomIndex];
+    const zoom = st.zoom;
     const x = (entry.x + NODE_W / 2) * zoom;
     const y = (entry.y + NODE_H / 2) * zoom;
     scroller.scrollTo(x - scroller.clientWidth / 2, y - scroller.clientHeight / 2);
@@ -1361,7 +1367,7 @@
     const op = { ...entry.op, state: event.state, detail: event.detail === undefined ? null : event.detail };
     if ('result' in event) op.result = event.result;
     if (event.state === 'running' && !op.started_at) op.started_at = event.time;
-    if (FINAL_STATES.has(event.state) && st.tree && st.tree.paused) readHeld();
+    if (FINAL_STATES.has(event.state) && st.tree && st.tree.paused) rereadPlan();
     if (FINAL_STATES.has(event.state)) op.ended_at = event.time;
     if (event.state === 'running' && FINAL_STATES.has(entry.op.state)) {  // a step run again
       op.started_at = event.time;
@@ -1407,27 +1413,28 @@
   function applyPause(event) {
     const paused = event.event === 'paused';
     st.tree.paused = paused;
+    if (paused) st.tree.stepping = false;  // a pause ends a pending step
     if (!paused) {
       for (const entry of st.ops.values()) {
         if (!entry.held) continue;
         entry.held = false;
         markDirty(entry.op.op_id);
       }
-    } else {
-      readHeld();
     }
+    rereadPlan();  // which ops it holds, whether a step is pending (a resume may be a step)
     renderStatus();
     st.detailsDirty = true;
     schedule();
   }
 
-  // Which ops a paused plan holds is in its tree view only (no event says it): the tree is read again
-  // when the plan pauses and when one of its ops ends while paused (the next one is then held).
-  function readHeld() {
-    if (st.heldTimer !== null) return;
-    st.heldTimer = setTimeout(() => {
-      st.heldTimer = null;
-      if (st.tree && st.tree.running && st.tree.paused) reloadSelected();
+  // Which ops a paused plan holds, and whether a step is pending, are in its tree view only (no event says
+  // them): the tree is read again when the plan pauses or resumes, when one of its ops ends while paused (the
+  // next one is then held), and after this page paused, resumed or stepped it.
+  function rereadPlan() {
+    if (st.rereadTimer !== null) return;
+    st.rereadTimer = setTimeout(() => {
+      st.rereadTimer = null;
+      if (st.tree && st.tree.running) reloadSelected();
     }, 50);
   }
 
@@ -1456,6 +1463,8 @@
         return;
       case 'plan_started':
         refreshLists();
+        // The plan shown could not be read before it started (a replay moved back before its start).
+        if (event.plan_id === st.selectedPlan && st.loadFailed) reloadSelected();
         return;
       case 'plan_complete':
         if (event.plan_id === st.selectedPlan && st.tree) {
@@ -1505,10 +1514,9 @@
     if (st.token) url = withQuery(url, 'token', st.token);
     const source = new EventSource(url);
     st.events = source;
-    const connection = $('#connection');
     source.addEventListener('open', () => {
-      connection.textContent = '● live';
-      connection.className = 'connection conn-live';
+      st.connection = 'open';
+      renderConnection();
       // First connection or a reconnect: whatever happened while not listening is read again
       // (a tree read before the stream was open may have missed events, so it is read again too).
       loadRecentEvents();
@@ -1516,9 +1524,10 @@
       reloadSelected();
     });
     source.addEventListener('error', () => {
-      const closed = source.readyState === EventSource.CLOSED;
-      connection.textContent = closed ? '✗ disconnected' : '◌ reconnecting…';
-      connection.className = `connection ${closed ? 'conn-down' : 'conn-connecting'}`;
+      if (st.connection === 'closed') return;  // the server said it closes: nothing to reconnect to
+      // A stream that broke without the server's word (it crashed, the network failed): the browser retries.
+      st.connection = source.readyState === EventSource.CLOSED ? 'down' : 'reconnecting';
+      renderConnection();
     });
     source.addEventListener('message', (message) => {
       let event;
@@ -1528,8 +1537,42 @@
         showMessage('error', `unreadable event from the server: ${err.message}`);
         return;
       }
-      onEvent(event);
+      if (event.event === 'server_closing') serverClosed(source, event.message);
+      else onEvent(event);
     });
+  }
+
+  // The server closes on purpose (its command ended, Ctrl-C): the page keeps what it shows, says so, and
+  // neither reconnects nor offers controls that would reach nobody.
+  function serverClosed(source, message) {
+    source.close();
+    st.connection = 'closed';
+    st.closingMessage = message || 'the app stopped serving';
+    renderConnection();
+    showMessage('warn', `The server closed (${st.closingMessage}): the page shows the last state it sent; reload ` +
+      'it once the app serves again.');
+    document.body.classList.add('server-closed');
+    for (const control of document.querySelectorAll('.topbar .btn, .replay-bar .btn, .replay-bar input, .replay-bar select, ' +
+      '.submit .btn')) control.disabled = true;
+    renderDetails();
+  }
+
+  // The badge at the top: whether the page follows a live app, a replay (which run, where), or one that closed.
+  function renderConnection() {
+    const badge = $('#connection');
+    const replay = st.replay;
+    const [text, cls, title] = {
+      connecting: ['○ connecting…', 'conn-connecting', 'opening the event stream'],
+      open: replay
+        ? [`● replay · ${replayWhere()}`, 'conn-replay', 'a recorded run, played back by bt-exec replay']
+        : ['● live', 'conn-live', 'following the app live'],
+      reconnecting: ['◌ reconnecting…', 'conn-connecting', 'the event stream broke; the browser opens it again'],
+      down: ['✗ disconnected', 'conn-down', 'the event stream was refused; reload the page'],
+      closed: [`■ ${st.closingMessage}`, 'conn-closed', `the server closed on purpose: ${st.closingMessage}`],
+    }[st.connection];
+    badge.textContent = text;
+    badge.className = `connection ${cls}`;
+    badge.title = title;
   }
 
   // ---------------------------------------------------------------- event log
@@ -1627,7 +1670,8 @@
 
   function renderDetails() {
     const tree = st.tree;
-    const running = Boolean(tree && tree.running);
+    // A closed server takes no control: the page only shows what it last sent.
+    const running = Boolean(tree && tree.running) && st.connection !== 'closed';
     $('#pi-id').textContent = st.selectedPlan === null ? '—' : st.selectedPlan;
     const planFacts = $('#plan-facts');
     clear(planFacts);
@@ -1651,9 +1695,12 @@
       world.hidden = true;
     }
     document.querySelector('[data-action="cancel-plan"]').disabled = !running;
+    // As the plan's view says (paused, stepping: a step pending): Resume acts on a paused plan and on one
+    // with a step pending (it goes on running, no pause behind the next op).
     const paused = running && Boolean(tree.paused);
+    const stepping = running && Boolean(tree.stepping);
     document.querySelector('[data-action="pause-plan"]').disabled = !running || paused;
-    document.querySelector('[data-action="resume-plan"]').disabled = !paused;
+    document.querySelector('[data-action="resume-plan"]').disabled = !(paused || stepping);
     document.querySelector('[data-action="step-plan"]').disabled = !running;
 
     const entry = st.selectedOp === null ? null : st.ops.get(st.selectedOp);
@@ -1806,6 +1853,7 @@
     } catch (err) {
       report(err);
     }
+    if (planId === st.selectedPlan) rereadPlan();  // a step or resume on a running plan sends no event
   }
 
   async function cancelPlan() {
@@ -1867,7 +1915,7 @@
     Object.assign(st.replay, clockState);
     const replay = st.replay;
     const slider = $('#replay-slider');
-    slider.max = String(Math.max(1, replay.count));
+    slider.max = String(replay.count);
     if (!st.replayDragging) slider.value = String(replay.position);
     const toggle = $('#replay-toggle');
     toggle.textContent = replay.playing ? '‖ Pause' : '▶ Play';
@@ -1877,15 +1925,33 @@
       speed.value = [...speed.options].find((o) => Number(o.value) === replay.speed).value;
     }
     renderReplayPosition(st.replayDragging ? Number(slider.value) : replay.position);
+    if (st.connection !== 'closed') {
+      $('[data-action="replay-back"]').disabled = replay.position <= 0;
+      $('[data-action="replay-forward"]').disabled = replay.position >= replay.count;
+    }
+    renderConnection();
+  }
+
+  // Where the replay is, in the run's events (0: before the first, the plans not started).
+  function replayWhere() {
+    const replay = st.replay;
+    if (replay.position === 0) return `start (${replay.count} events)`;
+    return `event ${replay.position} / ${replay.count}${replay.ended ? ' (end)' : ''}`;
   }
 
   function renderReplayPosition(position) {
     const replay = st.replay;
     const at = replay.time !== null && replay.first_time !== null ? replay.time - replay.first_time : null;
     const span = replay.last_time !== null && replay.first_time !== null ? replay.last_time - replay.first_time : null;
-    let text = `event ${position} / ${replay.count}`;
-    if (at !== null && !st.replayDragging) text += ` · ${duration(Math.max(at, 0))}`;
-    if (span !== null) text += ` of ${duration(span)}`;
+    let text;
+    if (position === 0) {  // the start: no event played, no plan started
+      text = `before event 1 / ${replay.count}`;
+      if (span !== null) text += ` · ${duration(span)} in all`;
+    } else {
+      text = `event ${position} / ${replay.count}`;
+      if (at !== null && !st.replayDragging) text += ` · ${duration(Math.max(at, 0))}`;
+      if (span !== null) text += ` of ${duration(span)}`;
+    }
     text += replay.playing ? ` · playing ${replay.speed ? `${replay.speed}×` : 'max'}` : (replay.ended ? ' · ended' : ' · paused');
     $('#replay-position').textContent = text;
   }
@@ -1907,7 +1973,7 @@
 
   async function replayStep(delta) {
     if (st.replay.playing) await replayCall('/api/replay/pause', {});
-    const target = Math.min(Math.max(1, st.replay.position + delta), st.replay.count);
+    const target = Math.min(Math.max(0, st.replay.position + delta), st.replay.count);
     if (target !== st.replay.position) await replayCall('/api/replay/seek', { event_index: target });
   }
 
@@ -2287,7 +2353,7 @@
       if (st.token) sessionStorage.setItem(TOKEN_KEY, st.token);
       else sessionStorage.removeItem(TOKEN_KEY);
       // A stream refused for want of the token (beyond loopback), or still trying, is opened again with it.
-      if (st.events && st.events.readyState !== EventSource.OPEN) {
+      if (st.events && st.events.readyState !== EventSource.OPEN && st.connection !== 'closed') {
         st.events.close();
         connectEvents();
       }
