@@ -414,14 +414,22 @@ class Executor:
         return {"success": True, "paused": True, "message": message}
 
     def resume_plan(self, plan_id: str | int, source: str = "api") -> dict:
-        """Resume a paused plan from exactly where it held: held ops are entered, paused calls go on.
-        ``{success, resumed, message}``; ``resumed`` is false when the plan was not paused."""
+        """Let a plan run on freely: a paused plan goes on from exactly where it held (held ops are entered,
+        paused calls go on); a plan with a step pending (``step_plan`` answered, the next op not yet entered)
+        drops it and does not pause behind that op. ``{success, resumed, message}``; ``resumed`` is false
+        when the plan was neither paused nor stepping: nothing changed."""
         plan_id, run = self._control_run(plan_id, source, "resume_plan")
         if run is None:
             return {"success": True, "resumed": False,
                     "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); nothing to resume."}
-        if not run.resume(source):
-            return {"success": True, "resumed": False, "message": f"plan {quote(plan_id)} is not paused; nothing to resume."}
+        ended = run.resume(source)
+        if ended is None:
+            return {"success": True, "resumed": False,
+                    "message": f"plan {quote(plan_id)} is not paused and no step is pending; nothing to resume."}
+        if ended == "step":
+            return {"success": True, "resumed": True,
+                    "message": f"plan {quote(plan_id)} resumed: the pending step is dropped, so it runs on without "
+                               "pausing behind its next op."}
         return {"success": True, "resumed": True, "message": f"plan {quote(plan_id)} resumed."}
 
     def step_plan(self, plan_id: str | int, source: str = "api") -> dict:
@@ -431,7 +439,7 @@ class Executor:
         if run is None:
             return {"success": True,
                     "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); nothing to step."}
-        was_paused = run.resume(source, step=True)
+        was_paused = run.resume(source, step=True) == "pause"
         state = "resumed until" if was_paused else "not paused; it pauses behind"
         return {"success": True, "message": f"plan {quote(plan_id)} {state} the next op it enters, then pauses."}
 

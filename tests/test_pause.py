@@ -199,6 +199,41 @@ class TestStep:
         ex.resume_plan(plan_id)
         assert ex.run_until_complete(plan_id, timeout=10)["outcome"] == "succeeded"
 
+    def test_resume_after_a_step_drops_the_step_and_runs_on_freely(self, make_executor, events):
+        ex = make_executor()
+        plan_id = ex.submit(PLAN)["plan_id"]
+        ex.pause_plan(plan_id)
+        ex.tick_once()
+        ex.step_plan(plan_id)  # the step is pending until the next tick enters op 1
+        answer = ex.resume_plan(plan_id)
+        assert answer["resumed"] and "the pending step is dropped" in answer["message"]
+        assert not ex.get_plan_status(plan_id)["paused"]
+        record = ex.run_until_complete(plan_id, timeout=10)
+        assert record["outcome"] == "succeeded" and called(ex) == ["2", "4", "6", "7", "8"]
+        assert [e["event"] for e in control_events(events, plan_id)] == ["paused", "resumed", "resumed"], \
+            "paused, resumed for the step, resumed again: never paused behind op 1"
+
+    def test_resume_drops_a_step_asked_of_a_running_plan(self, make_executor, events):
+        ex = make_executor({"default": {"duration_s": 0.02}})
+        plan_id = ex.submit(PLAN)["plan_id"]
+        tick_until(ex, lambda: states(ex, plan_id)["2"] == "running")
+        ex.step_plan(plan_id)
+        assert ex.resume_plan(plan_id)["resumed"]
+        assert not ex.resume_plan(plan_id)["resumed"], "nothing is paused or pending any more"
+        assert ex.run_until_complete(plan_id, timeout=10)["outcome"] == "succeeded"
+        assert [e["event"] for e in control_events(events, plan_id)] == ["resumed"]
+
+    def test_resume_once_the_step_paused_the_plan_again_resumes_it(self, make_executor):
+        ex = make_executor()
+        plan_id = ex.submit(PLAN)["plan_id"]
+        ex.pause_plan(plan_id)
+        ex.tick_once()
+        ex.step_plan(plan_id)
+        tick_until(ex, lambda: ex.get_plan_status(plan_id)["paused"])
+        assert held(ex, plan_id) == {"2"}, "op 1 went in, its first child waits"
+        assert ex.resume_plan(plan_id) == {"success": True, "resumed": True, "message": "plan '1' resumed."}
+        assert ex.run_until_complete(plan_id, timeout=10)["outcome"] == "succeeded"
+
     def test_a_step_graph_holds_before_its_next_step(self, make_executor, events):
         at = scene()
         backend = bt_exec.SimBackend({"default": {"duration_s": 0.01}},

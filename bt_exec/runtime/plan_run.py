@@ -366,23 +366,26 @@ class PlanRun:
         self.wake()
         return True
 
-    def resume(self, source: str, step: bool = False) -> bool:
+    def resume(self, source: str, step: bool = False) -> str | None:
         """Let held ops enter and paused calls go on; with ``step``, only until the next op is entered,
-        after which the plan pauses again. False when the plan was not paused (a step then pauses it
-        behind the next op entered; a resume drops a pending step)."""
+        after which the plan pauses again (a plan not paused then pauses behind the next op entered).
+        Without ``step`` the plan runs on freely: a pending step is dropped too.
+
+        What it ended: ``"pause"`` (the plan was paused), ``"step"`` (it ran with a step pending), or None
+        (it ran freely). A resume that ended either is a ``resumed`` event."""
         with self._control_lock:
-            was_paused = self.paused
+            ended = "pause" if self.paused else "step" if self._stepping is not None else None
             self.paused = False
             self.pause_deadline = None
             self.held.clear()  # held ops are entered afresh on the next tick, or held again
             self._stepping = source if step else None
             self.holding_entries = step
-            if was_paused:
+            if ended == "pause":
                 self._calls_to_sync = True
-        if was_paused and self._bus.listened:
+        if (ended == "pause" or ended == "step" and not step) and self._bus.listened:
             self._events.append({"event": "resumed", "plan_id": self.plan_id, "source": source, "time": time.time()})
         self.wake()
-        return was_paused
+        return ended
 
     @property
     def stepping(self) -> bool:
