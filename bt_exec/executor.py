@@ -610,8 +610,9 @@ class Executor:
 
     def get_plan_feedback(self, plan_id: str, max_output_chars: int = OUTPUT_CHARS) -> dict:
         """What a planner reads back about a plan, finished or in flight: ``{plan_id, running, outcome, error,
-        cancel_reason, ops}``, ``ops`` holding each finished call's ``{op_id, cap, success, output, error}`` in
-        the order they finished (step graphs add ``path``). An output whose compact JSON is over
+        cancel_reason, ops}``, ``ops`` holding each call that started and finished, ``{op_id, cap, success, output,
+        error}``, in the order they finished (step graphs add ``path``); a call stopped before it started (an
+        ``on_enter`` stop point) is left out, as are ops never reached. An output whose compact JSON is over
         ``max_output_chars`` (100 to 1,000,000) becomes ``{"truncated": true, "bytes": N, "preview": TEXT}``
         of about that size; an error is cut to it too. ``outcome`` is None while the plan runs."""
         plan_id = _check_id(plan_id, "plan_id", "get_plan_feedback")
@@ -620,7 +621,8 @@ class Executor:
         record = self._runner.finished_record(plan_id)
         if record is not None:
             calls = [(op["op_id"], op["cap"], op["state"], op["result"], op["detail"], op["ended_at"])
-                     for op in record["ops"] if op["state"] in FINAL_STATES and op.get("cap") is not None]
+                     for op in record["ops"] if op["state"] in FINAL_STATES and op.get("cap") is not None
+                     and op["started_at"] is not None]
             feedback = {"plan_id": plan_id, "running": False, "outcome": record["outcome"], "error": record["error"],
                         "cancel_reason": record["cancel_reason"], "ops": call_entries(calls, max_output_chars)}
             if "path" in record:
@@ -632,7 +634,7 @@ class Executor:
         calls = []
         for op_id, op in run.records.items():
             state, ended_at = op.state, op.ended_at  # read once: the ticking thread moves them on
-            if state in FINAL_STATES and op.op.cap is not None and ended_at is not None:
+            if state in FINAL_STATES and op.op.cap is not None and ended_at is not None and op.started_at is not None:
                 calls.append((op_id, op.op.cap, state, op.result, op.detail, ended_at))
         feedback = {"plan_id": plan_id, "running": not run.finished, "outcome": None, "error": run.error,
                     "cancel_reason": run.cancel_reason, "ops": call_entries(calls, max_output_chars)}

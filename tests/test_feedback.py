@@ -96,6 +96,20 @@ class TestFeedback:
         assert feedback["ops"] == [{"op_id": "2", "cap": "sim.act", "success": True,
                                     "output": {"sim": True, "cap": "sim.act"}, "error": ""}]
 
+    def test_a_call_that_never_started_is_left_out_and_a_call_the_guard_denied_is_not(self, make_executor):
+        guard = {"rules": [{"name": "arm-needs-charge", "effect": "deny", "cap": "arm.*",
+                            "state": {"battery": {"lt": 20}}}]}
+        ex = make_executor({"state": {"battery": 10}}, call_guard=guard)
+        plan_id = ex.submit(envelope(seq(do("say"), do("then"))))["plan_id"]
+        ex.stop_plan_at(plan_id, "3", "on_enter")
+        finished(ex, {"accepted": True, "plan_id": plan_id})
+        assert [op["state"] for op in ex.get_plan_result(plan_id)["ops"]] == ["canceled", "succeeded", "canceled"]
+        assert [entry["op_id"] for entry in ex.get_plan_feedback(plan_id)["ops"]] == ["2"], \
+            "op 3 was stopped before its call started: the cancel reason says where"
+        denied = finished(ex, ex.submit(envelope(do("reach", cap="arm.reach"))))
+        [entry] = ex.get_plan_feedback(denied)["ops"]
+        assert (entry["op_id"], entry["success"]) == ("4", False) and "arm-needs-charge" in entry["error"]
+
     def test_a_step_graph_says_its_path(self, make_executor):
         ex = make_executor(scene=scene())
         plan_id = finished(ex, ex.submit(vacuum_to_work()))

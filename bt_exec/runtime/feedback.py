@@ -1,4 +1,5 @@
-"""What the planner reads back after a run: each finished call in the planner's own format, cut to size.
+"""What the planner reads back after a run: each call that started and finished, in the planner's own format, cut
+to size (a call stopped before it started never ran: the cancel reason says where the plan stopped).
 
 An entry is ``{op_id, cap, success, output, error}``. An output whose compact JSON is over the
 limit (characters, as ``budgets`` counts them) is replaced by the budgets' marker shape,
