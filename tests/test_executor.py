@@ -326,7 +326,7 @@ def test_wait_for_plan_only_waits_while_the_tick_loop_moves_the_plan():
     assert ex.wait_for_plan(plan_id, 0.2) == {"plan_id": plan_id, "finished": False,
                                               "message": f"plan '{plan_id}' still running after 0.2 s; call "
                                                          "wait_for_plan again, or get_plan_status to see its ops"}
-    assert 0.2 <= time.monotonic() - started < 2 and ex.get_plan_status(plan_id)["ops"][1]["state"] == "pending"
+    assert time.monotonic() - started >= 0.2 and ex.get_plan_status(plan_id)["ops"][1]["state"] == "pending"
     ex.start()
     try:
         record = ex.wait_for_plan(plan_id, 10**9, summary=True)  # capped at a minute; done long before

@@ -10,7 +10,9 @@ from rtdl_plans import do, par, seq
 
 import bt_exec
 from bt_exec.compilers import Scene, SkillCatalog
+from bt_exec.behaviours import action
 from bt_exec.compilers.symbolic import World
+from bt_exec.runtime import plan_run
 
 # Pre-order ids of PLAN: 1 seq(root) > 2 do(a), 3 par > [4 do(b), 5 seq > [6 do(c), 7 do(d)]], 8 do(e)
 PLAN = seq(do("a"), par(do("b"), seq(do("c"), do("d"), description="inner")), do("e"), description="root")
@@ -22,6 +24,22 @@ def states(ex, plan_id):
 
 def held(ex, plan_id):
     return {op["op_id"] for op in ex.get_plan_status(plan_id)["ops"] if op.get("held")}
+
+
+class SteppedClock:
+    """A clock a test moves by hand: ``monotonic()`` (and so a SimBackend's ``clock``) reads ``now``."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return time.time()
 
 
 def tick_until(ex, condition, timeout=5.0):
@@ -76,9 +94,10 @@ class TestPauseAndResume:
         ex = make_executor(tick_rate_hz=200)
         plan_id = ex.submit(PLAN)["plan_id"]
         ex.pause_plan(plan_id)
-        ex.start()
-        time.sleep(0.2)  # 40 periods with nothing watched
+        for _ in range(40):  # the first ticks the tree, which then waits with nothing watched
+            ex.tick_once()
         assert ex.get_plan_status(plan_id)["paused"] and ex.get_all_plans()["count"] == 1
+        ex.start()
         ex.resume_plan(plan_id)
         record = ex.wait_for_plan(plan_id, timeout_s=10)
         assert record["outcome"] == "succeeded" and record["error"] is None
@@ -252,21 +271,27 @@ class TestStep:
 
 class TestRunningCalls:
     def test_a_sim_call_is_paused_and_resumed_where_it_was(self, make_executor, events):
-        ex = make_executor({"ops": {"2": {"duration_s": 0.3}}})
+        clock = SteppedClock()
+        ex = make_executor(backend=bt_exec.SimBackend({"ops": {"2": {"duration_s": 0.3}}}, clock=clock))
         plan_id = ex.submit(PLAN)["plan_id"]
         tick_until(ex, lambda: states(ex, plan_id)["2"] == "running")
-        began = time.monotonic()
+        clock.now += 0.1
         answer = ex.pause_plan(plan_id)
         assert answer["paused"] and "Ops already running: 2 (paused too)." in answer["message"]
         tick_until(ex, lambda: states(ex, plan_id)["2"] == "paused")
-        time.sleep(0.4)  # past the call's whole duration: a paused clock stops
+        clock.now += 10  # far past the call's whole duration: a paused clock stops
         for _ in range(3):
             ex.tick_once()
         assert states(ex, plan_id)["2"] == "paused"
         assert ex.backend.status("sim-1").state == "PAUSED"
         ex.resume_plan(plan_id)
+        ex.tick_once()
+        clock.now += 0.19
+        for _ in range(3):
+            ex.tick_once()
+        assert states(ex, plan_id)["2"] == "running", "0.29 s of its 0.3 s ran"
+        clock.now += 0.02
         assert ex.run_until_complete(plan_id, timeout=10)["outcome"] == "succeeded"
-        assert time.monotonic() - began >= 0.6
         assert events.states(plan_id, "2") == ["running", "paused", "running", "succeeded"]
 
     def test_a_call_on_a_backend_without_pause_goes_on(self, make_executor):
@@ -292,16 +317,24 @@ class TestRunningCalls:
         ex.resume_plan(plan_id)
         assert ex.run_until_complete(plan_id, timeout=10)["outcome"] == "succeeded"
 
-    def test_the_op_timeout_does_not_count_while_paused(self, make_executor):
-        ex = make_executor({"ops": {"2": {"duration_s": 0.15}}}, op_timeout_s=0.2)
+    def test_the_op_timeout_does_not_count_while_paused(self, make_executor, monkeypatch):
+        clock = SteppedClock()  # both the sim's and the op timeout's
+        monkeypatch.setattr(action, "time", clock)
+        ex = make_executor(backend=bt_exec.SimBackend({"ops": {"2": {"duration_s": 0.15}}}, clock=clock),
+                           op_timeout_s=0.2)
         plan_id = ex.submit(PLAN)["plan_id"]
         tick_until(ex, lambda: states(ex, plan_id)["2"] == "running")
+        clock.now += 0.1
         ex.pause_plan(plan_id)
         ex.tick_once()
-        time.sleep(0.3)
+        clock.now += 10
         ex.tick_once()
+        assert states(ex, plan_id)["2"] == "paused"
         ex.resume_plan(plan_id)
-        assert ex.run_until_complete(plan_id, timeout=10)["outcome"] == "succeeded"
+        ex.tick_once()
+        clock.now += 0.06
+        record = ex.run_until_complete(plan_id, timeout=10)
+        assert record["outcome"] == "succeeded" and record["ops"][1]["state"] == "succeeded"
 
 
 class TestEnding:
@@ -314,13 +347,16 @@ class TestEnding:
         assert record["cancel_reason"].startswith("paused for longer than the pause timeout of 0.1 s; cancelled")
         events.complete(plan_id)
 
-    def test_a_resume_in_time_keeps_the_plan(self, make_executor):
+    def test_a_resume_in_time_keeps_the_plan(self, make_executor, monkeypatch):
+        clock = SteppedClock()  # the pause timeout's
+        monkeypatch.setattr(plan_run, "time", clock)
         ex = make_executor(pause_timeout_s=0.2)
         plan_id = ex.submit(PLAN)["plan_id"]
         ex.pause_plan(plan_id)
         ex.tick_once()
+        clock.now += 0.1
         ex.resume_plan(plan_id)
-        time.sleep(0.25)
+        clock.now += 10
         assert ex.run_until_complete(plan_id, timeout=10)["outcome"] == "succeeded"
 
     def test_bad_pause_timeouts_are_refused(self):
