@@ -1,6 +1,7 @@
 """The MCP door: `bt-exec mcp` spawned as a real process, driven through an MCP client session over stdio."""
 import http.client
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -48,9 +49,11 @@ def run_session(arguments, body, env=None):
 
 
 async def call(session, name, **arguments):
-    """A tool's structured answer; fails the test on a tool error."""
+    """A tool's structured answer; fails the test on a tool error, or where its text block is not the same
+    answer as compact JSON (what a host that shows the model only the content blocks shows it)."""
     answer = await session.call_tool(name, arguments)
     assert not answer.isError, answer.content[0].text
+    assert len(answer.content) == 1 and json.loads(answer.content[0].text) == answer.structuredContent
     return answer.structuredContent
 
 
@@ -326,6 +329,94 @@ def test_mcp_over_http_answers_what_it_cannot_read(web_app, body, code):
     assert status == 200 and answer["error"]["code"] == code and answer["error"]["message"]
 
 
+# Messages a client may send that the mcp library cannot take, each with the id and JSON-RPC code of its answer
+# (a batch: of each answer). Written as raw JSON: no MCP client sends them.
+MISFITS = [
+    (b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', 1.5, -32600),  # a number id, echoed for the client
+    (b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', None, -32600),
+    (b'{"jsonrpc": "2.0", "id": true, "method": "tools/list"}', None, -32600),
+    (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}', None, -32600),
+    (b'{"jsonrpc": "2.0", "id": 3, "method": "no/such"}', 3, -32601),
+    (b'{"jsonrpc": "2.0", "id": "r", "method": "resources/list"}', "r", -32601),  # MCP's, not served here
+    (b'{"jsonrpc": "2.0", "id": 4}', 4, -32600),
+    (b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": [1, 2]}', 5, -32602),
+    (b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": 5}}', 6, -32602),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": "x"}', 7, -32600),
+    (b'{"jsonrpc": "1.0", "id": 8, "method": "tools/list"}', 8, -32600),
+    (b'{"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {"x": NaN}}', None, -32700),
+    (b'{"jsonrpc": "2.0", "id": 10, "method": "tools/list", "params": {"x": 1e999}}', None, -32700),
+    (b'{"jsonrpc": "2.0", "id": 11, "method": "initialize", "params": {}}', 11, -32602),
+    (b'[{"jsonrpc": "2.0", "id": 12, "method": "tools/list"}, {"jsonrpc": "2.0", "method": "notifications/cancelled"},'
+     b' 5]', [12, None], -32600),
+    (b"[]", None, -32600),
+    (b"7", None, -32600),
+]
+# Messages JSON-RPC answers with nothing: notifications, responses (this server asks nothing).
+UNANSWERED = [b'{"jsonrpc": "2.0", "method": "no/such"}',
+              b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}}',
+              b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": [1]}',
+              b'{"jsonrpc": "2.0", "id": 13, "result": {}}',
+              b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "no"}}']
+
+
+def assert_answers(answer, request_id, code):
+    answers = answer if isinstance(request_id, list) else [answer]
+    assert [each["id"] for each in answers] == (request_id if isinstance(request_id, list) else [request_id])
+    assert all(each["error"]["code"] == code and each["error"]["message"] for each in answers), answer
+
+
+def test_mcp_over_http_answers_every_request_with_its_json_rpc_error_and_logs_nothing(web_app, caplog):
+    _, server = web_app()
+    bearer = {"Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": "2025-06-18"}
+    with caplog.at_level(logging.WARNING):
+        for body, request_id, code in MISFITS:
+            status, answer = mcp_post(server, bearer, body)
+            assert status == 200, body
+            assert_answers(answer, request_id, code)
+        for body in UNANSWERED:
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+            connection.request("POST", "/mcp", body=body, headers={"Content-Type": "application/json",
+                                                                  "Accept": "application/json, text/event-stream",
+                                                                  **bearer})
+            response = connection.getresponse()
+            assert (response.status, response.read()) == (202, b""), body
+            connection.close()
+        status, listed = mcp_post(server, bearer)
+    assert status == 200 and {tool["name"] for tool in listed["result"]["tools"]} == TOOLS
+    assert [record.getMessage() for record in caplog.records] == []
+
+
+def test_the_stdio_server_answers_every_request_with_its_json_rpc_error_and_says_nothing_on_stderr():
+    process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "mcp"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def exchange(line: bytes):
+        process.stdin.write(line + b"\n")
+        process.stdin.flush()
+        return json.loads(process.stdout.readline())
+
+    try:
+        early = exchange(b'{"jsonrpc": "2.0", "id": 0, "method": "tools/list"}')
+        exchange(json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+        ).encode())
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        answers = [exchange(body) for body, _, _ in MISFITS]
+        # Nothing is written for these: the next line out is the answer to the ping that follows each.
+        after = [exchange(body + b'\n{"jsonrpc": "2.0", "id": "after", "method": "ping"}') for body in UNANSWERED]
+        listed = exchange(b'{"jsonrpc": "2.0", "id": 99, "method": "tools/list"}')
+    finally:
+        process.stdin.close()
+        process.wait(timeout=20)
+    assert_answers(early, 0, -32600)
+    assert "before initialize" in early["error"]["message"]
+    for answer, (body, request_id, code) in zip(answers, MISFITS):
+        assert_answers(answer, request_id, code)
+    assert after == [{"jsonrpc": "2.0", "id": "after", "result": {}}] * len(UNANSWERED)
+    assert listed["id"] == 99 and {tool["name"] for tool in listed["result"]["tools"]} == TOOLS
+    assert process.returncode == 0 and process.stderr.read() == b""
+
+
 def big_plan(ops, failing=1):
     """``ops`` do ops in a parallel: the first ``failing`` call ``sim.fail``, the rest ``sim.act`` (slow)."""
     return envelope(par(*[do(f"op {i}", cap="sim.fail" if i < failing else "sim.act") for i in range(ops)]),
@@ -362,8 +453,8 @@ def test_an_agent_affords_a_large_plan_summary_filters_a_cap_and_a_wait(tmp_path
         run_session(["--sim-script", failing_script(tmp_path)], body).values()
     assert summary["counts"] == {"failed": 1, "running": 400}  # 399 calls and the parallel above them
     assert {op["state"] for op in summary["ops"]} == {"running", "failed"} and len(summary["ops"]) == 401
-    full_size = len(json.dumps(full.structuredContent, separators=(",", ":")))
-    assert full_size > 20_000 and len(full.content) == 1 and len(full.content[0].text) < 300  # sent once
+    full_text = json.dumps(full.structuredContent, separators=(",", ":"))
+    assert len(full_text) > 20_000 and [block.text for block in full.content] == [full_text]
     assert len(json.dumps(capped, separators=(",", ":"))) <= 2000
     assert capped["truncated"]["ops_total"] == 401 and 0 < capped["truncated"]["ops_shown"] < 401
     assert "ask for the rest" in capped["truncated"]["message"] and capped["truncated"]["first_left_out"]
@@ -424,16 +515,41 @@ def test_ctrl_c_stops_the_stdio_server_started_by_hand():
     assert process.returncode == 0 and b"Traceback" not in process.stderr.read()
 
 
-def test_mcp_over_http_sends_an_answer_once_in_the_form_the_clients_revision_reads(web_app):
+def test_mcp_over_http_answers_in_text_to_every_client_and_structured_to_those_that_read_it(web_app):
     _, server = web_app()
     call_body = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_all_plans", "arguments": {}}}'
     bearer = {"Authorization": f"Bearer {TOKEN}"}
     status, old = mcp_post(server, bearer, call_body)  # no protocol header: a 2025-03-26 client
     status, new = mcp_post(server, {**bearer, "MCP-Protocol-Version": "2025-06-18"}, call_body)
-    assert "structuredContent" not in old["result"] and old["result"]["content"][0]["text"] == '{"count":0,"plans":[]}'
+    assert "structuredContent" not in old["result"]
+    assert old["result"]["content"] == [{"type": "text", "text": '{"count":0,"plans":[]}'}]
     assert new["result"]["structuredContent"] == {"count": 0, "plans": []}
-    assert new["result"]["content"] == [{"type": "text", "text": "get_all_plans: answered in structuredContent "
-                                                                 "(22 characters of JSON)"}]
+    assert new["result"]["content"] == old["result"]["content"]
+
+
+def test_an_answer_past_the_text_limit_is_cut_to_json_that_says_so(serve_web, monkeypatch):
+    import bt_exec.web.mcp_server as mcp_server
+
+    monkeypatch.setattr(mcp_server, "TEXT_CHARS", 2000)
+    executor, server = serve_web({"default": {"outcome": "success", "duration_s": 600}}, TOKEN)  # runs till closed
+    plan_id = executor.submit(big_plan(40))["plan_id"]
+
+    async def body(session):
+        return [await session.call_tool(name, arguments) for name, arguments in (
+            ("get_plan_status", {"plan_id": plan_id}), ("get_plan_status", {"plan_id": plan_id, "max_chars": 9000}),
+            ("get_plans_snapshot", {}))]
+
+    status, asked_more, snapshot = run_http_session(server.url + "mcp", body)["value"]
+    whole = status.structuredContent
+    assert len(whole["ops"]) == 41 and len(json.dumps(whole, separators=(",", ":"))) > 2000
+    cut = json.loads(status.content[0].text)
+    assert len(status.content[0].text) <= 2000 and cut["plan_id"] == plan_id
+    assert cut["ops"] == whole["ops"][:len(cut["ops"])] and 0 < len(cut["ops"]) < 41
+    assert cut["truncated"]["ops_total"] == 41 and "ask for the rest" in cut["truncated"]["message"]
+    assert json.loads(asked_more.content[0].text) == asked_more.structuredContent  # a larger max_chars: whole
+    gist = json.loads(snapshot.content[0].text)
+    assert snapshot.structuredContent["count"] == gist["count"] == 1 and "plans" not in gist
+    assert "structuredContent" in gist["truncated"]["message"] and len(snapshot.content[0].text) <= 2000
 
 
 def test_an_agent_pauses_before_a_risky_op_looks_then_resumes(tmp_path):

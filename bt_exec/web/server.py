@@ -252,15 +252,15 @@ class _App:
         self._fleet = any(route.name == "list_robots" for route in self._routes)
         self._matchers = [(route, _compile(route.path)) for route in self._routes]
         try:
-            self._mcp, self._mcp_lifespan = _mcp_transport(web.api)
+            self._mcp, self._mcp_lifespan, self._mcp_screen = _mcp_transport(web.api)
             self._mcp_missing = None
         except ImportError as exc:  # the web app serves without MCP; /mcp says why
-            self._mcp, self._mcp_lifespan, self._mcp_missing = None, None, str(exc)
+            self._mcp, self._mcp_lifespan, self._mcp_screen, self._mcp_missing = None, None, None, str(exc)
         routes = [Route(path, _Asgi(self._static_file), methods=["GET"]) for path in STATIC_FILES]
         routes += [Route("/api/events", _Asgi(self._events), methods=["GET"]),
                    Route("/api/events/recent", _Asgi(self._recent_events), methods=["GET"]),
                    Route("/api/info", _Asgi(self._info), methods=["GET"]),
-                   Route("/mcp", _Asgi(self._serve_mcp), methods=["GET", "POST", "DELETE"]),
+                   Route("/mcp", _Asgi(self._serve_mcp)),  # every method: all but POST get 405 there
                    Route("/{rest:path}", _Asgi(self._operation))]  # every other path and method
         self._starlette = Starlette(routes=routes, lifespan=self._lifespan)
 
@@ -414,16 +414,24 @@ class _App:
         await response(scope, receive, send)
 
     async def _serve_mcp(self, scope, receive, send) -> None:
+        # POST only: each request is answered in its response. A GET would open an event stream for messages a
+        # stateless server never sends, held for as long as the client likes (idle ones would take every
+        # connection), and there is no session to DELETE; MCP lets a server that offers no stream answer 405.
+        # The connection is closed too: a client that looked for a stream has nothing more to ask.
+        if scope["method"] != "POST":
+            await Response(_dumps({"error": {"code": "method_not_allowed", "message": (
+                "/mcp takes POST only: each MCP request is answered in its response (no event stream to GET, no "
+                "session to DELETE)")}}), status_code=405, media_type="application/json",
+                headers={"Allow": "POST", "Connection": "close"})(scope, receive, send)
+            return
         if self._mcp is None:
             raise ApiError(503, "mcp_unavailable", self._mcp_missing)
-        if scope["method"] == "POST":
-            body = await self._body(scope, receive)
-            refusal = _mcp_screen(body)
-            if refusal is not None:  # answered here: the mcp library would drop it, or fail on it
-                await Response(_dumps(refusal), media_type="application/json")(scope, receive, send)
-                return
-            receive = _replay(body, receive)
-        await self._mcp(scope, receive, send)
+        body = await self._body(scope, receive)
+        message, answer = self._mcp_screen.screen(body)
+        if message is None:  # answered here, or dropped as JSON-RPC drops it: the mcp library would fail on it
+            await _mcp_answer(answer)(scope, receive, send)
+            return
+        await self._mcp(scope, _replay(body, receive), send)
 
 
 class _Asgi:
@@ -564,10 +572,14 @@ def _mcp_transport(api):
     return http_transport(api)
 
 
-def _mcp_screen(body: bytes) -> dict | None:
-    from .mcp_server import screen_message
+def _mcp_answer(answer) -> Response:
+    """The response to a POST the MCP screen answered itself: its JSON-RPC error(s), or 202 for a message that
+    gets none (a notification, a response), as the streamable HTTP transport answers those."""
+    if answer is None:
+        return Response(status_code=202)
+    from .mcp_server import dumps_ascii
 
-    return screen_message(body)[1]
+    return Response(dumps_ascii(answer), media_type="application/json")
 
 
 class _nothing:
