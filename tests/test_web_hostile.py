@@ -37,6 +37,15 @@ def read_until_closed(sock) -> bytes:
         received += chunk
 
 
+def closed_by_server(sock) -> bool:
+    """Whether the server closed ``sock`` without a word: an end of stream, or a reset (it closed before
+    reading all the client sent)."""
+    try:
+        return read_until_closed(sock) == b""
+    except ConnectionResetError:
+        return True
+
+
 def parse(response: bytes):
     """(status, headers, JSON body) of a raw HTTP/1.1 response that carries a Content-Length."""
     head, _, body = response.partition(b"\r\n\r\n")
@@ -80,10 +89,9 @@ def test_an_absent_empty_or_unreadable_body_is_refused_and_runs_nothing(app, fra
 
 def test_a_huge_content_length_is_refused_before_any_body_is_read(app):
     _, server = app(max_body_bytes=1000)
-    began = time.monotonic()
+    # No body is sent: an answer other than 408 body_timeout is one given before reading any.
     status, headers, answer = parse(raw_exchange(server, post_head("/api/validate", f"Content-Length: {10 ** 12}\r\n")))
     assert (status, answer["error"]["code"]) == (413, "too_large") and headers["connection"] == "close"
-    assert time.monotonic() - began < 5
     # Past what the HTTP layer takes for a length at all: refused there, in the same form.
     status, headers, answer = parse(raw_exchange(server, post_head("/api/validate", f"Content-Length: {10 ** 30}\r\n")))
     assert (status, answer["error"]["code"]) == (400, "bad_request")
@@ -143,7 +151,7 @@ def test_a_body_that_stalls_is_answered_408_after_the_read_timeout(app):
     began = time.monotonic()
     status, headers, answer = parse(raw_exchange(server, post_head("/api/cancel_all", "Content-Length: 100\r\n")
                                                  + b'{"wait_ms": '))
-    assert (status, answer["error"]["code"]) == (408, "body_timeout") and 0.9 < time.monotonic() - began < 5
+    assert (status, answer["error"]["code"]) == (408, "body_timeout") and time.monotonic() - began > 0.9
     assert_guarded(headers)
     assert not executor.get_plan_status(plan_id)["cancelled"]
 
@@ -152,9 +160,14 @@ def test_bodies_received_at_once_are_bounded_in_bytes(app):
     _, server = app(max_body_bytes=1000, max_body_bytes_in_flight=1500, read_timeout_s=3.0)
     first = socket.create_connection(("127.0.0.1", server.port), timeout=10)
     first.sendall(post_head("/api/validate", "Content-Length: 900\r\n") + b" " * 800)  # and stalls
-    time.sleep(0.3)
-    status, headers, answer = parse(raw_exchange(server, post_head("/api/validate", "Content-Length: 900\r\n")
-                                                 + b" " * 800))
+
+    def second():  # a whole body: refused as too busy once the first's bytes are counted, else read (not JSON)
+        return parse(raw_exchange(server, post_head("/api/validate", "Content-Length: 900\r\n") + b" " * 900))
+
+    status, headers, answer = second()
+    deadline = time.monotonic() + 10
+    while answer["error"]["code"] != "too_busy" and time.monotonic() < deadline:
+        status, headers, answer = second()
     assert (status, answer["error"]["code"]) == (503, "too_busy")
     assert_guarded(headers)
     assert parse(read_until_closed(first))[2]["error"]["code"] == "body_timeout"  # its bytes are given back
@@ -164,35 +177,66 @@ def test_bodies_received_at_once_are_bounded_in_bytes(app):
                                                 "Connection: close\r\n") + body))[0] == 200
 
 
-def test_stalled_connections_are_bounded_in_number_and_in_time(app):
+def get_plans(server) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("GET", "/api/plans")
+    status = connection.getresponse().status
+    connection.close()
+    return status
+
+
+def test_stalled_connections_give_way_to_requests_and_are_dropped_when_overdue(app):
     _, server = app(read_timeout_s=1.0, max_connections=6)
     stalled = []
     for _ in range(6):  # slowloris: a request head that never ends
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
         sock.sendall(b"GET /api/plans HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         stalled.append(sock)
-    time.sleep(0.2)
+    assert get_plans(server) == 200  # every place was taken by a connection serving nothing: one gave way
+    for sock in stalled:  # each is dropped, for the newcomer or once its head is overdue (the socket's timeout
+        assert closed_by_server(sock)  # would fail the test first)
+        sock.close()
+
+
+def test_idle_connections_and_gets_of_mcp_never_starve_the_api(app):
+    _, server = app(max_connections=4)
+    for _ in range(8):  # /mcp opens no event stream: answered at once, and the connection closed
+        status, headers, answer = parse(raw_exchange(server, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                                             b"Accept: text/event-stream\r\n\r\n"))
+        assert (status, headers["allow"], answer["error"]["code"]) == (405, "POST", "method_not_allowed")
+        assert_guarded(headers)
+    kept_alive = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    kept_alive.request("GET", "/api/plans")
+    assert kept_alive.getresponse().read()  # then idle, kept open
+    silent = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(8)]  # never a byte
+    assert [get_plans(server) for _ in range(3)] == [200] * 3
+    assert closed_by_server(silent[0])  # the longest idle ones made room
+    for sock in silent:
+        sock.close()
+    kept_alive.close()
+
+
+def test_when_every_connection_serves_a_request_the_next_is_refused_until_one_ends(app):
+    _, server = app(max_connections=2)
+    streams = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(2)]
+    for sock in streams:
+        sock.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
     status, headers, answer = parse(raw_exchange(server, b"GET /api/plans HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
     assert (status, answer["error"]["code"]) == (503, "too_many_connections")
     assert_guarded(headers)
-    began = time.monotonic()
-    for sock in stalled:  # each is dropped once its head is overdue
-        assert read_until_closed(sock) == b""
-        sock.close()
-    assert time.monotonic() - began < 3
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    connection.request("GET", "/api/plans")
-    assert connection.getresponse().status == 200
-    connection.close()
+    streams[0].close()
+    assert wait_for(lambda: server.api.events.stream_count == 1)
+    assert wait_for(lambda: get_plans(server) == 200)
+    streams[1].close()
 
 
 def test_an_idle_kept_alive_connection_is_dropped_after_the_read_timeout(app):
     _, server = app(read_timeout_s=1.0)
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
         sock.sendall(b"GET /api/plans HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        began = time.monotonic()
-        received = read_until_closed(sock)
-    assert received.startswith(b"HTTP/1.1 200") and time.monotonic() - began < 4
+        received = read_until_closed(sock)  # closed by the server well before the socket's own timeout fails it
+    assert received.startswith(b"HTTP/1.1 200")
 
 
 def surrogate_plan(**more):
@@ -250,9 +294,8 @@ def test_a_closed_event_stream_frees_its_slot_at_once(app):
     status, _, answer = parse(raw_exchange(server, b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                                    b"Connection: close\r\n\r\n"))
     assert (status, answer["error"]["code"]) == (503, "too_many_streams")
-    began = time.monotonic()
     first.close()
-    assert wait_for(lambda: server.api.events.stream_count == 1) and time.monotonic() - began < 2
+    assert wait_for(lambda: server.api.events.stream_count == 1)
     second.close()
 
 

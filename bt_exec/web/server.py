@@ -11,8 +11,9 @@ loop, so an open event stream holds a socket, not a thread. Security
   (``Origin``), come from this app: a page elsewhere cannot drive the robot through a visitor's browser;
 - on loopback, requests naming another host (DNS rebinding) are refused;
 - every answer, the server's own refusals included, is JSON (ASCII) with the security headers;
-- limits: connections at once, time to send a request's head and body, body size, and an event stream whose
-  reader stops reading is dropped.
+- limits: connections at once (one idle, between requests, gives way to a newcomer), time to send a request's
+  head and body, body size, and an event stream whose reader stops reading is dropped; ``/mcp`` takes POST
+  only, so it holds no stream.
 """
 from __future__ import annotations
 
@@ -170,8 +171,13 @@ class WebServer:
 
 
 class _Protocol(H11Protocol):
-    """uvicorn's h11 protocol with limits of its own: at most ``max_connections`` at once (the next is answered
-    503 and closed), ``read_timeout_s`` to send a request's head, and JSON refusals with the security headers."""
+    """uvicorn's h11 protocol with limits of its own: at most ``max_connections`` at once, ``read_timeout_s`` to
+    send a request's head, and JSON refusals with the security headers.
+
+    Only requests being served hold a connection's place: when all are taken, the one that has waited longest
+    for a request (kept alive idle, or opened and silent) is closed for the newcomer, as HTTP lets a server
+    close an idle connection at any time; the newcomer is refused (503) only when every connection is serving
+    a request, and those are bounded each by its own limits (body time, event streams, waits)."""
 
     def __init__(self, *args, max_connections: int, read_timeout_s: float, **kwargs):
         super().__init__(*args, **kwargs)
@@ -179,14 +185,29 @@ class _Protocol(H11Protocol):
         self._read_timeout_s = read_timeout_s
         self._head_timer: asyncio.TimerHandle | None = None
         self._refused = False
+        self._waiting_since = 0.0  # loop time since which it waits for a request's head
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
-        if len(self.connections) > self._max_connections:
-            self._refuse(503, "too_many_connections", f"{self._max_connections} connections are open already; "
-                                                      "try again shortly")
+        if len(self.connections) > self._max_connections and not self._close_one_waiting():
+            self._refuse(503, "too_many_connections", f"{self._max_connections} connections are serving requests "
+                                                      "already; try again shortly")
             return
         self._await_head()
+
+    def _waiting(self) -> bool:
+        """Open, and serving no request: waiting for the next one's head (or for its first)."""
+        return not self._refused and not self.transport.is_closing() and (
+            self.cycle is None or self.cycle.response_complete)
+
+    def _close_one_waiting(self) -> bool:
+        """Close the connection (not this one) that has waited longest for a request; False if none waits."""
+        waiting = [other for other in self.connections
+                   if other is not self and isinstance(other, _Protocol) and other._waiting()]
+        if not waiting:
+            return False
+        min(waiting, key=lambda other: other._waiting_since).transport.close()
+        return True
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -208,6 +229,7 @@ class _Protocol(H11Protocol):
                                          "bytes (invalid or negative Content-Length, bad header, bad request line)")
 
     def _await_head(self) -> None:
+        self._waiting_since = self.loop.time()
         if self._head_timer is not None:
             self._head_timer.cancel()
         self._head_timer = self.loop.call_later(self._read_timeout_s, self._head_overdue)
