@@ -177,9 +177,9 @@ def _seq_of(line: bytes) -> int | str | None:
 
 def _fault_message(path: str, run_number: int, line: int, why: str) -> str:
     where = f"line {line} of {path} (run {run_number})"
-    if why.startswith("value: "):
-        what = f"{where}: {why.removeprefix('value: ')}"
-    elif why == "torn":
+    if why.startswith("value: "):  # a line journal check takes (it reads lines, not values)
+        return f"{where}: {why.removeprefix('value: ')}; cannot replay it"
+    if why == "torn":
         what = f"{where} is torn: the run writing it ended mid-line, so the run is not whole"
     elif why.startswith("mixed"):
         what = (f"{where} holds events of several runs ({why.removeprefix('mixed: ')}): two writers appended to "
