@@ -56,7 +56,7 @@ from . import convert, params, tree_watcher
 from .awaiting import offload, settle, waitable
 from .control_service import ControlService
 from .outbox import Outbox
-from .process import release, spin, stop_on_signals
+from .process import SpinThread, release, stop_on_signals
 
 log = logging.getLogger(__name__)
 
@@ -649,7 +649,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
         ros_executor.add_node(node)
         if node.watcher is not None and node.watcher.own_node is not None:
             ros_executor.add_node(node.watcher.own_node)
-        spin_thread = threading.Thread(target=spin, args=(ros_executor, stop), name="bt_exec-ros", daemon=True)
+        spin_thread = SpinThread(ros_executor, "bt_exec-ros")
         spin_thread.start()
         node.start()
         # What is loaded by now lives as long as the process: out of the collector's sight, a full collection

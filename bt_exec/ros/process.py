@@ -14,6 +14,8 @@ from rclpy.node import Node
 log = logging.getLogger(__name__)
 
 SIGNAL_GRACE_S = 2.0  # a second SIGINT/SIGTERM this soon after the first is the same request (ros2 launch's)
+SPIN_WAKE_S = 0.1     # the spin thread looks whether it is halted at least this often
+HALT_WAIT_S = 2.0     # for the callback in progress to end once spinning is halted
 
 
 def stop_on_signals(stop: threading.Event, too_late: Callable[[int, float], None]) -> None:
@@ -37,32 +39,56 @@ def stop_on_signals(stop: threading.Event, too_late: Callable[[int, float], None
             signal.signal(signum, on_signal)
 
 
-def spin(ros_executor: Executor, stop: threading.Event) -> None:
-    """Spin until the executor is shut down. rclpy re-raises a callback's exception here (ours catch
-    everything; rclpy's own take/send can still fail, e.g. on a request that is not valid UTF-8): log it
-    and spin on, so that one bad message never ends the node's service."""
-    while not stop.is_set():
-        try:
-            ros_executor.spin()
-            return
-        except ExternalShutdownException:
-            return
-        except Exception as exc:
-            log.error("rclpy executor: %s: %s (serving on)", type(exc).__name__, exc)
-            time.sleep(0.01)
+class SpinThread(threading.Thread):
+    """Spins an rclpy executor until ``halt()``: one ``spin_once`` at a time, each waiting at most
+    ``SPIN_WAKE_S``, so the thread sees the halt within that long whatever is in the wait set.
+
+    rclpy's own ``spin()`` ends only when ``Executor.shutdown`` wakes it through a guard condition, which
+    rclpy 7 destroys right after triggering it: a spin thread between two waits then enters a wait with
+    nothing to wake it (no timer, no message), and the process outlived its clean stop until the join gave
+    up (``ros2 launch`` escalated to SIGTERM). Here the executor is shut down only once nothing spins.
+
+    A callback's exception re-raised here (ours catch everything; rclpy's own take/send can still fail, e.g.
+    on a request that is not valid UTF-8) is logged and spinning goes on, so that one bad message never ends
+    the node's service."""
+
+    def __init__(self, ros_executor: Executor, name: str):
+        super().__init__(name=name, daemon=True)
+        self.ros_executor = ros_executor
+        self._spinning = threading.Event()
+        self._spinning.set()
+
+    def run(self) -> None:
+        while self._spinning.is_set():
+            try:
+                self.ros_executor.spin_once(timeout_sec=SPIN_WAKE_S)
+            except ExternalShutdownException:
+                return
+            except Exception as exc:
+                if not self.ros_executor.context.ok():
+                    return
+                log.error("rclpy executor: %s: %s (serving on)", type(exc).__name__, exc)
+                time.sleep(0.01)
+
+    def halt(self, timeout_s: float) -> bool:
+        """Stop spinning after the callback in progress; whether the thread ended within ``timeout_s``."""
+        self._spinning.clear()
+        self.join(timeout_s)
+        return not self.is_alive()
 
 
 def release(node: Node | None, close: Callable[[], None], ros_executor: Executor | None,
-            spin_thread: threading.Thread | None) -> None:
-    """Close the node (``close``), stop spinning, destroy the node and shut rclpy down, in that order,
-    whatever fails on the way; then the process, about to end, ignores further stop signals."""
+            spin_thread: SpinThread | None) -> None:
+    """Close the node (``close``, while it still spins), stop spinning, shut the executor down, destroy the
+    node and shut rclpy down, in that order, whatever fails on the way; then the process, about to end,
+    ignores further stop signals."""
     try:
         if node is not None:
             close()
-        if ros_executor is not None:
-            ros_executor.shutdown(timeout_sec=2.0)
         if spin_thread is not None:
-            spin_thread.join(5.0)
+            spin_thread.halt(HALT_WAIT_S)
+        if ros_executor is not None:
+            ros_executor.shutdown(timeout_sec=HALT_WAIT_S)
         if node is not None:
             node.destroy_node()
     finally:

@@ -26,11 +26,12 @@ CANCELED); so is one while the goal is paused. A goal whose ``args_json`` is not
 
 What happens is reported as one JSON line per event on stdout (``ready``,
 ``rejected``, ``accepted``, ``paused``, ``resumed``, ``succeeded``, ``failed``, ``timeout``,
-``canceled``, ``aborted``, ``stopped``), e.g.
+``canceled``, ``aborted``, ``stopping``, ``stopped``), e.g.
 ``{"sim_robot": "canceled", "goal_id": "...", "server": "/bt_exec/capabilities/sim", "plan_id": "1", "op_id": "2", "cap": "sim.wait"}``;
-the node also counts them (``SimRobotNode.counts``). On SIGINT/SIGTERM, goals
-still running are aborted (error ``sim robot shutting down``) so their
-clients hear of it, then the node stops.
+the node also counts them (``SimRobotNode.counts``). On SIGINT/SIGTERM, the clients
+get ``CLIENT_CANCEL_GRACE_S`` to cancel their goals (a bt_exec node stopped by
+the same Ctrl-C does); goals still running then are aborted (error ``sim
+robot shutting down``) so their clients hear of it, then the node stops.
 """
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ NODE_NAME = "bt_exec_sim_robot"
 DEFAULT_PROVIDERS = ("robot", "sim", "tiago_camera", "battery", "audio")
 _POLL_S = 0.02           # how often a running goal looks at its sim call and at cancel requests
 _EXECUTOR_THREADS = 32   # goals run in executor threads: this many at once, all servers together
+CLIENT_CANCEL_GRACE_S = 2.0  # on a stop signal, how long the clients have to cancel their goals before they are aborted
 
 _EVENT_OF_STATE = {"SUCCEEDED": "succeeded", "FAILED": "failed", "TIMEOUT": "timeout", "CANCELED": "canceled"}
 
@@ -232,8 +234,17 @@ class SimRobotNode(Node):
 
     # --- stopping ------------------------------------------------------------------
 
-    def stop(self, timeout_s: float = 2.0) -> bool:
-        """Abort running goals (their clients get a result) and wait up to ``timeout_s`` for them to end."""
+    def stop(self, timeout_s: float = 2.0, grace_s: float = CLIENT_CANCEL_GRACE_S) -> bool:
+        """Give the clients up to ``grace_s`` to cancel their running goals, then abort the rest (their
+        clients get a result) and wait up to ``timeout_s`` for them to end.
+
+        Ctrl-C under ``ros2 launch`` stops the robot and the bt_exec node at once; the node cancels its
+        goals as it stops, and its plans must end ``cancelled``, not ``failed`` by an abort of ours that
+        happened to come first."""
+        self.report("stopping", goals=len(self.running_goals()), grace_s=grace_s)
+        grace_over = time.monotonic() + grace_s
+        while self.running_goals() and time.monotonic() < grace_over:
+            time.sleep(0.01)
         self._stopping.set()
         deadline = time.monotonic() + timeout_s
         had_goals = bool(self.running_goals())

@@ -241,10 +241,8 @@ def test_stop_at_empty_when_means_on_complete(api):
 def test_cancel_a_running_sim_op_waits_for_the_end(api):
     plan_id = api.submit(plan(seq(do("sim.slow"))), run_id="run-cancel").plan_id
     api.wait_op(plan_id, 1, "running")
-    began = time.monotonic()
     response = api.call("cancel", plan_id=plan_id, wait_ms=5000)
-    assert response.success and response.finished, response.message
-    assert time.monotonic() - began < 3
+    assert response.success and response.finished, response.message  # finished: not cut by wait_ms
     record = api.wait_finished(plan_id)
     assert record["outcome"] == "cancelled" and [op["state"] for op in record["ops"]] == ["canceled", "canceled"]
     again = api.call("cancel", plan_id=plan_id, wait_ms=1000)

