@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 import bt_exec
@@ -119,8 +120,10 @@ def add_commands(commands) -> None:
 
     robots = commands.add_parser("robots", help="list the bt_exec nodes on this ROS domain: namespace, plans in "
                                                 "flight, whether each answers", epilog=ros_args_help)
-    robots.add_argument("--wait", type=positive_seconds, default=2.0, metavar="S",
-                        help="seconds to look for nodes (DDS discovery is gradual; default: 2)")
+    robots.add_argument("--wait", type=positive_seconds, default=10.0, metavar="S",
+                        help="the longest to look for nodes: DDS discovery is gradual, so the list is given once "
+                             "what the domain shows has not changed for 3.5 s (default: 10; finding none, it "
+                             "looks the whole S and exits 1)")
     robots.add_argument("--timeout", type=positive_seconds, default=5.0, metavar="S",
                         help="seconds each node has to answer (default: 5)")
     robots.add_argument("--json", action="store_true", help="print {count, robots: [{namespace, node, health, "
@@ -348,9 +351,11 @@ def robots_command(args: argparse.Namespace) -> int:
                        "plans": None if answer is None else [plan["plan_id"] for plan in answer["plans"]]})
     if args.json:
         print(json.dumps({"count": len(robots), "robots": robots}, indent=2))
-        return EXIT_OK
+        return EXIT_OK if robots else EXIT_FAILED
     if not robots:
-        print("no bt_exec node found on this ROS domain")
+        error(f"no bt_exec node found on this ROS domain (looked {args.wait:g} s; ROS_DOMAIN_ID="
+              f"{os.environ.get('ROS_DOMAIN_ID', '0')})")
+        return EXIT_FAILED
     for robot in robots:
         plans = ("?" if robot["plans"] is None
                  else f"{len(robot['plans'])} plan(s) in flight" + (f": {', '.join(robot['plans'])}"

@@ -114,20 +114,48 @@ class Client:
 LIST_PLANS_TYPE = "bt_exec_interfaces/srv/ListPlans"
 
 
-def find_executors(client: Client, wait_s: float) -> list[str]:
+EXECUTOR_NODE_NAME = "bt_exec"  # the name bt_exec_node and bt-exec serve give their node (ros/node.py)
+# The graph unchanged this long after something was found: discovery has settled. Longer than the period of
+# DDS participant announcements (Fast DDS: 3 s), so that a robot whose first exchange was lost on a loaded
+# machine or network is seen by its next announcement.
+SETTLED_S = 3.5
+
+
+def find_executors(client: Client, wait_s: float, settled_s: float = SETTLED_S) -> list[str]:
     """The full names of the bt_exec nodes on the domain (every node serving a ListPlans service), sorted.
 
-    DDS discovery is gradual and says nothing of when it is complete, so this looks for ``wait_s``."""
-    found = set()
-    deadline = time.monotonic() + wait_s
+    DDS discovery is gradual and says nothing of when it is complete: one robot's node and services can be
+    seen seconds before another's. So this looks until the graph (its nodes and their services) has not
+    changed for ``settled_s`` (or for as long as the first node took to be seen, when that was longer)
+    and no node named bt_exec is still without its services, or until ``wait_s`` has passed; finding
+    nothing, it looks the whole ``wait_s``."""
+    found: set[str] = set()
+    view = None
+    started = changed_at = time.monotonic()
+    deadline = started + wait_s
+    first_seen_after = None
     while True:
-        for name, types in client.node.get_service_names_and_types():
+        services = client.node.get_service_names_and_types()
+        nodes = client.node.get_node_names_and_namespaces()
+        for name, types in services:
             if LIST_PLANS_TYPE in types and name.endswith("/list_plans"):
                 found.add(name[:-len("/list_plans")])
         now = time.monotonic()
-        if now >= deadline:
+        if found and first_seen_after is None:
+            first_seen_after = now - started
+        seen = (frozenset(name for name, _ in services), frozenset(nodes))
+        if seen != view:
+            view, changed_at = seen, now
+        # a node is seen before its services: one named as ours but not yet serving is still arriving
+        arriving = any(name == EXECUTOR_NODE_NAME and _full_name(namespace, name) not in found
+                       for name, namespace in nodes)
+        if now >= deadline or (found and not arriving and now - changed_at >= max(settled_s, first_seen_after)):
             return sorted(found)
         client.executor.spin_once(timeout_sec=min(0.1, deadline - now))
+
+
+def _full_name(namespace: str, name: str) -> str:
+    return f"{namespace.rstrip('/')}/{name}"
 
 
 def list_plans_of(client: Client, nodes: list[str], timeout_s: float) -> dict:

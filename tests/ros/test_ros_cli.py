@@ -4,8 +4,11 @@ Each command starts rclpy and discovers the node (about 2 s here), so the
 commands that do not depend on each other run side by side.
 """
 import json
+import os
+import random
 import subprocess
 import sys
+import threading
 
 import pytest
 import rosutil
@@ -120,3 +123,78 @@ def test_pause_resume_step_and_pause_points_from_the_cli(ros, node, tmp_path):
     code, stdout, stderr = batch(node, {"step": ["step", plan_id, "--robot", node.namespace]})["step"]
     assert code == 0 and "not paused; it pauses behind the next op" in stdout, stderr
     ros.call(node.name, "cancel", plan_id=plan_id, wait_ms=5000)
+
+
+class GraphAfter:
+    """A stand-in for the client's node and executor whose ROS graph shows ``later`` only after
+    ``after_spins`` spins (a robot whose node is seen before its services, as DDS discovery goes)."""
+
+    def __init__(self, nodes, services, later_nodes=(), later_services=(), after_spins=15):
+        self.spins = 0
+        self.nodes, self.services = list(nodes), list(services)
+        self.later_nodes, self.later_services = list(later_nodes), list(later_services)
+        self.after_spins = after_spins
+        self.node, self.executor = self, self
+
+    def get_node_names_and_namespaces(self):
+        return self.nodes + (self.later_nodes if self.spins >= self.after_spins else [])
+
+    def get_service_names_and_types(self):
+        return self.services + (self.later_services if self.spins >= self.after_spins else [])
+
+    def spin_once(self, timeout_sec):
+        self.spins += 1
+        threading.Event().wait(min(timeout_sec, 0.1))
+
+
+def executor_services(namespace):
+    return [(f"{namespace}/bt_exec/list_plans", [client_module().LIST_PLANS_TYPE])]
+
+
+def client_module():
+    from bt_exec.ros import client
+    return client
+
+
+class TestRobotsWaitForASettledGraph:
+    def test_a_node_seen_before_its_services_is_waited_for(self):
+        graph = GraphAfter([("bt_exec", "/robot1"), ("bt_exec", "/robot2")], executor_services("/robot1"),
+                           later_services=executor_services("/robot2"))
+        found = client_module().find_executors(graph, wait_s=30, settled_s=0.3)
+        assert found == ["/robot1/bt_exec", "/robot2/bt_exec"]
+
+    def test_a_graph_still_changing_is_waited_for(self):
+        graph = GraphAfter([("bt_exec", "/robot1")], executor_services("/robot1"),
+                           later_nodes=[("other", "/robot2"), ("bt_exec", "/robot2")],
+                           later_services=executor_services("/robot2"), after_spins=3)
+        assert client_module().find_executors(graph, wait_s=30, settled_s=0.6) == ["/robot1/bt_exec",
+                                                                                 "/robot2/bt_exec"]
+
+    def test_what_was_found_is_given_once_the_wait_is_over(self):
+        graph = GraphAfter([("bt_exec", "/robot1"), ("bt_exec", "/robot2")], executor_services("/robot1"),
+                           after_spins=10**9)  # robot2's services never come
+        assert client_module().find_executors(graph, wait_s=0.5, settled_s=0.1) == ["/robot1/bt_exec"]
+
+
+def test_robots_lists_both_robots_up_every_time(ros, start_node, sim_script):
+    first, second = start_node(sim_script=str(sim_script)), start_node(sim_script=str(sim_script))
+    runs = [subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "robots", "--json"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=rosutil.REPO) for _ in range(3)]
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=90)
+        assert run.returncode == 0 and "Traceback" not in stderr, stderr
+        listed = {robot["node"] for robot in json.loads(stdout)["robots"]}
+        assert {first.name, second.name} <= listed, stdout
+
+
+def test_robots_finding_none_exits_1_saying_so(tmp_path):
+    domain = str(random.SystemRandom().randrange(150, 200))  # a domain of its own: no node is there
+    listed = subprocess.run([sys.executable, "-m", "bt_exec.cli", "robots", "--wait", "1"], capture_output=True,
+                            text=True, timeout=90, cwd=rosutil.REPO, env={**os.environ, "ROS_DOMAIN_ID": domain})
+    assert listed.returncode == 1, listed
+    assert f"no bt_exec node found on this ROS domain (looked 1 s; ROS_DOMAIN_ID={domain})" in listed.stderr
+    assert listed.stdout == "" and "Traceback" not in listed.stderr
+    as_json = subprocess.run([sys.executable, "-m", "bt_exec.cli", "robots", "--wait", "1", "--json"],
+                             capture_output=True, text=True, timeout=90, cwd=rosutil.REPO,
+                             env={**os.environ, "ROS_DOMAIN_ID": domain})
+    assert as_json.returncode == 1 and json.loads(as_json.stdout) == {"count": 0, "robots": []}, as_json
