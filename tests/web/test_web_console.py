@@ -222,9 +222,11 @@ def test_a_thousand_op_plan_opens_only_the_path_to_the_running_op(console_factor
 
 
 def test_follow_running_keeps_the_running_op_in_view(console_factory):
-    console = console_factory(slow_script(duration_s=0.12))
+    console = console_factory(slow_script(duration_s=0.12), start=False)
     plan_id = console.submit(envelope(seq(*[do(f"step {i}") for i in range(60)], description="sixty steps"), "sixty"))
     console.open()
+    console.wait_text("#status", f"plan {plan_id}: running")
+    console.executor.start()  # the page is up before the first op starts, however slow the machine
     in_view = """const s = document.getElementById('tree-scroll').getBoundingClientRect();
         const r = document.querySelector('g.op.kind-do.state-running');
         if (!r) return null;
