@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from held_clock import HeldClock
 from rtdl_plans import do, envelope, par, seq
 
 mcp = pytest.importorskip("mcp", reason="the mcp package is not installed (pip install -e '.[test]')")
@@ -24,9 +25,12 @@ TOOLS = {"submit_plan", "validate_plan", "get_all_plans", "get_plan_status", "ge
 TOKEN = "mcp-test-token"
 
 
-def slow_script(tmp_path, duration_s=0.5):
+def slow_script(tmp_path, duration_s=0.5, held_op=None):
+    """A sim script whose calls take ``duration_s``; ``held_op``'s takes 3 s: time for an agent to act on the
+    plan (a server in another process runs on the machine's clock)."""
     path = tmp_path / "slow.json"
-    path.write_text(json.dumps({"default": {"outcome": "success", "duration_s": duration_s}}))
+    path.write_text(json.dumps({"default": {"outcome": "success", "duration_s": duration_s},
+                                "ops": {held_op: {"outcome": "success", "duration_s": 3.0}} if held_op else {}}))
     return str(path)
 
 
@@ -89,7 +93,7 @@ def test_an_agent_inspects_then_stops_a_plan_at_a_chosen_op(tmp_path):
             await anyio.sleep(0.05)
         return await call(session, "get_plan_result", plan_id=submitted["plan_id"])
 
-    result = run_session(["--sim-script", slow_script(tmp_path, 0.3)], body)
+    result = run_session(["--sim-script", slow_script(tmp_path, 0.05, held_op="2")], body)
     assert result["init"].serverInfo.name == "bt_exec" and "get_all_plans" in result["init"].instructions
     record = result["value"]
     assert record["outcome"] == "cancelled" and "on_enter" in record["cancel_reason"]
@@ -270,8 +274,12 @@ def run_http_session(url, body, token=TOKEN):
 
 @pytest.fixture
 def web_app(serve_web):
-    return lambda token=TOKEN, **options: serve_web({"default": {"outcome": "success", "duration_s": 0.5}}, token,
-                                                    **options)
+    def start(token=TOKEN, **options):
+        executor, server = serve_web({"default": {"outcome": "success", "duration_s": 0.5}}, token, **options)
+        executor.backend.clock = HeldClock()  # a plan stays running while the agent looks at it
+        return executor, server
+
+    return start
 
 
 def test_an_agent_drives_the_web_app_over_mcp_at_its_own_address(web_app):
@@ -527,11 +535,11 @@ def test_mcp_over_http_answers_in_text_to_every_client_and_structured_to_those_t
     assert new["result"]["content"] == old["result"]["content"]
 
 
-def test_an_answer_past_the_text_limit_is_cut_to_json_that_says_so(serve_web, monkeypatch):
+def test_an_answer_past_the_text_limit_is_cut_to_json_that_says_so(web_app, monkeypatch):
     import bt_exec.web.mcp_server as mcp_server
 
     monkeypatch.setattr(mcp_server, "TEXT_CHARS", 2000)
-    executor, server = serve_web({"default": {"outcome": "success", "duration_s": 600}}, TOKEN)  # runs till closed
+    executor, server = web_app()
     plan_id = executor.submit(big_plan(40))["plan_id"]
 
     async def body(session):
@@ -576,7 +584,7 @@ def test_an_agent_pauses_before_a_risky_op_looks_then_resumes(tmp_path):
         return status, held, paused_again, resumed, stepped, record, unknown
 
     status, held, paused_again, resumed, stepped, record, unknown = run_session(
-        ["--sim-script", slow_script(tmp_path, 0.1)], body)["value"]
+        ["--sim-script", slow_script(tmp_path, 0.05, held_op="2")], body)["value"]
     assert status["paused"] and held == ["4"]
     assert not paused_again["paused"] and resumed["resumed"] and stepped["success"]
     assert record["outcome"] == "succeeded", "a step on a plan that ends behind its last op leaves nothing held"

@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from held_clock import HeldClock
 from rtdl_plans import do, envelope, seq
 
 from bt_exec.errors import ConfigError
@@ -19,21 +20,6 @@ TOKEN = "s3cret-token"
 
 def slow_plan(count=3):
     return envelope(seq(*(do(f"step {i}") for i in range(count))), description="slow")
-
-
-class HeldClock:
-    """The sim's clock here: stopped until ``release``, so a plan's ops stay running for as long as a test looks
-    at them, however loaded the machine; released, it runs on from far ahead, so the calls started while it was
-    held end at once and the next take their real durations."""
-
-    def __init__(self):
-        self._offset = None
-
-    def __call__(self) -> float:
-        return 0.0 if self._offset is None else time.monotonic() + self._offset
-
-    def release(self) -> None:
-        self._offset = 1e6 - time.monotonic()
 
 
 def release(executor) -> None:
