@@ -417,14 +417,12 @@ class TestOverActions:
         plan_id = submit(ex, seq(do("takes a minute", "sim.slow")))
         accepted = robot.wait_for(lambda e: e["sim_robot"] == "accepted" and e["plan_id"] == plan_id, timeout=20,
                                   since=mark)
-        began = time.monotonic()
         answer = ex.cancel_plan(plan_id, wait_ms=5000)
         assert answer["finished"], answer
         assert op_of(ex.get_plan_result(plan_id), "sim.slow")["state"] == "canceled"
         canceled = robot.wait_for(lambda e: e["sim_robot"] == "canceled" and e["plan_id"] == plan_id, timeout=5,
                                   since=mark)
         assert canceled[0]["goal_id"] == accepted[0]["goal_id"]
-        assert time.monotonic() - began < 5
         wait_until(lambda: ex.backend.in_flight() == [], 5, "the backend to forget the cancelled goal")
 
     def test_a_pause_holds_a_running_goal_and_resume_lets_it_finish(self, robot, executor):
@@ -512,7 +510,10 @@ class TestOverActions:
         ros_backend = backend(server_timeout_s=1.0)
         began = time.monotonic()
         run_id = ros_backend.start(call("nobody.act"))
-        assert time.monotonic() - began < 0.5, "start must not wait for the server"
+        patient = backend(server_timeout_s=600.0)
+        waiting = patient.start(call("nobody.act"))
+        assert patient.status(waiting).state == "PENDING"  # start returned: had it waited, it would have failed
+        patient.cancel(waiting)
         ex = executor(ros_backend)
         plan_id = submit(ex, seq(do("nobody serves this", "nobody.act")))
         record = ex.run_until_complete(plan_id, timeout=10)
@@ -520,7 +521,7 @@ class TestOverActions:
         op = op_of(record, "nobody.act")
         assert op["state"] == "failed"
         assert op["result"]["error"] == "no action server /bt_exec/capabilities/nobody after 1.0 s"
-        assert 1.0 <= took < 4.0
+        assert took >= 1.0  # the call waited server_timeout_s for its server
         assert ros_backend.status(run_id).error == "no action server /bt_exec/capabilities/nobody after 1.0 s"
 
     def test_rejected_goal_fails_with_a_clear_error(self, client_node, backend):
@@ -583,14 +584,12 @@ class TestServerGoesAway:
             ex = executor()
             plan_id = submit(ex, seq(do("takes a minute", "fragile.slow")))
             fragile.wait_for(lambda e: e["sim_robot"] == "accepted" and e["plan_id"] == plan_id, timeout=20)
-            began = time.monotonic()
             fragile.stop(signal.SIGKILL)
             record = ex.run_until_complete(plan_id, timeout=15)
             op = op_of(record, "fragile.slow")
             assert op["state"] == "failed"
             assert op["result"]["error"] == ("action server /bt_exec/capabilities/fragile went away while the goal "
                                              f"ran (op {op['op_id']}, fragile.slow)")
-            assert time.monotonic() - began < 10
             fragile.start()  # the same name, a new server
             plan_id = submit(ex, seq(do("quick", "fragile.act"), do("and elsewhere", "sim.act")))
             record = ex.run_until_complete(plan_id, timeout=30)
@@ -612,9 +611,7 @@ class TestServerGoesAway:
         poller = threading.Thread(target=lambda: seen.extend(poll(ros_backend, run_id, timeout=40)), daemon=True)
         poller.start()
         stopper.wait_for(lambda e: e["sim_robot"] == "accepted" and e["op_id"] == "st", timeout=20)
-        began = time.monotonic()
-        assert stopper.stop(signal.SIGTERM) == 0
-        assert time.monotonic() - began < 5
+        assert stopper.stop(signal.SIGTERM) == 0  # it ended itself (a robot still alive after 10 s is killed: None)
         assert stopper.of("aborted", op_id="st") and stopper.of("stopped")
         poller.join(timeout=20)
         final = seen[-1]

@@ -40,17 +40,17 @@ def test_waiting_cancels_never_starve_the_other_services(ros, held):
     cancels.append(ros.call_async(name, "cancel", plan_id="", wait_ms=20000))
     time.sleep(0.5)
     assert not any(pending.ready() for pending in cancels)  # all waiting, on 2 executor threads
-    began = time.monotonic()
-    assert json.loads(ros.call(name, "list_plans", timeout=3).plans_json)["count"] == 10
-    status = ros.call(name, "get_status", timeout=3, plan_id=plan_ids[1])
+    # Each call below is answered while every cancel still waits (they wait 20 s, longer than a call's timeout):
+    # the services were not starved. How fast they answer is the benchmarks' business.
+    assert json.loads(ros.call(name, "list_plans").plans_json)["count"] == 10
+    status = ros.call(name, "get_status", plan_id=plan_ids[1])
     assert status.found and json.loads(status.status_json)["cancelled"], status.status_json
     call_op = json.loads(status.status_json)["ops"][-1]["op_id"]
-    assert ros.call(name, "submit", timeout=3, graph_json=plan(seq(do()))).accepted
-    stop = ros.call(name, "stop_at", timeout=3, plan_id=plan_ids[1], op_id=call_op)
+    assert ros.call(name, "submit", graph_json=plan(seq(do()))).accepted
+    stop = ros.call(name, "stop_at", plan_id=plan_ids[1], op_id=call_op)
     assert stop.success, stop.message
-    armed = json.loads(ros.call(name, "get_status", timeout=3, plan_id=plan_ids[1]).status_json)["ops"][-1]
+    armed = json.loads(ros.call(name, "get_status", plan_id=plan_ids[1]).status_json)["ops"][-1]
     assert armed["op_id"] == call_op and armed["stop_point"] == "on_complete", armed
-    assert time.monotonic() - began < 3
     assert not any(pending.ready() for pending in cancels)
     executor.tick_once()  # the cancelled plans are torn down: plan_complete answers every waiting cancel
     for pending in cancels:
@@ -65,7 +65,7 @@ def test_a_cancel_that_times_out_says_so(ros, held):
     executor.tick_once()
     began = time.monotonic()
     response = ros.call(name, "cancel", plan_id=plan_id, wait_ms=300)
-    assert 0.25 < time.monotonic() - began < 3
+    assert time.monotonic() - began > 0.25  # it waited for the plan (the wait's end is the answer's message)
     assert response.success and not response.finished
     assert response.message == f"plan {plan_id!r} still tearing down after 300 ms"
     not_waiting = ros.call(name, "cancel", plan_id=plan_id, wait_ms=0)
