@@ -255,8 +255,9 @@ class Executor:
     def get_plan_tree(self, plan_id: str) -> dict:
         """A plan's ops with their children, states, stop points and results: in flight or finished.
 
-        The shape viewers draw from: ``{plan_id, description, dialect, root, running, cancelled,
-        outcome, ops: [{op_id, kind, description, children, state, stop_point, result, detail, ...}]}``,
+        The shape viewers draw from: ``{plan_id, description, dialect, root, running, paused, stepping (a step
+        pending: resume_plan would drop it), cancelled, outcome, ops: [{op_id, kind, description, children, state,
+        stop_point, result, detail, ...}]}``,
         plus ``transitions``, ``path`` and ``state`` for step graphs. ``outcome`` is None while running.
         """
         plan_id = _check_id(plan_id, "plan_id", "get_plan_tree")
@@ -265,7 +266,7 @@ class Executor:
         if record is not None:
             view = {key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "root", "cancelled",
                                                      "cancel_reason", "outcome", "error", "duration_s")}
-            view.update(running=False, paused=False, failed_op=record["failed_op"],
+            view.update(running=False, paused=False, stepping=False, failed_op=record["failed_op"],
                         ops=[{**op, "stop_point": None, "args": shown(op["args"])} if "args" in op else
                              {**op, "stop_point": None} for op in record["ops"]])
             if "transitions" in record:

@@ -577,8 +577,8 @@ class PlanRun:
         marked = self.held or self.pause_points
         view = {"plan_id": self.plan_id, "run_id": self.run_id, "description": self.plan.description,
                 "dialect": self.plan.dialect, "root": self.plan.root, "running": not self.finished,
-                "paused": self.paused, "cancelled": self.cancel_requested, "cancel_reason": self.cancel_reason,
-                "outcome": None,
+                "paused": self.paused, "stepping": self.stepping, "cancelled": self.cancel_requested,
+                "cancel_reason": self.cancel_reason, "outcome": None,
                 "ops": [{**record.as_dict(whole_args=False), "stop_point": self.stop_point_of(op_id),
                          **(self.pause_marks(op_id) if marked else {})}
                         for op_id, record in self.records.items()]}

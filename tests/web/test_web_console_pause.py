@@ -17,6 +17,10 @@ def states(console, plan_id):
     return status["paused"], {op["op_id"]: (op["state"], op.get("held", False)) for op in status["ops"]}
 
 
+def stepping(console, plan_id):
+    return http(console, "GET", f"/api/plans/{plan_id}/tree")["stepping"]
+
+
 def click(console, action):
     button = console.css(f'[data-action="{action}"]')
     console.wait_for(lambda d: button.is_enabled(), message=f"{action} never became enabled")
@@ -59,6 +63,26 @@ def test_pause_holds_the_running_plan_and_resume_goes_on(console_factory):
     console.wait_text("#status", "running")
     console.wait_for(lambda d: not enabled(console, "resume-plan"), message="Resume stayed enabled once running")
     assert not states(console, plan_id)[0]
+    console.executor.cancel_plan(plan_id)
+    console.wait_text("#status", "cancelled")
+
+
+def test_step_on_a_running_plan_enables_resume_which_drops_the_pending_step(console_factory):
+    console = console_factory(slow_script(duration_s=0.05, **{"2": {"outcome": "success", "duration_s": 60}}))
+    plan_id = console.submit(FOUR)
+    console.open()
+    console.wait_op_class("2", "state-running")
+    assert not enabled(console, "resume-plan")
+
+    # Not paused: the step is pending (the plan pauses behind the next op it starts); Resume would drop it.
+    click(console, "step-plan")
+    console.wait_for(lambda d: enabled(console, "resume-plan"), message="Resume stayed disabled with a step pending")
+    assert stepping(console, plan_id) and not states(console, plan_id)[0]
+    click(console, "resume-plan")
+    console.wait_for(lambda d: not enabled(console, "resume-plan"),
+                     message="Resume stayed enabled once the pending step was dropped")
+    assert not stepping(console, plan_id) and not states(console, plan_id)[0]
+    assert enabled(console, "pause-plan") and enabled(console, "step-plan")
     console.executor.cancel_plan(plan_id)
     console.wait_text("#status", "cancelled")
 
