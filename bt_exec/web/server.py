@@ -79,7 +79,8 @@ class WebServer:
     ``max_body_bytes_in_flight``: all bodies being received at once (default: four of the largest);
     ``read_timeout_s``: how long a client may take to send a request's head, or its body, and how long an event
     stream may wait for its reader; ``max_connections``: connections at once, event streams included (keep it
-    above ``api.max_streams`` so that requests still get through when every stream is taken).
+    above ``api.max_streams`` so that requests still get through when every stream is taken); one serving no
+    request is closed for a newcomer when all are taken.
     """
 
     def __init__(self, api: ControlApi, host: str = "127.0.0.1", port: int = 8080, token: str | None = None,
