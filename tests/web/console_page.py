@@ -22,11 +22,11 @@ def slow_script(duration_s=1.5, **ops):
 class Console:
     """An executor on a scripted sim backend, its web server, and helpers to drive the page."""
 
-    def __init__(self, executor, server, driver):
+    def __init__(self, executor, server, driver, url=None):
         self.executor = executor
-        self.server = server
+        self.server = server  # None for a page of another process's app (``url``)
         self.driver = driver
-        self.url = server.url
+        self.url = url or server.url
 
     def submit(self, graph) -> str:
         answer = self.executor.submit(graph)
