@@ -535,6 +535,30 @@ def test_mcp_over_http_answers_in_text_to_every_client_and_structured_to_those_t
     assert new["result"]["content"] == old["result"]["content"]
 
 
+def test_a_backends_non_finite_numbers_leave_mcp_as_markers(serve_web):
+    reading = {"reading": float("nan"), "high": float("inf"), "low": float("-inf")}
+    executor, server = serve_web({"default": {"outcome": "success", "duration_s": 0.0, "output": reading}}, TOKEN)
+    plan_id = executor.submit(envelope(do("look")))["plan_id"]
+    executor.run_until_complete(plan_id, timeout=10)
+    call_body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "get_plan_feedback", "arguments": {"plan_id": plan_id}}}).encode()
+
+    def refuse(word):
+        raise AssertionError(f"bare {word} in an answer")
+
+    marked = {"reading": "NaN", "high": "Infinity", "low": "-Infinity"}
+    for version in ("2025-03-26", "2025-06-18"):
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        connection.request("POST", "/mcp", body=call_body, headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": version})
+        result = json.loads(connection.getresponse().read(), parse_constant=refuse)["result"]
+        connection.close()
+        text = json.loads(result["content"][0]["text"], parse_constant=refuse)
+        assert text["ops"][0]["output"] == marked, version
+        assert result.get("structuredContent", text) == text
+
+
 def test_an_answer_past_the_text_limit_is_cut_to_json_that_says_so(web_app, monkeypatch):
     import bt_exec.web.mcp_server as mcp_server
 
