@@ -57,7 +57,7 @@ def fleet_command(args: argparse.Namespace) -> int:
         pass
     finally:
         if web is not None:
-            web.close()  # closes the api, and so the fleet's node
+            web.close("bt-exec fleet ended")  # closes the api, and so the fleet's node
         else:
             api.close()
     return EXIT_OK

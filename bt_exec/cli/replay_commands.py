@@ -97,7 +97,7 @@ def _serve(run, args: argparse.Namespace, printer: "_Printer") -> int:
         except KeyboardInterrupt:
             return EXIT_OK
     finally:
-        server.close()
+        server.close("bt-exec replay ended")
 
 
 class _Printer:

@@ -80,7 +80,7 @@ def mcp_command(args: argparse.Namespace) -> int:
         serve_mcp_stdio(api, "to " + args.url if args.url else "own executor, sim backend")
     finally:
         if web is not None:
-            web.close()
+            web.close("bt-exec mcp ended")
         if executor is not None:
             executor.close()
     return EXIT_OK
