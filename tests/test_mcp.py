@@ -389,8 +389,12 @@ def test_mcp_over_http_answers_every_request_with_its_json_rpc_error_and_logs_no
             response = connection.getresponse()
             assert (response.status, response.read()) == (202, b""), body
             connection.close()
-        status, listed = mcp_post(server, bearer)
+        status, listed = mcp_post(server, {**bearer, "Accept": "*/*"})  # curl's: JSON is what it gets
+        status_unknown, unknown_tool = mcp_post(server, bearer, b'{"jsonrpc": "2.0", "id": 14, "method": "tools/call", '
+                                                                b'"params": {"name": "reboot_robot", "arguments": {}}}')
     assert status == 200 and {tool["name"] for tool in listed["result"]["tools"]} == TOOLS
+    assert status_unknown == 200 and unknown_tool["result"]["isError"]
+    assert "reboot_robot" in unknown_tool["result"]["content"][0]["text"]
     assert [record.getMessage() for record in caplog.records] == []
 
 

@@ -38,8 +38,6 @@ from ..events.finite_json import dumps as finite_dumps
 from ..runtime.op_views import OpView
 from .api import ROUTES, ApiError
 
-log = logging.getLogger(__name__)
-
 INSTRUCTIONS = ("bt_exec runs behaviour-tree plans on a robot. Inspect before you act: get_all_plans, then "
                 "get_plan_status for a plan's op ids and states (summary=true for a large plan: counts by state, "
                 "running and failed ops), then stop_plan_at (on_enter / on_complete) or cancel_plan. "
@@ -60,6 +58,17 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+
+
+class _UnlistedToolFilter(logging.Filter):
+    """Drops the mcp library's warning on a call to a tool it has not listed: the API answers that call as a tool
+    error naming the known tools, so the warning says nothing new, and a client could fill the log with it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "not listed, no validation" not in str(record.msg)
+
+
+_UNLISTED_TOOL_FILTER = _UnlistedToolFilter()
 
 
 class McpUnavailable(ImportError):
@@ -101,6 +110,7 @@ def build_server(api):
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
+    logging.getLogger("mcp.server.lowlevel.server").addFilter(_UNLISTED_TOOL_FILTER)  # added once, however often
     server = Server("bt_exec", version=bt_exec.__version__, instructions=getattr(api, "instructions", INSTRUCTIONS))
     tools = [types.Tool(name=route.name, description=route.summary, inputSchema=route.schema)
              for route in tool_routes(api)]

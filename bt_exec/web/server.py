@@ -454,7 +454,11 @@ class _App:
         if message is None:  # answered here, or dropped as JSON-RPC drops it: the mcp library would fail on it
             await _mcp_answer(answer)(scope, receive, send)
             return
-        await self._mcp(scope, _replay(body, receive), send)
+        # Every answer here is JSON, whatever the client says it accepts (curl's */* included): the mcp library
+        # would refuse (406) a request whose Accept does not name application/json.
+        headers = [(name, value) for name, value in scope["headers"] if name != b"accept"]
+        await self._mcp({**scope, "headers": [*headers, (b"accept", b"application/json")]}, _replay(body, receive),
+                        send)
 
 
 class _Asgi:
