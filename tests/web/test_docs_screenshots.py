@@ -4,8 +4,13 @@ import json
 import os
 
 import pytest
-from console_page import REPO
+from console_page import REPO, Console
 from rtdl_plans import do, envelope, par, seq
+
+from bt_exec.cli.dispatch import main
+from bt_exec.events.replay import find_run
+from bt_exec.web import WebServer
+from bt_exec.web.replay_api import ReplayApi
 
 pytestmark = pytest.mark.skipif(os.environ.get("BT_EXEC_SCREENSHOTS") != "1",
                                 reason="docs screenshots are remade only with BT_EXEC_SCREENSHOTS=1")
@@ -75,6 +80,32 @@ def test_screenshots_for_the_docs(console_factory):
     console.wait_for(lambda d: len(console.all(".outline-node.has-issue")) == 3)
     _capture(console.driver, ".lower", DOCS_IMG / "web-submit-issues.png")
     ex.cancel_plan(plan)
+
+
+def test_replay_screenshot_for_the_docs(driver, tmp_path, capsys):
+    journal, script, plan = tmp_path / "run.jsonl", tmp_path / "sim.json", tmp_path / "plan.json"
+    script.write_text(json.dumps(SCRIPT | {"ops": {}}))
+    plan.write_text(json.dumps(FETCH_CUP))
+    assert main(["run", str(plan), "--events", str(journal), "--sim-script", str(script)]) == 0
+    capsys.readouterr()
+    server = WebServer(ReplayApi(find_run(str(journal)), speed=1), port=0)
+    server.start()
+    try:
+        console = Console(None, server, driver)
+        console.open()
+        console.wait_text("#replay-position", "ended")
+        events = journal.read_text().splitlines()[1:]
+        middle = next(index + 1 for index, line in enumerate(events)  # where the kitchen is reached
+                      if json.loads(line).get("op_id") == "6" and json.loads(line).get("state") == "running")
+        console.driver.execute_script("const s = document.querySelector('#replay-slider'); s.value = arguments[0];"
+                                      "s.dispatchEvent(new Event('change'));", str(middle))
+        console.wait_text("#replay-position", f"event {middle} / {len(events)}")
+        console.wait_op_class("6", "state-running")
+        console.driver.execute_script("document.querySelectorAll('.msg').forEach(m => m.remove());")
+        console.screenshot(DOCS_IMG / "web-replay.png")
+    finally:
+        driver.get("about:blank")
+        server.close()
 
 
 def _capture(driver, selector, path):
