@@ -119,3 +119,14 @@ def test_an_unknown_parameter_is_refused_at_start_naming_it(start_node, params, 
 def test_the_parameters_ros_gives_every_node_are_taken(ros, start_node):
     node = start_node(use_sim_time="false", **{"qos_overrides./parameter_events.publisher.depth": 100})
     assert ros.call(node.name, "list_plans") is not None
+
+
+def test_a_guarded_ros_node_judges_a_cap_by_the_server_it_reaches(ros, start_node, tmp_path):
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": [{"name": "arm-off", "effect": "deny", "cap": "arm.*"}]}))
+    node = start_node(backend="ros", call_guard_file=str(rules))
+    for cap in ("arm.move", "arm_.move", "arm-.move"):  # all reach <ns>/bt_exec/capabilities/arm
+        answer = ros.call(node.name, "submit", graph_json=plan(seq(do(cap))))
+        assert not answer.accepted, (cap, answer.message)
+        (issue,) = json.loads(answer.issues_json)
+        assert issue["code"] == "call_denied" and "arm-off" in issue["message"], issue
