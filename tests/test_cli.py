@@ -445,6 +445,16 @@ def test_run_pause_at_waits_for_enter_on_the_terminal_then_goes_on(tmp_path):
     assert plan_complete(events)["outcome"] == "succeeded"
 
 
+def test_run_pause_at_with_nothing_to_resume_it_is_refused_before_the_plan_starts(tmp_path):
+    events_path = tmp_path / "events.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "bt_exec.cli", "run", str(SNAPSHOT), "--pause-at", "3",
+                           "--events", str(events_path)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=TIMEOUT_S, cwd=REPO)  # was a plan paused for ever: nothing reads a terminal
+    assert proc.returncode == 2
+    assert "--pause-at needs a way to resume the plan: --web PORT" in proc.stderr and "stdin is no terminal" in proc.stderr
+    assert proc.stdout == "" and not events_path.exists()
+
+
 def test_run_pause_at_a_missing_op_names_the_flag():
     result = bt_exec_cli("run", SNAPSHOT, "--pause-at", "9")
     assert result.returncode == 2 and "bt-exec: --pause-at: the plan has no op '9'" in result.stderr
