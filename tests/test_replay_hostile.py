@@ -12,6 +12,7 @@ import pytest
 from bt_exec.cli import dispatch
 from bt_exec.cli.dispatch import main
 from bt_exec.compilers.source import DEFAULT_LIMITS
+from bt_exec.errors import ControlError
 from bt_exec.events import replay_checks
 from bt_exec.events.finite_json import dumps
 from bt_exec.events.replay import MAX_BATCH, ReplayedPlans, ReplayError, find_run, paced, read_events
@@ -354,7 +355,11 @@ def test_waits_are_capped_as_the_live_app_caps_them(tmp_path, serve_replay):
     assert refused["error"]["code"] == "too_many_waits"
     status, plans = request(server, "GET", "/api/plans")
     assert status == 200 and plans["count"] == 1, "other requests are answered while the waits hold"
+    with pytest.raises(ControlError, match="timeout_s must be a non-negative number"):
+        api.plans.wait_for_plan("1", float("nan"))  # it never waits for ever
     request(server, "POST", "/api/replay/seek", {"event_index": 2})
     for wait in waits:
         wait.join(60)
     assert [(status, answer["outcome"]) for status, answer in answers] == [(200, "succeeded")] * 2
+    status, refused = request(server, "GET", "/api/plans/1/wait?timeout_s=nan")
+    assert status == 409 and "timeout_s must be a non-negative number" in refused["error"]["message"]

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 from ..errors import BtExecError, ControlError
 from ..runtime.budgets import BoundedTable, json_size, quote, shown
-from ..runtime.op_views import op_view
+from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S, op_view
 from .journal import RUN_HEADER, _parse
 from .replay_checks import (MAX_EVENT_LINE_BYTES, MAX_KEPT_BYTES, JournalValueError, RunCheck, check_unparsed,
                             is_recorded_time)
@@ -447,14 +447,19 @@ class ReplayedPlans:
             return {"plan_id": plan["plan_id"], "running": plan["running"], "op": found}
 
     def wait_for_plan(self, plan_id: str, timeout_s: float = 30.0, **view) -> dict:
-        """The plan's record once it completed in the replay, or ``{plan_id, finished: false, message}``."""
-        deadline = time.monotonic() + timeout_s
+        """The plan's record once it completed in the replay, or ``{plan_id, finished: false, message}``.
+        ``timeout_s`` from 0 to 60, as the executor takes it (longer is waited 60 s)."""
+        if type(timeout_s) not in (int, float) or not 0 <= timeout_s < math.inf:
+            raise ControlError(f"wait_for_plan: timeout_s must be a non-negative number of seconds, got "
+                               f"{quote(timeout_s)}")
+        waited = min(timeout_s, MAX_WAIT_FOR_PLAN_S)
+        deadline = time.monotonic() + waited
         with self._changed:
             while str(plan_id) in self._active:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return {"plan_id": str(plan_id), "finished": False,
-                            "message": f"plan {quote(plan_id)} still running in the replay after {timeout_s:g} s; "
+                            "message": f"plan {quote(plan_id)} still running in the replay after {waited:g} s; "
                                        "call wait_for_plan again"}
                 self._changed.wait(left)
         return self.get_plan_result(plan_id, **view)

@@ -22,7 +22,6 @@ from ..errors import ControlError
 from ..compilers.source import INT64_MAX
 from ..events.replay import (MAX_BATCH, MAX_SPEED, MIN_SPEED, JournalRun, ReplayedPlans, ReplayError, checked_speed, paced,
                              read_events, run_span)
-from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S
 from .api import (MAX_WAITS, ROUTES, ApiError, EventFanout, EventStream, Route, WaitSlots, checked_args,
                   without_plan_shape)
 
@@ -126,10 +125,7 @@ class ReplayApi:
         args = checked_args(route, args, _VALIDATORS[name])
         if name in _REPLAY_OPERATIONS:
             return route.call(self, **args)
-        waiting = name == "wait_for_plan"
-        if waiting:
-            args = {**args, "timeout_s": min(args.get("timeout_s", 30), MAX_WAIT_FOR_PLAN_S)}
-        with self._waits.held() if waiting else contextlib.nullcontext():
+        with self._waits.held() if name == "wait_for_plan" else contextlib.nullcontext():
             try:
                 return getattr(self.plans, name)(**args)
             except ControlError as exc:
