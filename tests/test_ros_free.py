@@ -170,11 +170,11 @@ def test_mirror_host_follows_the_executor(make_executor):
     second = executor.submit(slow)["plan_id"]
     executor.tick_once()
     host.update()
-    assert len(tree.root.children) == 2 and updates == [1, 2]
+    assert len(tree.root.children) == 2 and updates == [2]  # published once, both frames in
     assert [b.status for b in tree.root.children] == [Status.RUNNING, Status.RUNNING]
     executor.cancel_plan(first, wait_ms=0)
     host.update()
-    assert len(tree.root.children) == 1 and updates == [1, 2, 1]
+    assert len(tree.root.children) == 1 and updates == [2, 1]
     executor.cancel_plan(second, wait_ms=0)
     host.update()
     assert tree.root.children == [] and updates[-1] == 0
@@ -205,19 +205,19 @@ def test_mirror_host_follows_stop_guards_placed_mid_run(make_executor):
 
     executor.stop_plan_at(plan_id, "3", "on_enter")  # a guard above an inner op
     host.update()
-    assert "stop point at [3]" in [behaviour.name for behaviour in tree.root.iterate()]
+    assert "stop point at [3]" in [behaviour.name for behaviour in tree.root.iterate()] and updates == [1, 1]
     executor.stop_plan_at(plan_id, "1", "on_complete")  # a guard above the plan's root op: the plan's new root
     guard = executor.behaviour_trees()[plan_id]
     assert frame.decorated is root_op  # the executor never edits the mirror: only the host's update does
     host.update()
     assert guard is not root_op and root_op.parent is guard
-    assert tree.root.children == [frame] and frame.decorated is guard and guard.parent is frame and updates == [1, 1]
+    assert tree.root.children == [frame] and frame.decorated is guard and guard.parent is frame and updates == [1, 1, 1]
 
     record = executor.run_until_complete(plan_id, timeout=10)  # the hosted guards still stop the plan
     assert record["outcome"] == "cancelled"
     assert [op["state"] for op in record["ops"]] == ["canceled", "succeeded", "canceled"], record["ops"]
     host.update()
-    assert tree.root.children == [] and updates == [1, 1, 0] and guard.parent is None
+    assert tree.root.children == [] and updates == [1, 1, 1, 0] and guard.parent is None
 
 
 def test_mirror_host_shows_a_paused_plan_and_its_pause_points(make_executor):
@@ -229,15 +229,15 @@ def test_mirror_host_shows_a_paused_plan_and_its_pause_points(make_executor):
     executor.tick_once()
     host.update()
     (guard,) = [b for b in tree.root.iterate() if b.name == "stop point at [3]"]
-    assert guard.feedback_message == "pause on_enter armed"
+    assert guard.feedback_message == "pause on_enter armed" and updates == [1, 1]  # the guard is published
     assert executor.pause_plan(plan_id, source="ros")["paused"]
     host.update()
-    assert frame.feedback_message == "paused" and updates == [1, 1]  # a message alone changing is published
+    assert frame.feedback_message == "paused" and updates == [1, 1, 1]  # a message alone changing is published
     host.update()
-    assert updates == [1, 1]  # and only once
+    assert updates == [1, 1, 1]  # and only once
     assert executor.resume_plan(plan_id, source="ros")["resumed"]
     host.update()
-    assert frame.feedback_message == "" and updates == [1, 1, 1]
+    assert frame.feedback_message == "" and updates == [1, 1, 1, 1]
 
     deadline = time.monotonic() + 10
     while not executor.get_all_plans()["plans"][0]["paused"] and time.monotonic() < deadline:

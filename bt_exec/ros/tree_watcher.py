@@ -158,11 +158,14 @@ def show_final_states(root, ops: list[dict]) -> None:
 class MirrorHost:
     """Keeps a ``Mirror`` root's frames equal to the executor's plans, and a finished one for ``linger_s``.
 
-    ``tree``: a py_trees BehaviourTree whose root is a Mirror. Frames come in
-    through ``insert_subtree`` and leave through the mirror's ``remove_child``
-    plus the tree's update handler (py_trees_ros: publish a snapshot), so each
-    change is published. ``update()`` then ticks the tree, which only reports.
-    ``poll()``, called often, ticks it when a watcher opened a new snapshot
+    ``tree``: a py_trees BehaviourTree whose root is a Mirror. Frames come and
+    go through the mirror's ``add_child`` and ``remove_child``. ``update()``
+    ticks the tree, which only reports; when anything drawn changed (a frame, a
+    status, a message: a stop point armed, disarmed or fired, a pause message)
+    that py_trees_ros's snapshot visitor did not see on that tick (it compares
+    only the statuses of the behaviours ticked) it calls the tree's update
+    handler (py_trees_ros: publish a snapshot to every stream), so each change
+    is published once, at once. ``poll()``, called often, ticks it when a watcher opened a new snapshot
     stream (it gets the tree at once), when a finished plan is due to leave,
     and every ``IDLE_REFRESH_S`` while nothing changes.
     """
@@ -188,7 +191,7 @@ class MirrorHost:
             if frame is None:
                 frame = self.frames[plan_id] = PlanFrame(plan_id, shown.get("description", ""), root)
                 frame.show_pause(self._pause_message(plan_id, shown))
-                self.tree.insert_subtree(frame, self.root.id, len(self.root.children))
+                self.root.add_child(frame)  # published below, once its behaviours were ticked
                 continue
             if frame.decorated is not root:
                 frame.host(root)
