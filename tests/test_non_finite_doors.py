@@ -117,3 +117,16 @@ def test_the_ros_answers_carry_markers():
     assert strict_loads(response.answer_json) == {"output": MARKED}
     assert strict_loads(convert.to_json(NON_FINITE)) == MARKED
     assert strict_loads(iiwa_convert.to_json({"state": NON_FINITE})) == {"state": MARKED}
+
+
+def test_run_feedback_prints_markers(tmp_path, capsys):
+    """``bt-exec run --feedback`` prints the planner's feedback as one JSON line for a script or an agent."""
+    from bt_exec.cli.dispatch import main
+
+    script = tmp_path / "sim.json"
+    script.write_text(json.dumps({"default": {"outcome": "success", "output": NON_FINITE}}))  # Python writes NaN
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(seq(do("measure"))))
+    assert main(["run", str(plan), "--sim-script", str(script), "--feedback"]) == 0
+    feedback = strict_loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert feedback["ops"][0]["output"] == MARKED

@@ -21,6 +21,7 @@ from ..compilers import Plan, apply_fixes, dialect_of, document_of
 from ..compilers.ir import STOP_WHENS
 from ..compilers.dialects import DIALECTS
 from ..errors import Issue, PlanError
+from ..events import finite_json
 from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
 from ..terminal.compiled import ASCII, UNICODE, dot_text, tree_text
 from ..terminal.render import one_line, printable
@@ -346,7 +347,7 @@ def run_command(args: argparse.Namespace) -> int:
             if stop_prompt is not None:
                 stop_prompt()
         if args.feedback:
-            print(json.dumps(executor.get_plan_feedback(plan_id, args.feedback_chars)), flush=True)
+            print(finite_json.dumps(executor.get_plan_feedback(plan_id, args.feedback_chars)), flush=True)
         if args.keep_serving and code != EXIT_INTERRUPTED:
             error(f"the plan ended; still serving {web.url} until Ctrl-C")
             _wait_for_ctrl_c()
