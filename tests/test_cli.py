@@ -230,7 +230,7 @@ def test_validate_a_qwen3_graph_without_a_scene_is_invalid_no_scene():
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0] == f"{HATCH}: invalid: 1 issue"
-    assert lines[1].startswith("  (document): this executor has no scene") and lines[1].endswith("[no_scene]")
+    assert lines[1].startswith("  (document): no scene given") and lines[1].endswith("[no_scene]")
     report = json.loads(bt_exec_cli("validate", HATCH, "--json").stdout)
     assert (report["valid"], report["verdict"], report["dialect"]) == (False, "invalid", "qwen3")
     assert "no_scene" in [issue["code"] for issue in report["issues"]]

@@ -14,7 +14,7 @@ from .inputs import label, read_plan
 
 def dry_run_command(args: argparse.Namespace) -> int:
     """Explore the plan's paths and print where each ends; exit 0 once explored, whatever they end in."""
-    source, plan = read_plan(args.file, args.dialect, "run")
+    source, plan = read_plan(args, "run")
     kind = dialect_of(plan)
     if kind.needs_scene and not args.scene:
         raise CommandError(f"a {kind.name} plan runs in a scene: give --scene SCENE.json")

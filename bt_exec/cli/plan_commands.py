@@ -19,7 +19,6 @@ import bt_exec
 
 from ..compilers import Plan, apply_fixes, dialect_of, document_of
 from ..compilers.ir import STOP_WHENS
-from ..compilers.dialects import DIALECTS
 from ..errors import Issue, PlanError
 from ..events import finite_json
 from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
@@ -31,7 +30,7 @@ from .arguments import (add_catalog, add_fix, add_guard, add_input, add_op_timeo
                         stop_point, tick_rate)
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
 from .dry_run_commands import dry_run_command
-from .inputs import control_message, label, read_input, read_plan
+from .inputs import checking_executor, control_message, label, read_input, read_plan
 from .web_commands import start_web
 
 RENDERS = ("ascii", "unicode", "dot")
@@ -121,7 +120,7 @@ def validate_command(args: argparse.Namespace) -> int:
     except PlanError as exc:  # over the input limit: not read whole, so no door is shown it
         report = bt_exec.Report("invalid", None if args.dialect == "auto" else args.dialect, exc.issues).as_dict()
     else:
-        executor = _checking_executor(args, source)
+        executor = checking_executor(args, source)
         try:
             report = executor.validate_plan(source, dialect=args.dialect)
             if args.fix:
@@ -139,14 +138,6 @@ def validate_command(args: argparse.Namespace) -> int:
     if repair is not None:
         return EXIT_OK if repair["report"]["valid"] else EXIT_FAILED
     return EXIT_OK if report["valid"] and not args.fix else EXIT_FAILED
-
-
-def _checking_executor(args: argparse.Namespace, source: bytes) -> bt_exec.Executor:
-    """An executor with the options' catalog, scene and guard, that checks plans as every door's does. Never
-    started (no tick thread) and running nothing: its sim backend is never called."""
-    scene = bt_exec.Scene.from_file(args.scene) if args.scene else None
-    catalogs = _catalogs(args.catalog, _dialect_of(source, args.dialect)) if args.catalog else {}
-    return bt_exec.Executor(backend=bt_exec.SimBackend(), scene=scene, call_guard=args.guard, **catalogs)
 
 
 def _repaired(executor: bt_exec.Executor, source: bytes, report: dict, args: argparse.Namespace) -> dict | None:
@@ -261,33 +252,9 @@ def repair_text(name: str, report: dict, repair: dict) -> str:
     return "\n".join(lines)
 
 
-def _dialect_of(source: bytes, dialect: str) -> str | None:
-    """The dialect ``source`` is in; None if it does not load and its JSON is no dialect's (validate_plan then
-    says why, with no catalog). A document that does not load keeps its dialect's catalog for ``--fix``."""
-    if dialect != "auto":
-        return dialect
-    try:
-        return bt_exec.load(source).dialect
-    except PlanError:
-        pass
-    try:
-        doc = document_of(source)
-    except PlanError:
-        return None
-    return next((name for name, kind in DIALECTS.items() if isinstance(doc, dict) and kind.recognises(doc)), None)
-
-
-def _catalogs(name_or_path: str, dialect: str | None) -> dict:
-    """The Executor's catalog option for ``--catalog``: the dialect's kind of catalog (skills, capabilities)."""
-    if dialect is None:
-        return {}
-    kind = DIALECTS[dialect]
-    return {kind.executor_option: kind.read_catalog(name_or_path)}
-
-
 def compile_command(args: argparse.Namespace) -> int:
     source = read_input(args.file)
-    executor = _checking_executor(args, source)
+    executor = checking_executor(args, source)
     try:  # the verdict validate and submit give, for the same options
         report = executor.validate_plan(source, dialect=args.dialect)
     finally:
@@ -310,7 +277,7 @@ def compile_command(args: argparse.Namespace) -> int:
 def run_command(args: argparse.Namespace) -> int:
     if args.dry_run:
         return dry_run_command(args)
-    source, plan = read_plan(args.file, args.dialect, "run")
+    source, plan = read_plan(args, "run")
     catalog = catalog_for(plan, args.catalog)
     kind = dialect_of(plan)
     if kind.needs_scene and not args.scene:
