@@ -29,9 +29,20 @@ exit $code
 
 
 def test_services_are_matched_as_the_watcher_matches_them():
-    assert attached_watcher.served(SERVED, HINT)
-    assert not attached_watcher.served(SERVED[:1], HINT)  # the close service too
-    assert not attached_watcher.served(SERVED, "/robot2/bt_exec/snapshot_streams/")
+    assert attached_watcher.served(SERVED, HINT) == [HINT + "open"]
+    assert attached_watcher.served(SERVED[:1], HINT) == []  # the close service too
+    assert attached_watcher.served(SERVED, "/robot2/bt_exec/snapshot_streams/") == []
+
+
+def test_a_hint_that_picks_several_trees_is_said_and_nothing_starts(tmp_path):
+    program, starts = watcher_script(tmp_path, [0])
+    root = "/bt_exec/snapshot_streams/"  # the root node's hint is part of every namespaced node's names
+    graph = [(root + "open", [OPEN_TYPE]), (root + "close", [CLOSE_TYPE]), *SERVED]
+    said = []
+    assert Attacher(root, program, lambda: graph, say=said.append).run() == 1
+    assert not starts.exists()
+    assert said == [f"bt_exec watcher: 2 trees match {root} ({root}open, {HINT}open); {program} cannot pick one: "
+                    "give each bt_exec node a namespace (namespace:=robot1), none at the root"]
 
 
 def test_the_watcher_starts_only_once_the_node_serves_its_tree(tmp_path):

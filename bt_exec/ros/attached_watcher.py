@@ -13,7 +13,9 @@ and a watcher that exits with an error while nobody asked it to stop is
 started again (at most ``MAX_STARTS`` times in all), each time once the
 services are listed again. SIGINT and SIGTERM are passed on to the watcher;
 it gets ``STOP_WAIT_S`` to end before it is killed, so this ends before
-``ros2 launch`` escalates.
+``ros2 launch`` escalates. Where the hint picks several trees (a node at the
+root, whose hint is a part of every namespaced node's names), the watcher
+would refuse them all: that is said, naming them, and nothing is started.
 """
 from __future__ import annotations
 
@@ -31,11 +33,12 @@ GRAPH_POLL_S = 0.2   # how often the ROS graph is looked at while waiting for th
 STOP_WAIT_S = 3.0    # after a stop signal, how long the watcher has to end before it is killed
 
 
-def served(services: list[tuple[str, list[str]]], hint: str) -> bool:
-    """Whether the snapshot-stream open and close services that ``hint`` picks are listed (as
-    py-trees-tree-watcher matches them: its type, ``hint`` a substring of the name)."""
-    found = {kind for name, types in services if hint in name for kind in types}
-    return OPEN_TYPE in found and CLOSE_TYPE in found
+def served(services: list[tuple[str, list[str]]], hint: str) -> list[str]:
+    """The snapshot-stream open services that ``hint`` picks, once the close services are listed too (as
+    py-trees-tree-watcher matches them: by type, ``hint`` a substring of the name); else []."""
+    opened = sorted(name for name, types in services if hint in name and OPEN_TYPE in types)
+    closed = [name for name, types in services if hint in name and CLOSE_TYPE in types]
+    return opened if opened and closed else []
 
 
 class Attacher:
@@ -59,8 +62,14 @@ class Attacher:
 
     def run(self) -> int:
         for start in range(1, MAX_STARTS + 1):
-            if not self._wait_for_node():
+            trees = self._wait_for_node()
+            if not trees:
                 return 0
+            if len(trees) > 1:  # the watcher would refuse them all ("multiple services found")
+                self.say(f"bt_exec watcher: {len(trees)} trees match {self.hint} ({', '.join(trees)}); "
+                         f"{self.program} cannot pick one: give each bt_exec node a namespace "
+                         "(namespace:=robot1), none at the root")
+                return 1
             with self._lock:
                 if self.stopping.is_set():
                     return 0
@@ -72,17 +81,18 @@ class Attacher:
                      + ("starting it again once the node serves its tree" if start < MAX_STARTS else "giving up"))
         return 1
 
-    def _wait_for_node(self) -> bool:
-        """Until the services are listed (True) or a stop is asked for (False)."""
+    def _wait_for_node(self) -> list[str]:
+        """The open services ``served`` picks, once there are any; [] when a stop is asked for first."""
         said = False
         while not self.stopping.is_set():
-            if served(self.list_services(), self.hint):
-                return True
+            trees = served(self.list_services(), self.hint)
+            if trees:
+                return trees
             if not said:
                 self.say(f"bt_exec watcher: waiting for the node's tree ({self.hint}open)")
                 said = True
             self.stopping.wait(GRAPH_POLL_S)
-        return False
+        return []
 
     def _wait_for_child(self) -> int:
         child = self.child
