@@ -230,6 +230,14 @@ def test_ids_that_must_exist(journals, tmp_path, capsys):
     assert_refused_at(write(tmp_path / "step.jsonl", unknown_step), capsys, step + 1, "no step 's99'")
 
 
+@pytest.mark.parametrize("kind", sorted(replay_checks.DOOR_EVENTS))
+def test_events_only_a_door_sends_are_refused_in_a_journal(journals, tmp_path, capsys, kind):
+    """Streamed on, a journal's replay_seek or server_closing would steer the console."""
+    rtdl = journals["rtdl"]
+    spoofed = rtdl[:3] + [{"event": kind, "message": "spoofed", "position": 0, "seq": rtdl[3]["seq"]}] + rtdl[4:]
+    assert_refused_at(write(tmp_path / "door.jsonl", spoofed), capsys, 4, "only a door sends")
+
+
 def test_the_replays_stop_phases_are_the_executors():
     assert replay_checks.STOP_WHENS == STOP_WHENS
 

@@ -29,6 +29,9 @@ MAX_ID_CHARS = 256
 STOP_WHENS = ("on_enter", "on_complete")
 STOP_POINT_STATES = ("armed", "disarmed", "fired")
 STOP_ACTIONS = ("cancel", "pause")
+# Events only a door sends its listeners, never an executor: streamed from a journal they would tell the console
+# that events were lost, that the server closed, or where the replay is.
+DOOR_EVENTS = frozenset(("dropped", "server_closing", "replay_clock", "replay_seek"))
 
 
 class JournalValueError(ValueError):
@@ -188,6 +191,8 @@ class RunCheck:
             raise JournalValueError(f"the event's 'event' is {_shown(kind)}, expected text")
         where = f"this {kind} event" if len(kind) <= 40 else "this event"
         _check_fields(_COMMON, event, where)
+        if kind in DOOR_EVENTS:
+            raise JournalValueError(f"a {kind} event is one only a door sends its listeners, never a journal")
         fields = FIELDS.get(kind)
         if fields is None:
             return  # a kind a replay does not read: passed on as it is
