@@ -6,6 +6,7 @@ these three functions pick the dialect and hand over.
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Callable
 
 from bt_exec.errors import Issue, Issues, PlanError
@@ -171,18 +172,44 @@ class gc_paused:
     """Pause the cyclic garbage collector while building many objects that all stay alive.
 
     Building a 50k-op plan makes the collector walk the young objects again and
-    again for nothing. On the way out what was built goes straight to the oldest
-    generation (``gc.freeze`` then ``gc.unfreeze``: two list moves, no walk), so the
-    young collections that follow do not walk it either, and the collector is
-    restored (if it was on).
+    again for nothing. On the way out, when many objects were made, they go straight
+    to the oldest generation (``gc.freeze`` then ``gc.unfreeze``: two list moves, no
+    walk), so the young collections that follow do not walk them either, and the
+    collector is restored (if it was on).
+
+    Every young object of the process moves with them, other threads' garbage cycles
+    too, and CPython's rule for full collections (what its young collections moved to
+    the oldest generation, against a quarter of what the last full one kept) never
+    counts them. So a small build (most plans) moves nothing: its objects age in the
+    young collections as any others. And the outermost pause runs a full collection
+    itself once the heap (pymalloc's blocks) grew by a quarter since the last one.
     """
 
     def __enter__(self) -> None:
         self._was_enabled = gc.isenabled()
+        if self._was_enabled:
+            _collect_when_grown()
         gc.disable()
 
     def __exit__(self, *exc) -> None:
         if self._was_enabled:
-            gc.freeze()
-            gc.unfreeze()
+            if gc.get_count()[0] > _MOVED_OLD_ABOVE:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
+
+
+_MOVED_OLD_ABOVE = 2_000  # young objects (net, since the last young collection) a pause moves to the oldest
+_FULL_COLLECTION_GROWTH = 1.25
+_heap_at_full = {"blocks": 0, "collections": -1}  # the heap after the last full collection, and their count
+
+
+def _collect_when_grown() -> None:
+    """A full collection when the heap grew by a quarter since the last one (ours or CPython's)."""
+    blocks = sys.getallocatedblocks()
+    collections = gc.get_stats()[2]["collections"]
+    if collections != _heap_at_full["collections"]:  # CPython's own (or none seen yet): the heap now is the mark
+        _heap_at_full.update(blocks=blocks, collections=collections)
+    elif blocks > _heap_at_full["blocks"] * _FULL_COLLECTION_GROWTH:
+        gc.collect()
+        _heap_at_full.update(blocks=sys.getallocatedblocks(), collections=gc.get_stats()[2]["collections"])

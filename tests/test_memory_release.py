@@ -1,11 +1,16 @@
 """A released plan frees its memory at once: one executor runs plan after plan with flat memory, measured with
-the garbage collector as configured and never forced (no ``gc.collect()`` here)."""
+the garbage collector as configured and never forced; and pausing the collector to build a plan leaves other
+garbage to be collected on schedule."""
+import gc
 import os
+import sys
 import weakref
 
 from rtdl_plans import do, envelope, par, seq
 
 import bt_exec
+from bt_exec import compilers
+from bt_exec.compilers import gc_paused
 
 PLANS = 500
 # Ids in pre-order: 1 the root sequence, then each parallel followed by its four calls.
@@ -76,3 +81,41 @@ def test_a_tree_a_viewer_holds_after_release_stays_whole_until_dropped():
     tree = weakref.ref(root)
     del root, nodes, guard
     assert tree() is None, "dropped by its last holder, the tree is freed at once"
+
+
+def test_a_small_build_leaves_young_garbage_to_the_young_collections():
+    """Pausing the collector for a build moves the young objects to the oldest generation only for a big build:
+    other threads' garbage cycles made meanwhile stay young, for the next young collection to free."""
+
+    class Cycle:
+        pass
+
+    with gc_paused():  # the collector is off in here: nothing frees the cycle before the pause ends
+        bt_exec.load(PLAN)
+        garbage = Cycle()
+        garbage.itself = garbage
+        freed = weakref.ref(garbage)
+        del garbage
+    gc.collect(1)  # the young generations only: what a busy process runs every few hundred allocations
+    assert freed() is None
+
+
+def test_the_pause_runs_a_full_collection_once_the_heap_grew_by_a_quarter(monkeypatch):
+    """What a big build moves to the oldest generation is not counted by CPython's rule for full collections: the
+    pause applies the rule to the whole heap itself."""
+    heap = {"blocks": 1_000_000, "full_collections": 7}
+    collected = []
+    monkeypatch.setattr(sys, "getallocatedblocks", lambda: heap["blocks"])
+    monkeypatch.setattr(gc, "get_stats", lambda: [{}, {}, {"collections": heap["full_collections"]}])
+    monkeypatch.setattr(gc, "collect", lambda generation=2: collected.append(generation) or 0)
+    monkeypatch.setattr(compilers, "_heap_at_full", {"blocks": 0, "collections": -1})
+    compilers._collect_when_grown()  # the heap now is the mark
+    heap["blocks"] = 1_240_000
+    compilers._collect_when_grown()
+    assert collected == []
+    heap["blocks"] = 1_260_000
+    compilers._collect_when_grown()
+    assert collected == [2]
+    heap.update(blocks=1_600_000, full_collections=8)  # CPython ran one itself: the mark moves, nothing is run
+    compilers._collect_when_grown()
+    assert collected == [2]
