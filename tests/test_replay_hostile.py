@@ -77,7 +77,7 @@ def test_the_reported_hostile_journals_are_refused_by_their_line(journals, tmp_p
     assert "speed 1e-300: expected 0 (as fast as it can) or 0.01 to 1000" in capsys.readouterr().err
 
 
-HOSTILE_VALUES = [None, True, -1, 1e12, float("nan"), "", "x" * 300, [1], {"a": 1}]
+HOSTILE_VALUES = [None, True, -1, 1e12, float("nan"), "", "x" * 70_000, [1], {"a": 1}]
 MISSING = object()
 
 

@@ -25,7 +25,8 @@ MAX_PLANS_IN_FLIGHT = 64
 # Journal text the plans in flight may hold in all (their shapes, each op's latest state and result, a step
 # graph's steps), as an executor's default keep_finished_bytes bounds the records it keeps.
 MAX_KEPT_BYTES = 64 * 1024 * 1024
-MAX_ID_CHARS = 256
+# Text as a live plan may hold it (ids included: a step graph's step ids are its input's text).
+MAX_TEXT_CHARS = DEFAULT_LIMITS.max_string_chars
 STOP_WHENS = ("on_enter", "on_complete")
 STOP_POINT_STATES = ("armed", "disarmed", "fired")
 STOP_ACTIONS = ("cancel", "pause")
@@ -52,16 +53,18 @@ def _shown(value: object) -> str:
 
 
 def _text(value: object) -> str | None:
-    return None if isinstance(value, str) else "text"
+    if isinstance(value, str) and len(value) <= MAX_TEXT_CHARS:
+        return None
+    return f"text of at most {MAX_TEXT_CHARS} characters (the executor's max_string_chars)"
 
 
 def _text_or_null(value: object) -> str | None:
-    return None if value is None or isinstance(value, str) else "text or null"
+    return None if value is None else _text(value)
 
 
 def _ident(value: object) -> str | None:
     if isinstance(value, str):
-        return None if 1 <= len(value) <= MAX_ID_CHARS else f"an id of 1 to {MAX_ID_CHARS} characters"
+        return None if 1 <= len(value) <= MAX_TEXT_CHARS else f"an id of 1 to {MAX_TEXT_CHARS} characters"
     if type(value) is int and 0 <= value <= INT64_MAX:
         return None
     return "an id (text, or a whole number >= 0)"
