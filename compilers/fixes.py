@@ -40,12 +40,14 @@ MAX_FIX_CHARS = 65536
 NEAR = 0.6
 # Known names at most this much less alike than the nearest are as likely as it: alternatives, no fix.
 TIE = 0.02
-# Longest name the nearest-name search takes or offers: far longer than any name a catalog or a dialect
-# knows, and a bound on each comparison (quadratic in the lengths).
-MAX_NAME_CHARS = 128
-# Most full comparisons of names the fixes of one report make (each at most MAX_NAME_CHARS squared steps),
-# so that a report's cost stays linear in its input whatever the names.
-MAX_COMPARISONS = 20_000
+# Longest name the nearest-name search takes or offers: longer than the names catalogs and dialects use, and a
+# bound on each comparison (difflib's ratio is quadratic in the lengths: 1.5 ms for two 64-character names
+# of two letters).
+MAX_NAME_CHARS = 64
+# Most pairs of characters the comparisons of one report may weigh (a comparison of names of lengths a and b
+# weighs a * b), so that a report costs a bounded time whatever its names: a few hundred comparisons of the
+# longest names, thousands of usual ones.
+MAX_COMPARED_PAIRS = 500_000
 
 _ALLOWED = re.compile(r"\(allowed: ([^)]*)\)")
 _MISSING = re.compile(r"no '([^']+)'|needs '([^']+)'")
@@ -93,13 +95,12 @@ def pointer_of(path: str) -> str | None:
 
 class NameSearch:
     """The nearest-name search of one report, bounded: a name longer than ``MAX_NAME_CHARS`` is never taken
-    for a misspelling (nor compared: difflib's ratio is quadratic in the lengths), a pair whose lengths
-    alone keep it under ``NEAR`` is not compared, and past ``MAX_COMPARISONS`` full comparisons the names
-    of the report's later issues get none. ``comparisons``: how many were made."""
+    for a misspelling (nor compared), a pair whose lengths or letters alone keep it under ``NEAR`` is not
+    compared, and once its comparisons have weighed ``MAX_COMPARED_PAIRS`` pairs of characters, the names of
+    the report's later issues get none. ``comparisons``: how many were made, ``pairs``: what they weighed."""
 
-    def __init__(self, budget: int | None = None):
-        self.left = MAX_COMPARISONS if budget is None else budget
-        self.comparisons = 0
+    def __init__(self):
+        self.comparisons = self.pairs = 0
 
     def nearest(self, word: object, known) -> list[str]:
         """The known names ``word`` is most likely a misspelling of: one, several as likely, or none."""
@@ -112,9 +113,10 @@ class NameSearch:
             matcher = difflib.SequenceMatcher(None, lowered, name.lower())
             if matcher.real_quick_ratio() < NEAR or matcher.quick_ratio() < NEAR:
                 continue  # bounds of the ratio, from the lengths and the letters: linear, never quadratic
-            if self.left <= 0:
+            weight = len(word) * len(name)
+            if self.pairs + weight > MAX_COMPARED_PAIRS:
                 return []
-            self.left -= 1
+            self.pairs += weight
             self.comparisons += 1
             ratio = matcher.ratio()
             if ratio >= NEAR:

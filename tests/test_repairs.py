@@ -78,15 +78,26 @@ def test_names_far_longer_than_any_known_one_are_never_compared(ratios, hostile,
     assert ratios == []  # was one quadratic comparison per name and known name: 30 s for 100 op kinds
 
 
-def test_one_report_makes_at_most_its_budget_of_comparisons(ratios, monkeypatch):
-    monkeypatch.setattr(fixes, "MAX_COMPARISONS", 50)
+def test_one_report_weighs_at_most_its_budget_of_characters(ratios, monkeypatch):
+    monkeypatch.setattr(fixes, "MAX_COMPARED_PAIRS", 50 * 11 * 11)
     # every cap alike enough to every catalog name to be compared with it: 40 x 30 pairs, over the budget
     catalog = {f"arm.pick_{chr(97 + index)}{chr(97 + index)}": {} for index in range(30)}
     plan = bt_exec.load(seq(*[do(f"op {index}", cap=f"arm.pick_{index:02d}") for index in range(40)]))
     report = bt_exec.validate(plan, catalog=catalog)  # a loaded plan: one report, no rounds after fixes
     assert codes(report).count("unknown_cap") == 40
-    assert 0 < len(ratios) <= 50
+    assert 0 < sum(a * b for a, b in ratios) <= 50 * 11 * 11 and len(ratios) <= 50
     assert all(max(lengths) <= fixes.MAX_NAME_CHARS for lengths in ratios)
+
+
+def test_the_longest_names_compared_weigh_a_bounded_time(ratios):
+    # names of the longest length compared, two letters only, each alike enough to be compared with every other
+    ids = [format(index, "b").zfill(fixes.MAX_NAME_CHARS) for index in range(200)]
+    steps = [step(step_id, "grab", "vacuum") for step_id in ids]
+    edges = {step_id: {"success": step_id[::-1], "grasp_failed": "replan_required", "collision": "stop"}
+             for step_id in ids}
+    bt_exec.validate(graph(steps, edges, entry=ids[0]), scene=scene())
+    reports = 1 + fixes.FIX_ROUNDS  # the input's, and one for each round of what its fixes uncover
+    assert sum(a * b for a, b in ratios) <= reports * fixes.MAX_COMPARED_PAIRS
 
 
 def test_a_slip_within_the_bounds_is_still_repaired():
