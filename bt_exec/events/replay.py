@@ -491,7 +491,7 @@ def _new_plan(event: dict, shape: dict) -> dict:
         if not isinstance(entry, dict) or "op_id" not in entry:
             continue
         op = {"op_id": str(entry["op_id"]), "kind": entry.get("kind"), "description": entry.get("description", ""),
-              "state": "pending", "children": list(entry.get("children") or [])}
+              "state": "pending", "children": [str(child) for child in entry.get("children") or ()]}
         if "cap" in entry:
             op.update(cap=entry["cap"], args=entry.get("args"))
         op.update(result=None, detail=None, started_at=None, ended_at=None)
