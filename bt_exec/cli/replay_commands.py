@@ -6,7 +6,8 @@ import os
 import sys
 import threading
 
-from ..events.replay import MAX_SPEED, MIN_SPEED, ReplayedPlans, ReplayError, checked_speed, find_run, paced, read_events
+from ..events.replay import (MAX_SPEED, MIN_SPEED, ReplayedPlans, ReplayError, checked_speed, find_run, paced,
+                             read_events)
 from ..terminal.render import event_line, printable
 from ..web import WebServer
 from ..web.replay_api import ReplayApi
@@ -30,8 +31,8 @@ def add_commands(commands) -> None:
     replay.add_argument("--run", metavar="N", type=positive_int,
                         help="which run of the journal, from 1 as bt-exec journal check lists them (default: the last)")
     replay.add_argument("--speed", metavar="X", type=speed, default=1.0,
-                        help=f"play X times as fast as recorded, {MIN_SPEED:g} to {MAX_SPEED:g} (default: 1); 0: as fast as "
-                             "possible")
+                        help=f"play X times as fast as recorded, {MIN_SPEED:g} to {MAX_SPEED:g} (default: 1); 0: "
+                             "as fast as possible")
     replay.add_argument("--web", metavar="PORT", type=port_number,
                         help="serve the replay on PORT (0: any free port) to the operator console, the HTTP API and "
                              "bt-exec watch --url; it starts playing when a client follows its events, and serves "

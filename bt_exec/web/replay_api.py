@@ -20,8 +20,8 @@ import jsonschema
 
 from ..errors import ControlError
 from ..compilers.source import INT64_MAX
-from ..events.replay import (MAX_BATCH, MAX_SPEED, MIN_SPEED, JournalRun, ReplayedPlans, ReplayError, checked_speed, paced,
-                             read_events, run_span)
+from ..events.replay import (MAX_BATCH, MAX_SPEED, MIN_SPEED, JournalRun, ReplayedPlans, ReplayError, checked_speed,
+                             paced, read_events, run_span)
 from .api import (MAX_WAITS, ROUTES, ApiError, EventFanout, EventStream, Route, WaitSlots, checked_args,
                   without_plan_shape)
 
