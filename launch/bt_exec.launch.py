@@ -53,10 +53,11 @@ def start(context):
         backend = arg("backend")
         sim_script = arg("sim_script")
         parameters = [arg("params_file"), launch_config.node_parameters(backend, sim_script)]
-        if arg("viewer") == "web":
+        viewer_choice = arg("viewer")
+        if viewer_choice == "web":
             parameters.append(launch_config.web_parameters(arg("web_port"), arg("web_host")))
         with_sim_robot, note = launch_config.sim_robot_wanted(arg("sim_robot"), backend)
-        viewer, viewer_note = launch_config.viewer_command(arg("viewer"), namespace, arg("terminal"))
+        viewer, viewer_note = launch_config.viewer_command(viewer_choice, namespace, arg("terminal"))
     except ConfigError as exc:
         return [LogInfo(msg=f"bt_exec launch: {exc}"), Shutdown(reason=str(exc))]
     actions = [Node(package="bt_exec", executable="bt_exec_node", name="bt_exec", namespace=namespace,
@@ -69,7 +70,9 @@ def start(context):
         if message:
             actions.append(LogInfo(msg=f"bt_exec launch: {message}"))
     if viewer is not None:
-        actions.append(ExecuteProcess(cmd=viewer, output="screen", emulate_tty=True))
+        # Named after the program, else launch names it after the interpreter of bt_exec.ros.attached_watcher.
+        actions.append(ExecuteProcess(cmd=viewer, name=launch_config.VIEWER_PROGRAMS[viewer_choice][0],
+                                      output="screen", emulate_tty=True))
     return actions
 
 

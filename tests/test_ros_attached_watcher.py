@@ -28,10 +28,13 @@ exit $code
     return str(script), starts
 
 
-def test_services_are_matched_as_the_watcher_matches_them():
+def test_the_nodes_own_services_are_awaited_and_every_tree_the_hint_picks_is_named():
     assert attached_watcher.served(SERVED, HINT) == [HINT + "open"]
-    assert attached_watcher.served(SERVED[:1], HINT) == []  # the close service too
-    assert attached_watcher.served(SERVED, "/robot2/bt_exec/snapshot_streams/") == []
+    assert attached_watcher.served(SERVED[:1], HINT) is None  # the close service too
+    root = "/bt_exec/snapshot_streams/"
+    assert attached_watcher.served(SERVED, root) is None  # robot1's tree matches the root's hint: not its own
+    assert attached_watcher.served([(root + "open", [OPEN_TYPE]), (root + "close", [CLOSE_TYPE]), *SERVED],
+                                   root) == [root + "open", HINT + "open"]
 
 
 def test_a_hint_that_picks_several_trees_is_said_and_nothing_starts(tmp_path):
@@ -74,7 +77,7 @@ def test_a_watcher_that_fails_to_attach_is_started_again_until_it_attaches(tmp_p
     assert len(starts.read_text().splitlines()) == 3
     assert said[0] == f"bt_exec watcher: {program} exited with 1 (start 1 of {attached_watcher.MAX_STARTS}); " \
                       "starting it again once the node serves its tree"
-    attacher.stop()  # a stop signal: passed on, and no start again
+    attacher.stop()  # a stop signal: passed on (the script does not end on its own), and no start again
     runner.join(10)
     assert result == [0] and len(starts.read_text().splitlines()) == 3
 

@@ -3,6 +3,9 @@ again should it fail to attach.
 
     python -m bt_exec.ros.attached_watcher NAMESPACE_HINT [PROGRAM]
 
+NAMESPACE_HINT is the node's ``<namespace>/bt_exec/snapshot_streams/``: its
+services are that and ``open`` / ``close``.
+
 py-trees-tree-watcher looks for the snapshot-stream services for 5 s and
 waits 3 s for each client, then gives up with exit 1 (``service not found``,
 ``timed out waiting for .../close``). Started beside the node by a launch on
@@ -11,11 +14,15 @@ builds its executor and only then makes its services), and the launch ran on
 without a viewer. Here the services are awaited first, as long as it takes,
 and a watcher that exits with an error while nobody asked it to stop is
 started again (at most ``MAX_STARTS`` times in all), each time once the
-services are listed again. SIGINT and SIGTERM are passed on to the watcher;
-it gets ``STOP_WAIT_S`` to end before it is killed, so this ends before
-``ros2 launch`` escalates. Where the hint picks several trees (a node at the
-root, whose hint is a part of every namespaced node's names), the watcher
-would refuse them all: that is said, naming them, and nothing is started.
+services are listed again. On SIGINT or SIGTERM the watcher gets
+``OWN_STOP_S`` to end on its own (Ctrl-C in a terminal reaches it too: a
+second SIGINT would break off its stream's close with a KeyboardInterrupt),
+then it is sent SIGINT, and ``STOP_WAIT_S`` later killed, so this ends
+before ``ros2 launch`` escalates. The watcher matches services by a part of
+their name: where the hint is part of another tree's names too (the hint of
+a node at the root is part of every namespaced node's), it would take the
+wrong tree or refuse them all, so that is said, naming them, and nothing is
+started.
 """
 from __future__ import annotations
 
@@ -28,17 +35,21 @@ import uuid
 PROGRAM = "py-trees-tree-watcher"
 OPEN_TYPE = "py_trees_ros_interfaces/srv/OpenSnapshotStream"
 CLOSE_TYPE = "py_trees_ros_interfaces/srv/CloseSnapshotStream"
-MAX_STARTS = 6       # a watcher that keeps failing (e.g. several trees match the hint) is given up then
+MAX_STARTS = 6       # a watcher that keeps failing to attach is given up then
 GRAPH_POLL_S = 0.2   # how often the ROS graph is looked at while waiting for the node
-STOP_WAIT_S = 3.0    # after a stop signal, how long the watcher has to end before it is killed
+OWN_STOP_S = 1.0     # after a stop signal, how long the watcher has to end on its own before it is sent SIGINT
+STOP_WAIT_S = 2.5    # and then before it is killed
 
 
-def served(services: list[tuple[str, list[str]]], hint: str) -> list[str]:
-    """The snapshot-stream open services that ``hint`` picks, once the close services are listed too (as
-    py-trees-tree-watcher matches them: by type, ``hint`` a substring of the name); else []."""
-    opened = sorted(name for name, types in services if hint in name and OPEN_TYPE in types)
-    closed = [name for name, types in services if hint in name and CLOSE_TYPE in types]
-    return opened if opened and closed else []
+def served(services: list[tuple[str, list[str]]], hint: str) -> list[str] | None:
+    """None until the node's own services (``hint`` + ``open`` / ``close``) are listed; then the open services
+    of every tree ``hint`` picks as py-trees-tree-watcher matches them (by type, ``hint`` a part of the name),
+    the node's own first."""
+    names = {name for name, types in services if OPEN_TYPE in types or CLOSE_TYPE in types}
+    if hint + "open" not in names or hint + "close" not in names:
+        return None
+    others = sorted(name for name, types in services if hint in name and OPEN_TYPE in types and name != hint + "open")
+    return [hint + "open", *others]
 
 
 class Attacher:
@@ -51,29 +62,23 @@ class Attacher:
         self.say = say
         self.stopping = threading.Event()
         self.child: subprocess.Popen | None = None
-        self._lock = threading.Lock()
 
     def stop(self) -> None:
         self.stopping.set()
-        with self._lock:
-            child = self.child
-        if child is not None and child.poll() is None:
-            child.send_signal(signal.SIGINT)
 
     def run(self) -> int:
         for start in range(1, MAX_STARTS + 1):
             trees = self._wait_for_node()
             if not trees:
                 return 0
-            if len(trees) > 1:  # the watcher would refuse them all ("multiple services found")
+            if len(trees) > 1:  # the watcher would take another tree, or refuse them all
                 self.say(f"bt_exec watcher: {len(trees)} trees match {self.hint} ({', '.join(trees)}); "
                          f"{self.program} cannot pick one: give each bt_exec node a namespace "
                          "(namespace:=robot1), none at the root")
                 return 1
-            with self._lock:
-                if self.stopping.is_set():
-                    return 0
-                self.child = subprocess.Popen([self.program, "--namespace-hint", self.hint])
+            if self.stopping.is_set():
+                return 0
+            self.child = subprocess.Popen([self.program, "--namespace-hint", self.hint])
             code = self._wait_for_child()
             if self.stopping.is_set() or code == 0:
                 return 0
@@ -82,11 +87,11 @@ class Attacher:
         return 1
 
     def _wait_for_node(self) -> list[str]:
-        """The open services ``served`` picks, once there are any; [] when a stop is asked for first."""
+        """The open services ``served`` picks, once the node's are listed; [] when a stop is asked for first."""
         said = False
         while not self.stopping.is_set():
             trees = served(self.list_services(), self.hint)
-            if trees:
+            if trees is not None:
                 return trees
             if not said:
                 self.say(f"bt_exec watcher: waiting for the node's tree ({self.hint}open)")
@@ -102,11 +107,12 @@ class Attacher:
             except subprocess.TimeoutExpired:
                 if self.stopping.is_set():
                     break
-        try:
-            return child.wait(STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            return child.wait()
+        for wait_s, then in ((OWN_STOP_S, lambda: child.send_signal(signal.SIGINT)), (STOP_WAIT_S, child.kill)):
+            try:
+                return child.wait(wait_s)
+            except subprocess.TimeoutExpired:
+                then()
+        return child.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
