@@ -134,11 +134,6 @@ class NameSearch:
         return []
 
 
-def nearest(word: object, known) -> list[str]:
-    """The known names ``word`` is most likely a misspelling of (one search of its own: ``NameSearch``)."""
-    return NameSearch().nearest(word, known)
-
-
 def _one_slip(word: str, name: str) -> bool:
     """Whether ``word`` is ``name`` with one letter changed, added, dropped, or two neighbours swapped."""
     if abs(len(word) - len(name)) > 1 or word == name:

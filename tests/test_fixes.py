@@ -12,7 +12,7 @@ import pytest
 
 import bt_exec
 from bt_exec.cli.plan_commands import FIX_ROUNDS
-from bt_exec.compilers.fixes import PLACEHOLDER_DESCRIPTION, apply_fixes, fixable, nearest, pointer_of
+from bt_exec.compilers.fixes import PLACEHOLDER_DESCRIPTION, NameSearch, apply_fixes, fixable, pointer_of
 from bt_exec.errors import Issue
 from qwen3_graphs import (cap_to_hatch, cap_without_vacuum, edge_list, envelope as qwen3_envelope, graph, retry_loop, scene,
                           screw_to_hole, spec_example, step, vacuum_to_work)
@@ -495,6 +495,7 @@ def test_a_node_with_children_and_no_op_may_be_either_composite():
 
 
 def test_nearness_needs_one_clear_candidate():
+    nearest = NameSearch().nearest
     assert nearest("sequnce", ["sequence", "parallel", "do"]) == ["sequence"]
     assert nearest("od", ["sequence", "parallel", "do"]) == ["do"]
     assert nearest("zzz", ["sequence", "parallel", "do"]) == []

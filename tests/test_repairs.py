@@ -101,8 +101,9 @@ def test_the_longest_names_compared_weigh_a_bounded_time(ratios):
 
 
 def test_a_slip_within_the_bounds_is_still_repaired():
-    assert fixes.nearest("sequnce", ["sequence", "parallel", "do"]) == ["sequence"]
-    assert fixes.nearest("x" * (fixes.MAX_NAME_CHARS + 1), ["x" * fixes.MAX_NAME_CHARS]) == []
+    search = fixes.NameSearch()
+    assert search.nearest("sequnce", ["sequence", "parallel", "do"]) == ["sequence"]
+    assert search.nearest("x" * (fixes.MAX_NAME_CHARS + 1), ["x" * fixes.MAX_NAME_CHARS]) == []
 
 
 # --- lossy fixes ----------------------------------------------------------------------------------------------
