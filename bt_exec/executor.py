@@ -150,6 +150,10 @@ class Executor:
     def submit(self, source, run_id: str | None = None, dialect: str = "auto") -> dict:
         """Validate, compile and enqueue a plan, or carry out a meta op; never raises for bad input.
 
+        ``source``: a dict, JSON text (str or bytes) or a ``pathlib.Path``. A str is never opened as a file
+        (text from a network door could name any file): one that reads like a file name is refused with
+        ``json_syntax`` saying to pass ``pathlib.Path(...)``.
+
         Returns ``{accepted, run_id, plan_id, verdict, issues, message, ...}``. A
         ``run_id`` seen before returns the same answer and runs nothing again.
         """
