@@ -304,7 +304,9 @@ def big_journal(path, events):
 
 
 def test_a_flood_of_seeks_is_coalesced_the_latest_winning(tmp_path, serve_replay):
-    api, server = serve_replay(big_journal(tmp_path / "big.jsonl", 5 * MAX_BATCH), speed=0)
+    api, server = serve_replay(big_journal(tmp_path / "big.jsonl", 5 * MAX_BATCH), speed=0.01)
+    api.start()  # recorded 1 s apart, played 100 s apart: paused before the second, it stays where the seeks leave it
+    assert request(server, "POST", "/api/replay/pause", {})[1]["playing"] is False
     on_its_way, go_on = threading.Event(), threading.Event()
     apply = api.plans.apply
 
