@@ -263,7 +263,8 @@ def compile_command(args: argparse.Namespace) -> int:
         raise CommandError(control_message(args.file, report["stats"]["control"]["op"], "compile"), EXIT_FAILED)
     if not report["valid"]:
         error(f"refused: {report['verdict']}")
-        raise PlanError([Issue(**issue) for issue in report["issues"]])
+        # the issues of the input itself: those its repaired document would have are validate's to show
+        raise PlanError([Issue(**issue) for issue in report["issues"] if not issue.get("after_fixes")])
     plan = bt_exec.load(source, dialect=args.dialect)
     compiled = bt_exec.compile_plan(plan, catalog_for(plan, args.catalog))
     if args.render == "dot":
