@@ -13,6 +13,7 @@ import networkx as nx
 from bt_exec.errors import Issue, Issues, PlanError
 
 from .ir import STOP_WHENS, ControlRequest, Op, Plan
+from .report import PartlyRead
 from .source import (DEFAULT_LIMITS, INT64_MAX, INT64_MIN, MAX_INT_BITS, STRICT_JSON as _DECODER, Limits,
                      check_document, encodable, has_digit_run, number_shown as _number_shown)
 
@@ -120,10 +121,12 @@ def _load_envelope(doc: dict, limits: Limits, proving: bool = False) -> Plan | C
     meta = {"content": content, "task_update": task_update}
     try:
         loaded = _load_tree_root(rtdl, "/rtdl", limits, description=description, meta=meta, proving=proving)
+    except PartlyRead as exc:
+        raise PartlyRead(issues + exc.issues, exc.partial) from None
     except PlanError as exc:
         raise PlanError(issues + exc.issues) from None
     if issues:
-        raise PlanError(issues)
+        raise PartlyRead(issues, loaded) if isinstance(loaded, Plan) else PlanError(issues)
     if isinstance(loaded, Plan):
         loaded.shape = "envelope"
     return loaded
@@ -154,7 +157,7 @@ def _load_tree_root(root: dict, path: str, limits: Limits, description: str | No
     ops: dict[str, Op] = {}
     depth = _walk_tree(root, path, limits, ops, issues, proving)
     if issues:
-        raise PlanError(issues)
+        raise PartlyRead(issues, _partial(ops, "tree", meta))
     root_op = ops["1"]
     plan_description = description if description and _NON_BLANK.search(description) else root_op.description
     return Plan(dialect="rtdl", shape="tree", root="1", ops=ops, description=plan_description,
@@ -513,7 +516,9 @@ def _arena_plan(doc: dict, nodes: list, root_index: int, ops: list, limits: Limi
     if issues:
         if not issues.dropped:
             issues.extend(_cycles_among_faults(nodes))
-        raise PlanError(issues)
+        meta = {key: doc[key] for key in ("plan_id", "session_id", "round") if key in doc}
+        raise PartlyRead(issues, _partial({str(index): op for index, op in enumerate(ops) if op is not None},
+                                          "arena", meta))
 
     order, depth = _check_arena_graph(nodes, root_index, limits, issues)
     if issues:
@@ -526,6 +531,13 @@ def _arena_plan(doc: dict, nodes: list, root_index: int, ops: list, limits: Limi
             op.children = [ops[child].op_id for child in children]
         by_index[op.op_id] = op
     return _arena_plan_of(doc, ops[root_index], by_index, depth)
+
+
+def _partial(ops: dict[str, Op], shape: str, meta: dict) -> Plan:
+    """The sound ops of a plan refused for its shape, each where it is in the input: what the checks of its
+    calls (catalog, builtins, guard) still run on, so that a fault of one node hides none of another's."""
+    return Plan(dialect="rtdl", shape=shape, root="", ops=ops, description="a plan read in part", depth=0,
+                numbered_by_loader=False, meta=meta)
 
 
 def _arena_plan_of(doc: dict, root: Op, ops: dict[str, Op], depth: int) -> Plan:
