@@ -295,3 +295,18 @@ def test_truncated_json_in_a_fenced_response_is_located_in_the_response():
     response = "```json\n{\"status\": \"ok\",\n \"plan\": [\n```"
     [issue] = bt_exec.validate({"response": response, "scene_revision": 12}).issues
     assert issue.path == "/response" and issue.message.endswith("Expecting value at line 3 column 11")
+
+
+def test_a_faulty_rtdl_node_hides_no_misspelt_cap_in_another():
+    catalog = {"arm.grasp": {}, "nav.move_to": {}}
+    tree = seq({"op": "wander", "description": "w"}, do("go", cap="nav.mvoe_to"))
+    arena = {"root_index": 0, "nodes": [
+        {"node_kind": 0, "children": [1, 2], "op_id": "1", "description": "in order"},
+        {"node_kind": 2, "children": [], "op_id": "2", "description": "", "call": {"contract_id": "arm.grasp"}},
+        {"node_kind": 2, "children": [], "op_id": "3", "description": "go", "call": {"contract_id": "nav.mvoe_to"}}]}
+    for doc, shape_fault, cap_path in ((tree, "bad_op", "/children/1/cap"),
+                                       (envelope(tree), "bad_op", "/rtdl/children/1/cap"),
+                                       (arena, "empty_description", "nodes[2].call.contract_id")):
+        own = [issue for issue in bt_exec.validate(doc, catalog=catalog).issues if not issue.after_fixes]
+        assert [issue.code for issue in own] == [shape_fault, "unknown_cap"]
+        assert own[1].path == cap_path and own[1].fix[0]["value"] == "nav.move_to"
