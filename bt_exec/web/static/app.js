@@ -1959,6 +1959,8 @@
   async function replayCall(path, body) {
     try {
       const answer = await api('POST', path, body);
+      // A seek a later one superseded says where the replay was then: the later answer says where it is.
+      if (answer.superseded) return;
       if ('position' in answer) showReplayClock(answer);
       else readReplayClock();
     } catch (err) {
