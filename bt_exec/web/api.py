@@ -182,8 +182,9 @@ ROUTES: tuple[Route, ...] = (
           lambda ex, plan_id, source="http": ex.pause_plan(plan_id, source),
           {"plan_id": _PLAN_ID}, ("plan_id",), says_door=True),
     Route("resume_plan", "POST", "/api/plans/{plan_id}/resume",
-          "Resume a paused plan from exactly where it held (after pause_plan or a pause point). Answers "
-          "resumed: false when it was not paused.",
+          "Resume a paused plan from exactly where it held (after pause_plan or a pause point); after step_plan, "
+          "drop the pending step so the plan runs on freely. Answers resumed: false when it was neither paused "
+          "nor stepping (nothing changed).",
           lambda ex, plan_id, source="http": ex.resume_plan(plan_id, source),
           {"plan_id": _PLAN_ID}, ("plan_id",), says_door=True),
     Route("step_plan", "POST", "/api/plans/{plan_id}/step",
