@@ -106,7 +106,8 @@ def test_every_help_is_plain_text():
                     if command != "sim-robot":  # its options are the sim robot's own, read by ROS
                         yield from helps(sub, f"{name} {command}")
 
-    shown = dict(helps(cli.dispatch.build_parser(), "bt-exec"))
+    from bt_exec.cli import dispatch  # main imports it on first use; this test may run before any main
+    shown = dict(helps(dispatch.build_parser(), "bt-exec"))
     assert {"bt-exec", "bt-exec run", "bt-exec compile", "bt-exec watch", "bt-exec journal check"} <= set(shown)
     markup = {name: re.findall(r"``|:[a-z]+:`|`", text) for name, text in shown.items()}
     assert not {name: found for name, found in markup.items() if found}
