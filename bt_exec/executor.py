@@ -152,7 +152,7 @@ class Executor:
 
         ``source``: a dict, JSON text (str or bytes) or a ``pathlib.Path``. A str is never opened as a file
         (text from a network door could name any file): one that reads like a file name is refused with
-        ``json_syntax`` saying to pass ``pathlib.Path(...)``.
+        ``json_syntax`` saying so (and that ``pathlib.Path(...)`` reads a file).
 
         Returns ``{accepted, run_id, plan_id, verdict, issues, message, ...}``. A
         ``run_id`` seen before returns the same answer and runs nothing again.

@@ -94,7 +94,6 @@ def parse_document(source, limits: Limits, wanted: Callable[[dict], bool] | None
     Text that is not JSON may be a model's reply with prose around the JSON: see
     ``_json_in_reply`` (``wanted``: whether an object found there is a plan).
     """
-    handed_a_str = isinstance(source, str)
     if isinstance(source, pathlib.Path):
         try:
             size = source.stat().st_size
@@ -119,7 +118,7 @@ def parse_document(source, limits: Limits, wanted: Callable[[dict], bool] | None
         try:
             return _parse_text(source, wanted, limits.max_json_nesting)
         except PlanError as exc:
-            if handed_a_str and _looks_like_a_file_name(source):
+            if _looks_like_a_file_name(source):
                 raise PlanError([_file_name_issue(source)]) from None
             raise
     if isinstance(source, dict):
@@ -137,12 +136,12 @@ def _looks_like_a_file_name(text: str) -> bool:
 
 
 def _file_name_issue(text: str) -> Issue:
-    """A str that is no JSON and reads like a file name: a str is never opened (text from a network could
-    name any file), so say how a file is read."""
+    """Text that is no JSON and reads like a file name: text is never opened (text from a network could name
+    any file), so say so, and how a file is read."""
     name = text.strip()
     shown = repr(name) if len(name) <= 200 else f"{name[:200]!r}..."
-    return Issue("json_syntax", "", f"no JSON in this text: {shown}. A str is read as JSON text, never as a file "
-                                    f"name; to read a plan file, pass pathlib.Path({shown})")
+    return Issue("json_syntax", "", f"no JSON in this text: {shown}. Plan text is read as JSON, never as a file "
+                                    f"name: send the plan's JSON (in Python, pathlib.Path({shown}) reads the file)")
 
 
 def _parse_text(text: str, wanted: Callable[[dict], bool] | None, max_nesting: int) -> tuple[object, list[dict]]:
