@@ -29,7 +29,7 @@ class Step:
     skill: str                  # as the model wrote it; the catalog resolves aliases
     params: dict                # object / target / tool, and anything else it gave
     path: str
-    param_paths: dict = field(default_factory=dict)  # param -> where it is in the input (on the step or in args)
+    param_paths: dict = field(default_factory=dict)  # param given -> where it is in the input (step or args)
 
 
 @dataclass
@@ -192,11 +192,14 @@ def _params(raw: dict, path: str, step_id: str, issues: list[Issue]) -> tuple[di
                                  f"step {step_id!r}: {key} is {params[key]!r} on the step but {value!r} in args", [step_id]))
         if key not in params:
             params[key], paths[key] = value, f"{path}/args/{_esc(key)}"
-    for key, value in params.items():
-        if not isinstance(value, str) or not value.strip():
-            issues.append(_issue("type", paths[key], f"step {step_id!r}: {key} must be a name, got {value!r}", [step_id]))
-            if issues.dropped:
-                break
+    refused = [key for key, value in params.items() if not isinstance(value, str) or not value.strip()]
+    for key in refused:
+        if not issues.dropped:
+            issues.append(_issue("type", paths[key], f"step {step_id!r}: {key} must be a name, got {params[key]!r}",
+                                 [step_id]))
+        # Refused, its value is not read: a graph refused for it is still checked (refusal_issues) on names only;
+        # its path stays, so that it is not reported missing as well.
+        del params[key]
     return params, paths
 
 

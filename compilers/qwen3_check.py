@@ -119,9 +119,9 @@ def _check_params(graph, catalog: SkillCatalog, skills, scene, issues) -> None:
                     issues.append(_issue("wrong_tool", path, f"{where}: {step.params.get('object')!r} is grabbed with "
                                                              f"{own!r}, not {value!r}", [step_id]))
         for key, spec in skill.params.items():
-            if not spec.get("optional") and key not in step.params:
+            if not spec.get("optional") and key not in step.param_paths:
                 issues.append(_issue("missing_param", step.path, f"{where} needs {key!r}", [step_id]))
-        if skill.one_of and sum(key in step.params for key in skill.one_of) != 1:
+        if skill.one_of and sum(key in step.param_paths for key in skill.one_of) != 1:
             issues.append(_issue("missing_param", step.path, f"{where} needs exactly one of {', '.join(skill.one_of)}",
                                  [step_id]))
 

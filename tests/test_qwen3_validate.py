@@ -507,3 +507,14 @@ def test_validate_takes_a_scene_file(tmp_path):
     graph = {"status": "ok", "entry": "s1", "scene_revision": 3, "plan": [{"id": "s1", "skill": "detect", "object": "cap"}],
              "transitions": {"s1": {"success": "completed", "not_found": "replan_required"}}}
     assert bt_exec.validate(graph, scene=str(scene)).verdict == "ok"
+
+
+# --- a graph refused for a value, still checked -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [-1, None, 2.5, ["cap"], {"name": "cap"}, "  "])
+def test_a_param_refused_for_its_type_is_reported_once_and_breaks_no_later_check(bad):
+    # The checks that run on a refused graph read its names only: the refused value is neither read (a crash on
+    # a number) nor reported missing as well.
+    broken = changed(cap_to_hatch(), lambda g: g["plan"][2].update(object=bad))
+    assert [(code, path) for code, path, _ in issues(check(broken))] == [("type", "/plan/2/object")]
