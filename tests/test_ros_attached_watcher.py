@@ -100,3 +100,19 @@ def test_a_stop_while_waiting_for_the_node_ends_it_without_a_start(tmp_path):
 def test_usage_is_said_for_wrong_arguments(capsys):
     assert attached_watcher.main([]) == 2
     assert "usage: python -m bt_exec.ros.attached_watcher" in capsys.readouterr().err
+
+
+def test_the_qt_viewer_starts_once_the_node_serves_its_tree_without_a_hint_whatever_trees_match(tmp_path):
+    # It lists every tree and lets its user pick: started too early it found a tree half served and its ROS
+    # thread died, leaving an empty window.
+    program, starts = watcher_script(tmp_path, [0])
+    root = "/bt_exec/snapshot_streams/"
+    looks = []
+
+    def graph():
+        looks.append(starts.exists())
+        return [(root + "open", [OPEN_TYPE]), (root + "close", [CLOSE_TYPE]), *SERVED] if len(looks) >= 2 else []
+
+    assert Attacher(root, program, graph, say=lambda _text: None, hinted=False).run() == 0
+    assert looks == [False, False]
+    assert starts.read_text() == "\n"  # started once, with no arguments

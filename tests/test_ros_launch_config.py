@@ -136,7 +136,9 @@ def test_viewers():
         [*attached, "/robot1/bt_exec/snapshot_streams/", "py-trees-tree-watcher"], None)
     assert launch_config.viewer_command("watcher", "", "xterm -e", which=which, python="/usr/bin/python3") == (
         ["xterm", "-e", *attached, "/bt_exec/snapshot_streams/", "py-trees-tree-watcher"], None)
-    assert launch_config.viewer_command("py_trees", "/robot1", which=which) == (["py-trees-tree-viewer"], None)
+    assert launch_config.viewer_command("py_trees", "/robot1", which=which, python="/usr/bin/python3") == (
+        ["/usr/bin/python3", "-m", "bt_exec.ros.attached_watcher", "/robot1/bt_exec/snapshot_streams/",
+         "py-trees-tree-viewer"], None)
     for viewer, package in (("py_trees", "ros-jazzy-py-trees-ros-viewer"), ("watcher", "ros-jazzy-py-trees-ros")):
         command, message = launch_config.viewer_command(viewer, "", which=lambda _name: None)
         assert command is None and "is not installed here" in message and package in message

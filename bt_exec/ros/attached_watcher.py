@@ -1,5 +1,6 @@
-"""``viewer:=watcher``: run ``py-trees-tree-watcher`` on one bt_exec node's tree once the node serves it, and
-again should it fail to attach.
+"""``viewer:=watcher`` and ``viewer:=py_trees``: run ``py-trees-tree-watcher`` on one bt_exec node's tree once
+the node serves it, and again should it fail to attach; or the Qt viewer ``py-trees-tree-viewer`` once the node
+serves its tree.
 
     python -m bt_exec.ros.attached_watcher NAMESPACE_HINT [PROGRAM]
 
@@ -23,9 +24,16 @@ their name: where the hint is part of another tree's names too (the hint of
 a node at the root is part of every namespaced node's), it would take the
 wrong tree or refuse them all, so that is said, naming them, and nothing is
 started.
+
+The Qt viewer lists every tree and lets its user pick one. It has the same
+race (it found a tree whose services were not all served yet, waited 3 s and
+its ROS thread died, leaving an empty window), so it too starts once the
+node's services are listed; it is given no hint, and it ends only when its
+window is closed.
 """
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -33,6 +41,7 @@ import threading
 import uuid
 
 PROGRAM = "py-trees-tree-watcher"
+QT_VIEWER = "py-trees-tree-viewer"
 OPEN_TYPE = "py_trees_ros_interfaces/srv/OpenSnapshotStream"
 CLOSE_TYPE = "py_trees_ros_interfaces/srv/CloseSnapshotStream"
 MAX_STARTS = 6       # a watcher that keeps failing to attach is given up then
@@ -55,9 +64,12 @@ def served(services: list[tuple[str, list[str]]], hint: str) -> list[str] | None
 class Attacher:
     """Waits for the services, runs the watcher, starts it again on a failure; ``stop()`` from a signal."""
 
-    def __init__(self, hint: str, program: str, list_services, say=print):
+    def __init__(self, hint: str, program: str, list_services, say=print, hinted: bool = True):
+        """``hinted``: ``program`` is pointed at the node's tree with ``--namespace-hint`` (the watcher); else it
+        lists every tree itself (the Qt viewer)."""
         self.hint = hint
         self.program = program
+        self.hinted = hinted
         self.list_services = list_services  # () -> [(name, [types])], the ROS graph's services
         self.say = say
         self.stopping = threading.Event()
@@ -71,14 +83,14 @@ class Attacher:
             trees = self._wait_for_node()
             if not trees:
                 return 0
-            if len(trees) > 1:  # the watcher would take another tree, or refuse them all
+            if self.hinted and len(trees) > 1:  # the watcher would take another tree, or refuse them all
                 self.say(f"bt_exec watcher: {len(trees)} trees match {self.hint} ({', '.join(trees)}); "
                          f"{self.program} cannot pick one: give each bt_exec node a namespace "
                          "(namespace:=robot1), none at the root")
                 return 1
             if self.stopping.is_set():
                 return 0
-            self.child = subprocess.Popen([self.program, "--namespace-hint", self.hint])
+            self.child = subprocess.Popen([self.program, "--namespace-hint", self.hint] if self.hinted else [self.program])
             code = self._wait_for_child()
             if self.stopping.is_set() or code == 0:
                 return 0
@@ -125,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
 
     rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node(f"bt_exec_watch_{uuid.uuid4().hex[:8]}", start_parameter_services=False)
-    attacher = Attacher(argv[0], argv[1] if len(argv) == 2 else PROGRAM, node.get_service_names_and_types,
-                        say=lambda text: print(text, flush=True))
+    program = argv[1] if len(argv) == 2 else PROGRAM
+    attacher = Attacher(argv[0], program, node.get_service_names_and_types, say=lambda text: print(text, flush=True),
+                        hinted=os.path.basename(program) != QT_VIEWER)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda _signum, _frame: attacher.stop())
     try:

@@ -85,8 +85,9 @@ def viewer_command(viewer: str, namespace: str, terminal: str = "", which=shutil
     ``watcher``: ``py-trees-tree-watcher`` on this node's snapshot streams, started by
     ``bt_exec.ros.attached_watcher`` (run by ``python``) once the node serves them and again should it fail
     to attach, in the launch's terminal, or in a terminal of its own when ``terminal`` is a command prefix
-    such as ``xterm -e``. ``py_trees``: the Qt viewer (``py-trees-tree-viewer``), in a window of its own. A
-    program that is not installed is said so, with the package to install, and nothing runs.
+    such as ``xterm -e``. ``py_trees``: the Qt viewer (``py-trees-tree-viewer``), in a window of its own,
+    started by the same module once the node serves its tree. A program that is not installed is said so,
+    with the package to install, and nothing runs.
     """
     if viewer not in VIEWERS:
         raise ConfigError(f"viewer:={viewer!r}: expected one of {', '.join(VIEWERS)}")
@@ -96,15 +97,16 @@ def viewer_command(viewer: str, namespace: str, terminal: str = "", which=shutil
     if which(program) is None:
         return None, (f"viewer:={viewer} needs {program}, which is not installed here (sudo apt install {package}); "
                       "no viewer started, the rest runs")
+    attached = [python, "-m", "bt_exec.ros.attached_watcher", snapshot_streams_hint(namespace), program]
     if viewer == "py_trees":  # a window of its own
-        return [program], None
+        return attached, None
     try:
         prefix = shlex.split(terminal)
     except ValueError as exc:
         raise ConfigError(f"terminal:={terminal!r} is not a command: {exc}") from None
     if prefix and which(prefix[0]) is None:
         raise ConfigError(f"terminal:={terminal!r}: {prefix[0]} is not installed here")
-    return [*prefix, python, "-m", "bt_exec.ros.attached_watcher", snapshot_streams_hint(namespace), program], None
+    return [*prefix, *attached], None
 
 
 def fleet_namespaces(robots: str, count: str) -> list[str]:

@@ -87,6 +87,7 @@ ANSWER_FIRST_S = 0.02
 MAX_ANSWERS_DUE = 1000  # submit answers a plan's start may wait for; beyond this, plans start without waiting
 SHUTDOWN_CANCEL_MS = 2000  # of shutdown_timeout_s, the most spent waiting for plans to finish
 LAST_EVENTS_S = 1.0        # of shutdown_timeout_s, what is kept for the last events to reach the subscribers
+ACK_SLICE_S = 0.05         # the longest one wait for those acknowledgements holds the interpreter
 FORCED_EXIT = 1            # the teardown outlived shutdown_timeout_s
 CLOSE_MARGIN_S = 1.0       # beyond shutdown_timeout_s, for the parts of the stop the bound does not cover
 TREE_EVENTS = frozenset(("plan_started", "node_state", "step_transition", "plan_complete", "stop_point", "paused",
@@ -285,6 +286,16 @@ class ExecutorNode(Node):
         self.get_logger().info(f"ready: backend {s['backend']}, {s['tick_rate_hz']:g} Hz; services and topics "
                                f"under {self.get_fully_qualified_name()}/")
 
+    def _await_status_acks(self, until: float) -> None:
+        """Wait until ~/status's subscribers acknowledged its last events, or ``until`` (monotonic).
+
+        rclpy's wait holds the interpreter for as long as it waits, so it is asked in short slices: between them
+        the spin thread answers what is still asked of the node as it closes (a viewer closing its snapshot
+        stream gives up after 0.5 s, and its answer came too late to send)."""
+        while not self.status_publisher.wait_for_all_acked(Duration(nanoseconds=int(ACK_SLICE_S * 1e9))):
+            if time.monotonic() >= until:
+                return
+
     def close(self) -> None:
         """Cancel every plan, answer waiting cancels, let the backend's action goals be cancelled and answered,
         send the last events (``plan_complete`` of each plan, then ``node_shutdown``) and stop the threads, all
@@ -327,8 +338,7 @@ class ExecutorNode(Node):
         if self._outbox.dropped:
             self.get_logger().warning(f"~/status dropped {self._outbox.dropped} events in all (queue full)")
         try:  # the process may end right after: let the subscribers have the last events first
-            self.status_publisher.wait_for_all_acked(
-                Duration(seconds=max(0.0, min(LAST_EVENTS_S, deadline - time.monotonic()))))
+            self._await_status_acks(min(time.monotonic() + LAST_EVENTS_S, deadline))
         except Exception as exc:
             self.get_logger().debug(f"~/status: last events not acknowledged: {exc}")
         if self._journal is not None:
