@@ -15,7 +15,6 @@ by one lock that the executor's tick thread never takes.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import os
 import sys
@@ -251,11 +250,10 @@ class IiwaExecutorNode(Node):
         newest = self._newest
         if newest is None or self.bt is None or self.bt.scene is newest.scene or self.bt.get_all_plans()["count"]:
             return
-        # The Executor has no public call that replaces its scene; its admission's context is swapped under
-        # the admission's own lock, as its runs do when they end.
-        admission = self.bt._admission
-        with admission._lock:
-            admission.context = dataclasses.replace(admission.context, scene=newest.scene)
+        try:
+            self.bt.set_scene(newest.scene)
+        except ControlError:  # a run took the robot meanwhile: the scene is handed over once it ended
+            return
         self._backend.world = World.from_scene(self._skill_catalog, newest.scene)
 
     def _on_scene_ready(self, msg) -> None:
