@@ -49,11 +49,16 @@ offers no such service (its client, made with the action client, has not found
 it), ``pause`` raises ``CapabilityPauseError``: the executor then leaves that
 goal running to its end, and ``can_pause(run_id)`` says so beforehand.
 
-``cancel(run_id)`` cancels the goal. Before the goal is accepted the cancel is
-remembered and sent as soon as the acceptance arrives, so a halted op never
-leaves an orphan goal on the server; after the call finished it does nothing.
-A goal that is given up for any other reason (no answer to the goal request,
-the server gone) is cancelled the same way should it turn up accepted later.
+``cancel(run_id)`` cancels the goal; after the call finished it does nothing.
+The backend names each goal's id itself, so a goal still awaiting acceptance
+is cancelled by that id at once: a server whose acceptance never reaches the
+client (Fast DDS drops a reply when the server has not yet discovered the
+client's reply reader) still holds, and runs, the goal. Should the acceptance
+arrive later, the cancel is sent again on the goal's handle, in case the first
+one reached the server before the goal did. A goal that is given up for any
+other reason (no answer to the goal request, the server gone) is cancelled the
+same way. ``close`` cancels what is in flight and waits (bounded) for the
+servers to answer.
 
 rclpy's ActionClient (Jazzy, rclpy 7.1) is not safe against a goal sent from
 one thread while the executor takes the response in another
@@ -70,11 +75,13 @@ import logging
 import re
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.expand_topic_name import expand_topic_name
 from rclpy.validate_full_topic_name import validate_full_topic_name
@@ -84,6 +91,7 @@ from bt_exec.backends import CallStatus, CapabilityCall
 from bt_exec.errors import BtExecError
 from bt_exec_interfaces.action import RunCapability
 from bt_exec_interfaces.srv import PauseGoal
+from unique_identifier_msgs.msg import UUID
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +169,10 @@ class LockedActionClient(ActionClient):
             self._check_alive()
             return super()._get_result_async(goal_handle)
 
+    def cancel_goal_id_async(self, goal_id: UUID):
+        """Cancel a goal known by its id alone (its acceptance never reached this client)."""
+        return self._cancel_goal_async(ClientGoalHandle(self, goal_id, None))
+
     def server_is_ready(self):
         with self._request_lock:
             return not self._destroyed and super().server_is_ready()
@@ -211,8 +223,10 @@ class _Goal:
     lost_since: float | None = None
     next_check: float = 0.0
     handle: Any = None            # the ClientGoalHandle once accepted
+    goal_id: Any = None           # the goal's UUID message, named here when the goal is sent
     cancel_wanted: bool = False   # cancel it on the server (asked by cancel(), or the goal was given up)
-    cancel_sent: bool = False
+    cancel_sent: bool = False     # on the goal's handle (accepted)
+    cancel_by_id_sent: bool = False  # by its id alone, while the acceptance was still awaited
     cancel_answered: bool = False  # the server answered the cancel request (whatever its code)
     cancelled_at: float | None = None
     polled_out: bool = False      # cancel() was called: nobody polls this record any more
@@ -367,8 +381,8 @@ class RosActionBackend:
         self._send_pause_if_due(goal)
 
     def close(self, wait_s: float = 1.0) -> None:
-        """Cancel what is still in flight, wait up to ``wait_s`` for pending acceptances and for the servers to
-        answer the cancels (so that no goal runs on unknown to them), destroy the clients."""
+        """Cancel what is still in flight (an unanswered goal by its id), wait up to ``wait_s`` for the servers
+        to answer the cancels (so that no goal runs on unknown to them), destroy the clients."""
         with self._lock:
             if self._closed:
                 return
@@ -431,6 +445,7 @@ class RosActionBackend:
                     self._end(goal, CallStatus("FAILED", error=f"action server {goal.server} did not accept or "
                                                                f"reject the goal within {self.server_timeout_s} s "
                                                                "(is the client node spinning?)"), cancel=True)
+            self._send_cancel_if_due(goal)  # the server may hold the goal all the same
             return
         if now >= goal.next_check:
             goal.next_check = now + _LIVENESS_PERIOD_S
@@ -463,8 +478,10 @@ class RosActionBackend:
             goal.phase = "sent"
             goal.sent_at = time.monotonic()
             goal.server_ids = server_ids
+            goal.goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+            goal.goal_uuid = _uuid_text(goal.goal_id.uuid)
             try:
-                future = goal.client.send_goal_async(message,
+                future = goal.client.send_goal_async(message, goal_uuid=goal.goal_id,
                                                      feedback_callback=functools.partial(self._on_feedback, goal))
             except Exception as exc:
                 goal.phase = "done"
@@ -505,7 +522,6 @@ class RosActionBackend:
                 self._forget_if_unpolled(goal)
                 return
             goal.handle = handle
-            goal.goal_uuid = _uuid_text(handle.goal_id.uuid)
             goal.phase = "active"
             if goal.final is None and goal.progress.state == "PENDING":
                 goal.progress = CallStatus("RUNNING")
@@ -559,13 +575,21 @@ class RosActionBackend:
             goal.cancel_wanted = True
 
     def _send_cancel_if_due(self, goal: _Goal) -> None:
+        """Cancel a goal that is to be cancelled: on its handle once accepted, by its id while still awaited."""
         with self._lock:
-            if not goal.cancel_wanted or goal.cancel_sent or goal.handle is None or goal.phase != "active":
+            if not goal.cancel_wanted:
                 return
-            goal.cancel_sent = True
-            handle = goal.handle
+            if goal.phase == "active" and goal.handle is not None and not goal.cancel_sent:
+                goal.cancel_sent = True
+                goal.cancel_answered = False  # an answer to a cancel by id does not answer this one
+                send = goal.handle.cancel_goal_async
+            elif goal.phase == "sent" and not goal.cancel_by_id_sent:
+                goal.cancel_by_id_sent = True
+                send = functools.partial(goal.client.cancel_goal_id_async, goal.goal_id)
+            else:
+                return
         try:
-            handle.cancel_goal_async().add_done_callback(functools.partial(self._on_cancel_response, goal))
+            send().add_done_callback(functools.partial(self._on_cancel_response, goal))
         except Exception as exc:
             log.warning("cancelling goal %s on %s failed: %s", goal.goal_uuid, goal.server, exc)
 
@@ -632,8 +656,10 @@ class RosActionBackend:
 
 
 def _unsettled(goal: _Goal) -> bool:
-    """Closing waits for it: awaiting acceptance, or cancelled on its server with no answer yet."""
-    return goal.phase == "sent" or (goal.phase == "active" and goal.cancel_sent and not goal.cancel_answered)
+    """Closing waits for it: cancelled on its server (by handle or by id) with no answer yet."""
+    if goal.phase == "sent":
+        return not goal.cancel_answered
+    return goal.phase == "active" and goal.cancel_sent and not goal.cancel_answered
 
 
 def _outcome(response, server: str) -> CallStatus:

@@ -619,3 +619,88 @@ class TestServerGoesAway:
         assert final.error in ("sim robot shutting down",
                                "action server /bt_exec/capabilities/stopper went away while the goal ran "
                                "(op st, stopper.slow)")
+
+
+class MuteServer:
+    """An in-process server that accepts and runs goals, while the client never hears the acceptance.
+
+    Fast DDS drops a server's reply when the server has not yet discovered the client's reply reader; the
+    goal then runs on the server and the client waits on. The drop is made where the network would make
+    it: goal responses to this server's clients are discarded as the client takes them.
+    """
+
+    NAME = "/bt_exec/capabilities/mute"
+
+    def __init__(self, node, monkeypatch):
+        from rclpy.action import CancelResponse
+        from rclpy.callback_groups import ReentrantCallbackGroup
+
+        from bt_exec.ros.action_backend import LockedActionClient
+
+        self.started, self.canceled, self.goal_ids = threading.Event(), threading.Event(), []
+        take_data = LockedActionClient.take_data
+
+        def take_data_losing_acceptances(client):
+            data = take_data(client)
+            if client._action_name == self.NAME:
+                data.pop("goal", None)
+            return data
+
+        monkeypatch.setattr(LockedActionClient, "take_data", take_data_losing_acceptances)
+        self.server = ActionServer(node, RunCapability, self.NAME, execute_callback=self._execute,
+                                   goal_callback=lambda request: GoalResponse.ACCEPT,
+                                   cancel_callback=lambda handle: CancelResponse.ACCEPT,
+                                   callback_group=ReentrantCallbackGroup())
+
+    def _execute(self, handle):
+        self.goal_ids.append(bytes(handle.goal_id.uuid).hex())
+        self.started.set()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if handle.is_cancel_requested:
+                handle.canceled()
+                self.canceled.set()
+                return RunCapability.Result(success=False, error="canceled on request")
+            time.sleep(0.02)
+        handle.abort()
+        return RunCapability.Result(success=False, error="nobody cancelled the goal")
+
+    def destroy(self):
+        self.server.destroy()
+
+
+@pytest.fixture
+def mute_server(client_node, monkeypatch):
+    server = MuteServer(client_node, monkeypatch)
+    yield server
+    server.destroy()
+
+
+class TestLostAcceptance:
+    """A goal the server runs while its acceptance never reached the client is cancelled by the goal's id."""
+
+    def test_given_up_goal_is_cancelled_on_the_server(self, mute_server, backend):
+        ros_backend = backend(server_timeout_s=2.0)
+        run_id = ros_backend.start(call("mute.act", op_id="m1"))
+        assert mute_server.started.wait(15), "the server never ran the goal"
+        final = poll(ros_backend, run_id)[-1]
+        assert final.state == "FAILED"
+        assert final.error == ("action server /bt_exec/capabilities/mute did not accept or reject the goal within "
+                               "2.0 s (is the client node spinning?)")
+        assert mute_server.canceled.wait(10), "the goal ran on after the call was given up"
+
+    def test_cancelled_call_is_cancelled_on_the_server(self, mute_server, backend):
+        ros_backend = backend()
+        run_id = ros_backend.start(call("mute.act", op_id="m2"))
+        assert mute_server.started.wait(15), "the server never ran the goal"
+        [in_flight] = ros_backend.in_flight()
+        assert in_flight["phase"] == "sent" and in_flight["goal_id"] == mute_server.goal_ids[0]
+        ros_backend.cancel(run_id)
+        assert mute_server.canceled.wait(10), "the goal ran on after its call was cancelled"
+
+    def test_closing_cancels_the_goal_on_the_server(self, mute_server, backend):
+        ros_backend = backend()
+        ros_backend.start(call("mute.act", op_id="m3"))
+        assert mute_server.started.wait(15), "the server never ran the goal"
+        ros_backend.close()
+        assert mute_server.canceled.wait(10), "the goal ran on after the backend closed"
