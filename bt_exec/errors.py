@@ -122,7 +122,44 @@ class PlanError(BtExecError):
 
 
 class ControlError(BtExecError):
-    """A control request (status, stop point, cancel) that cannot be carried out as asked."""
+    """A control request (status, stop point, cancel) that cannot be carried out as asked.
+
+    ``code`` is a stable word for programs; each door derives its status from the type (HTTP 404 / 400 / 409 /
+    503, MCP ``isError``, ROS ``success``), so the same refusal reads the same on every door. Raise one of the
+    subclasses; a bare ``ControlError`` counts as a ``Conflict``.
+    """
+
+    code = "control_refused"
+
+    def __init__(self, message: str, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class NotFound(ControlError):
+    """What the request names does not exist (or no longer): a plan, an op, an operation."""
+
+    code = "not_found"
+
+
+class BadArgument(ControlError):
+    """An argument is of the wrong type or out of range; the message names it."""
+
+    code = "bad_arguments"
+
+
+class Conflict(ControlError):
+    """The request is well formed, but the plan's or the executor's state does not allow it now."""
+
+    code = "control_refused"
+
+
+class Busy(ControlError):
+    """A bounded resource is taken (waits, streams, the node stopping): the same request may work later."""
+
+    code = "busy"
 
 
 class ConfigError(BtExecError):
