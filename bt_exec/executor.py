@@ -147,7 +147,7 @@ class Executor:
 
     # --- submit and validate ------------------------------------------------------
 
-    def submit(self, source, run_id: str | None = None, dialect: str = "auto") -> dict:
+    def submit(self, source, run_id: str | None = None, dialect: str = "auto", *, hold_start_s: float = 0.0) -> dict:
         """Validate, compile and enqueue a plan, or carry out a meta op; never raises for bad input.
 
         ``source``: a dict, JSON text (str or bytes) or a ``pathlib.Path``. A str is never opened as a file
@@ -156,8 +156,16 @@ class Executor:
 
         Returns ``{accepted, run_id, plan_id, verdict, issues, message, ...}``. A
         ``run_id`` seen before returns the same answer and runs nothing again.
+
+        ``hold_start_s`` (0 to 1 s; ValueError beyond): an accepted plan does not start (no ``plan_started``,
+        no tick) until ``release_start(plan_id)`` or until that long has passed, so that a door can send its
+        answer first; the tick loop skips it meanwhile and never waits for it.
         """
-        return self._admission.submit(source, run_id, dialect)
+        return self._admission.submit(source, run_id, dialect, hold_start_s)
+
+    def release_start(self, plan_id: str) -> None:
+        """Let a plan submitted with ``hold_start_s`` start at the next tick; nothing if it is not held."""
+        self._runner.release_start(plan_id)
 
     def validate_plan(self, source, dialect: str = "auto") -> dict:
         """Check a plan as ``submit`` would, running nothing: ``{valid, verdict, dialect, issues, stats}``.

@@ -16,6 +16,7 @@ from bt_exec.errors import Issue, PlanError
 from .budgets import MESSAGE_CHARS, QUOTE_CHARS, BoundedTable, cut_text, json_size, quote
 from .builtins import reads_plans
 from .plan_run import PlanRun
+from .runner import MAX_START_HOLD_S
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +39,14 @@ class Admission:
     reads (``get_all_plans``, ``get_plan_status``) takes a plan's room.
     ``carry_out(request, run_id)`` answers meta ops; ``make_run(plan_id, plan, run_id,
     control_only, world, text_chars)`` builds a run (``text_chars``: the length of the text the
-    plan was loaded from, when it came as text); ``accept(run)`` hands it to the runner.
+    plan was loaded from, when it came as text); ``accept(run, hold_s)`` hands it to the runner,
+    its start held ``hold_s`` seconds (``Runner.add``).
     """
 
     def __init__(self, context: CheckContext, limits: Limits, *, max_plans: int, max_active_runs: int,
                  remember_run_ids: int, remember_run_ids_bytes: int,
                  carry_out: Callable[[ControlRequest, str | None], dict],
-                 make_run: Callable[..., PlanRun], accept: Callable[[PlanRun], None],
+                 make_run: Callable[..., PlanRun], accept: Callable[[PlanRun, float], None],
                  robot_holders: Callable[[], list[PlanRun]]):
         self.context = context
         self.limits = limits
@@ -76,13 +78,18 @@ class Admission:
 
     # --- submit -------------------------------------------------------------------
 
-    def submit(self, source, run_id: str | None, dialect: str) -> dict:
+    def submit(self, source, run_id: str | None, dialect: str, hold_start_s: float = 0.0) -> dict:
+        """The answer to a submission; an accepted plan's start is held ``hold_start_s`` seconds (0 to
+        MAX_START_HOLD_S; ValueError beyond) or until the runner's ``release_start``."""
+        if type(hold_start_s) not in (int, float) or not 0 <= hold_start_s <= MAX_START_HOLD_S:
+            raise ValueError(f"hold_start_s must be a number of seconds from 0 to {MAX_START_HOLD_S:g}, "
+                             f"got {hold_start_s!r}")
         if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
             return refusal("invalid", [Issue("bad_run_id", "", f"run_id must be a non-empty string, got {quote(run_id)}")],
                            run_id=None)
         text_chars = len(source) if isinstance(source, (str, bytes)) else None
         if run_id is not None:
-            return self._once(run_id, lambda: self._answer(source, run_id, dialect, text_chars))
+            return self._once(run_id, lambda: self._answer(source, run_id, dialect, text_chars, hold_start_s))
         try:
             with gc_paused():
                 loaded = load_with_warnings(source, dialect=dialect, limits=self.limits)
@@ -90,8 +97,9 @@ class Admission:
             return refusal("invalid", refusal_issues(exc, self._context_of), None)
         envelope_run_id = loaded[0].meta.get("run_id") if isinstance(loaded[0], Plan) else None
         if envelope_run_id:  # a submit envelope that names its run
-            return self._once(envelope_run_id, lambda: self._answer(loaded, envelope_run_id, dialect, text_chars))
-        return self._answer(loaded, None, dialect, text_chars)
+            return self._once(envelope_run_id,
+                              lambda: self._answer(loaded, envelope_run_id, dialect, text_chars, hold_start_s))
+        return self._answer(loaded, None, dialect, text_chars, hold_start_s)
 
     def _once(self, run_id: str, answer_once: Callable[[], dict]) -> dict:
         """The answer for ``run_id``: computed once, then repeated (also to concurrent callers, who get
@@ -116,16 +124,16 @@ class Admission:
             mine.done.set()
         return copy.deepcopy(answer)
 
-    def _answer(self, source, run_id: str | None, dialect: str, text_chars: int | None) -> dict:
+    def _answer(self, source, run_id: str | None, dialect: str, text_chars: int | None, hold_s: float) -> dict:
         """``source``: what was handed in, or what it loaded as with its warnings."""
         try:
             with gc_paused():  # a plan's many new objects all stay alive: nothing for the collector to find
-                return self._admit(source, run_id, dialect, text_chars)
+                return self._admit(source, run_id, dialect, text_chars, hold_s)
         except Exception as exc:  # a bug must not escape to a service or leave a run_id waiting
             log.exception("submit failed unexpectedly")
             return refusal("invalid", [Issue("internal", "", f"internal error: {type(exc).__name__}: {exc}")], run_id)
 
-    def _admit(self, source, run_id: str | None, dialect: str, text_chars: int | None) -> dict:
+    def _admit(self, source, run_id: str | None, dialect: str, text_chars: int | None, hold_s: float) -> dict:
         if type(source) is tuple:
             loaded, warnings = source
         elif isinstance(source, (Plan, ControlRequest)):
@@ -135,9 +143,10 @@ class Admission:
                 loaded, warnings = load_with_warnings(source, dialect=dialect, limits=self.limits)
             except PlanError as exc:
                 return refusal("invalid", refusal_issues(exc, self._context_of), run_id)
-        return _with_warnings(self._admit_loaded(loaded, run_id, text_chars), warnings)
+        return _with_warnings(self._admit_loaded(loaded, run_id, text_chars, hold_s), warnings)
 
-    def _admit_loaded(self, loaded: Plan | ControlRequest, run_id: str | None, text_chars: int | None) -> dict:
+    def _admit_loaded(self, loaded: Plan | ControlRequest, run_id: str | None, text_chars: int | None,
+                      hold_s: float) -> dict:
         if isinstance(loaded, ControlRequest):
             return self._carry_out(loaded, run_id)
         plan = loaded
@@ -185,7 +194,7 @@ class Admission:
         except BaseException:
             self._release(plan_id, kind.holds_robot)
             raise
-        self._accept(run)
+        self._accept(run, hold_s)
         answer = {"accepted": True, "run_id": run_id, "plan_id": plan_id, "verdict": "ok", "issues": [],
                   "message": kind.accepted_message(plan_id, plan, context), "dialect": plan.dialect,
                   "op_count": plan.op_count, "root_op_id": plan.root}

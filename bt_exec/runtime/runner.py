@@ -11,6 +11,8 @@ from .plan_run import PlanRun
 
 log = logging.getLogger(__name__)
 
+MAX_START_HOLD_S = 1.0  # the longest a door may hold a plan's start (``Admission.submit`` checks it)
+
 
 class Runner:
     """Ticks plans in flight: from its own thread (``start``) or when asked (``tick_once``).
@@ -23,6 +25,11 @@ class Runner:
     tree stays RUNNING with nothing watched and nothing pending is ended by the watchdog,
     with an error naming the behaviour it waits in; a paused plan is not (it waits for its
     resume, or for its pause timeout, checked here every period).
+
+    A plan added with ``hold_s`` is not started (no ``plan_started``, no tick) until
+    ``release_start`` or until ``hold_s`` has passed, whichever comes first, or at once when
+    it is cancelled meanwhile: its door answers its caller first. Ticks skip it meanwhile; they
+    never wait for it.
 
     ``on_finished(run, record)`` runs when a plan ended, before ``plan_complete`` is
     published. The final records of the newest ``keep_finished`` plans are kept, at most
@@ -40,6 +47,7 @@ class Runner:
         self._lock = threading.Lock()  # guards the tables below; never held while ticking
         self._active: dict[str, PlanRun] = {}
         self._finishing: dict[str, PlanRun] = {}  # left the table, plan_complete not yet delivered
+        self._held: dict[str, float] = {}  # plan_id -> monotonic time its start is held until
         self._finished = BoundedTable(keep_finished, keep_finished_bytes)
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -48,10 +56,32 @@ class Runner:
 
     # --- the tables ------------------------------------------------------------------
 
-    def add(self, run: PlanRun) -> None:
+    def add(self, run: PlanRun, hold_s: float = 0.0) -> None:
+        """Put ``run`` in flight; with ``hold_s`` > 0 its start is held that long (see the class)."""
         with self._lock:
             self._active[run.plan_id] = run
-        self._wake.set()
+            if hold_s > 0:
+                self._held[run.plan_id] = time.monotonic() + hold_s
+        if hold_s <= 0:
+            self._wake.set()
+
+    def release_start(self, plan_id: str) -> None:
+        """Let a held plan start at the next tick (the loop is woken); nothing if it is not held."""
+        with self._lock:
+            held = self._held.pop(plan_id, None) is not None
+        if held:
+            self._wake.set()
+
+    def _start_held(self, run: PlanRun) -> bool:
+        """Whether ``run``'s start is still held; a hold run out, or a cancel, ends it."""
+        with self._lock:
+            until = self._held.get(run.plan_id)
+            if until is None:
+                return False
+            if time.monotonic() < until and not run.cancel_requested:
+                return True
+            del self._held[run.plan_id]
+            return False
 
     def active(self, plan_id: str) -> PlanRun | None:
         with self._lock:
@@ -104,6 +134,8 @@ class Runner:
                 return
             try:
                 if not run.started:
+                    if self._start_held(run):
+                        return
                     run.begin()
                     run.flush_events()  # plan_started before the first tick moves anything
                 run.place_guards()
