@@ -1,4 +1,7 @@
-"""The bt-exec command line, run as a real process: exit codes, reports, trees, runs and hostile input."""
+"""The bt-exec command line: exit codes, reports, trees, runs and hostile input.
+
+Run through ``bt_exec.cli.main`` in this interpreter (``command_line.bt_exec_cli``); what needs a real process
+runs as one: the entry points, Ctrl-C, a terminal on stdin or stdout, and ``run --web`` serving a browser."""
 from __future__ import annotations
 
 import argparse
@@ -14,15 +17,14 @@ import time
 import urllib.request
 
 import pytest
+from command_line import REPO, TIMEOUT_S, bt_exec_cli, bt_exec_process, plan_complete, read_events
 from terminal import run_on_terminal
 
 import bt_exec
-from bt_exec import cli
 from bt_exec.cli import plan_commands
 from bt_exec.terminal.compiled import CALL_CHARS
 from bt_exec.web.client import HttpApi
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 SNAPSHOT = REPO / "examples" / "rtdl" / "snapshot_battery.json"
 ARENA = REPO / "examples" / "rtdl" / "three_commands_arena.json"
 CANCEL_ALL = REPO / "examples" / "rtdl" / "cancel_all.json"
@@ -30,31 +32,10 @@ BATTERY_LOW = REPO / "examples" / "sim" / "battery_low.json"
 HATCH = REPO / "examples" / "qwen3" / "cap_to_hatch.json"
 NEEDS_VACUUM = REPO / "examples" / "qwen3" / "cap_without_vacuum.json"
 QWEN3_SCENE = REPO / "examples" / "qwen3" / "scene.json"
-TIMEOUT_S = 60
-
-
-def bt_exec_cli(*args, stdin: bytes | None = None, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
-    """Run ``bt-exec ARGS`` in a fresh interpreter; stdout and stderr as text."""
-    proc = subprocess.run([sys.executable, "-m", "bt_exec.cli", *map(str, args)], input=stdin,
-                          capture_output=True, timeout=timeout, cwd=REPO)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                                       proc.stderr.decode("utf-8", "replace"))
-
-
-def read_events(path: pathlib.Path) -> list[dict]:
-    """The events of one run's journal, after its run header."""
-    header, *events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    assert header["event"] == "journal_run" and header["bt_exec_version"] == bt_exec.__version__
-    return events
 
 
 def op_states(events: list[dict], op_id: str) -> list[str]:
     return [e["state"] for e in events if e["event"] == "node_state" and e["op_id"] == op_id]
-
-
-def plan_complete(events: list[dict]) -> dict:
-    [complete] = [e for e in events if e["event"] == "plan_complete"]
-    return complete
 
 
 @pytest.fixture
@@ -79,6 +60,14 @@ def test_version_prints_the_package_version():
     result = bt_exec_cli("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"bt-exec {bt_exec.__version__}"
+
+
+def test_python_m_bt_exec_cli_runs_as_a_process():
+    """The module entry point (``python -m bt_exec.cli``), its exit code and both its streams."""
+    ran = bt_exec_process("validate", SNAPSHOT)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, bt_exec_cli("validate", SNAPSHOT).stdout, "")
+    usage = bt_exec_process()
+    assert usage.returncode == 2 and "usage:" in usage.stderr
 
 
 def test_installed_console_script_runs():
@@ -448,12 +437,12 @@ def test_run_pause_at_waits_for_enter_on_the_terminal_then_goes_on(tmp_path):
 
 def test_run_pause_at_with_nothing_to_resume_it_is_refused_before_the_plan_starts(tmp_path):
     events_path = tmp_path / "events.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "bt_exec.cli", "run", str(SNAPSHOT), "--pause-at", "3",
-                           "--events", str(events_path)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=TIMEOUT_S, cwd=REPO)  # was a plan paused for ever: nothing reads a terminal
-    assert proc.returncode == 2
-    assert "--pause-at needs a way to resume the plan: --web PORT" in proc.stderr and "stdin is no terminal" in proc.stderr
-    assert proc.stdout == "" and not events_path.exists()
+    # stdin is no terminal: this was a plan paused for ever
+    result = bt_exec_cli("run", SNAPSHOT, "--pause-at", "3", "--events", events_path)
+    assert result.returncode == 2
+    assert "--pause-at needs a way to resume the plan: --web PORT" in result.stderr
+    assert "stdin is no terminal" in result.stderr
+    assert result.stdout == "" and not events_path.exists()
 
 
 def test_run_pause_at_a_missing_op_names_the_flag():
@@ -608,8 +597,8 @@ def test_run_web_serves_on_after_a_quick_plan_until_its_page_has_loaded():
         assert waiting == (f"bt-exec: the plan ended; serving {url} until its page has loaded once (at most "
                            f"{plan_commands.PAGE_GRACE_S:.0f} s; Ctrl-C stops now, --keep-serving serves on)\n")
         assert HttpApi(url).call("get_plan_result", {"plan_id": "1"})["outcome"] == "succeeded"
-        time.sleep(0.5)
-        assert process.poll() is None  # the API read is not the page
+        with pytest.raises(subprocess.TimeoutExpired):  # the API read is not the page: had it counted as the
+            process.wait(timeout=plan_commands.PAGE_SETTLE_S + 0.5)  # page, serving would end PAGE_SETTLE_S on
         with urllib.request.urlopen(url, timeout=TIMEOUT_S) as page:
             assert b"<html" in page.read().lower()
         loaded = time.monotonic()
@@ -622,17 +611,14 @@ def test_run_web_serves_on_after_a_quick_plan_until_its_page_has_loaded():
     assert plan_commands.PAGE_SETTLE_S - 0.5 <= served_on < plan_commands.PAGE_GRACE_S - 2
 
 
-def test_run_web_with_no_page_loaded_stops_serving_after_the_grace_period():
-    process, _url = start_web_run()
-    try:
-        assert "until its page has loaded once" in process.stderr.readline()
-        ended = time.monotonic()
-        process.wait(timeout=plan_commands.PAGE_GRACE_S + TIMEOUT_S)
-        served_on = time.monotonic() - ended
-    finally:
-        process.kill()
-    assert process.returncode == 0
-    assert plan_commands.PAGE_GRACE_S - 0.5 <= served_on < plan_commands.PAGE_GRACE_S + 5
+def test_run_web_with_no_page_loaded_stops_serving_after_the_grace_period(monkeypatch):
+    monkeypatch.setattr(plan_commands, "PAGE_GRACE_S", 1.0)  # the grace period's wait, made short
+    began = time.monotonic()
+    result = bt_exec_cli("run", SNAPSHOT, "--web", "0")
+    took = time.monotonic() - began
+    assert result.returncode == 0 and "plan 1 succeeded" in result.stdout
+    assert "until its page has loaded once (at most 1 s;" in result.stderr
+    assert plan_commands.PAGE_GRACE_S <= took < plan_commands.PAGE_GRACE_S + 5
 
 
 # --- no traceback, whatever the input -------------------------------------------------
@@ -706,20 +692,13 @@ def test_events_file_keeps_text_beyond_ascii_and_is_not_started_for_a_refused_pl
     assert bt_exec_cli("run", refused, "--events", other_events).returncode == 1 and not other_events.exists()
 
 
-# --- main() in process ----------------------------------------------------------------
+# --- internal errors -------------------------------------------------------------------
 
-def test_main_returns_exit_codes(capsys):
-    assert cli.main(["validate", str(SNAPSHOT)]) == 0
-    assert cli.main(["--version"]) == 0
-    assert cli.main(["validate", str(SNAPSHOT), "--dialect", "nonesuch"]) == 2
-    out = capsys.readouterr().out
-    assert "ok: rtdl envelope" in out and bt_exec.__version__ in out
-
-
-def test_unexpected_errors_are_internal_errors(monkeypatch, capsys):
+def test_unexpected_errors_are_internal_errors(monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(bt_exec.Executor, "validate_plan", explode)
-    assert cli.main(["validate", str(SNAPSHOT)]) == 3
-    assert capsys.readouterr().err == "bt-exec: internal error: RuntimeError: boom\n"
+    result = bt_exec_cli("validate", SNAPSHOT)
+    assert (result.returncode, result.stdout) == (3, "")
+    assert result.stderr == "bt-exec: internal error: RuntimeError: boom\n"

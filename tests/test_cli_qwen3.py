@@ -1,7 +1,7 @@
 """The CLI on Qwen3 step graphs: validate verdicts and exit codes, run paths and terminals."""
 import json
 
-from test_cli import REPO, bt_exec_cli, plan_complete, read_events
+from command_line import REPO, bt_exec_cli, plan_complete, read_events
 
 SCENE = REPO / "examples" / "qwen3" / "scene.json"
 NEEDS_VACUUM = REPO / "examples" / "qwen3" / "cap_without_vacuum.json"
@@ -10,7 +10,8 @@ GRASP_FAILS_ONCE = REPO / "examples" / "sim" / "grasp_fails_once.json"
 
 
 def test_validate_json_names_verdict_and_steps():
-    result = bt_exec_cli("validate", NEEDS_VACUUM, "--dialect", "qwen3", "--catalog", "grant", "--scene", SCENE, "--json")
+    result = bt_exec_cli("validate", NEEDS_VACUUM, "--dialect", "qwen3", "--catalog", "grant", "--scene", SCENE,
+                         "--json")
     assert result.returncode == 1
     report = json.loads(result.stdout)
     assert report["verdict"] == "replan_required" and report["valid"] is False and report["dialect"] == "qwen3"
@@ -87,7 +88,8 @@ def test_compile_dot_draws_steps_as_nodes_and_transitions_as_labelled_edges():
     edges = [line for line in lines if " -> " in line and "label=" in line]
     assert len(edges) == 18
     assert '  "step s1" -> "step s4" [label="grasp_failed"];' in edges
-    assert '  "step s4" -> "step s1" [label="empty"];' in edges and '  "step s4" -> "step s1" [label="placed"];' in edges
+    assert '  "step s4" -> "step s1" [label="empty"];' in edges
+    assert '  "step s4" -> "step s1" [label="placed"];' in edges
     assert '  "step s3" -> "terminal completed" [label="success"];' in edges
     terminals = [line for line in lines if "shape=octagon" in line]
     assert terminals == ['  "terminal stop" [shape=octagon, label="stop"];',

@@ -1,4 +1,5 @@
-"""`bt-exec run FILE --web PORT`: the console and API are served while the plan runs, as a real process.
+"""`bt-exec run FILE --web PORT`: the console and API are served while the plan runs, as a real process (what
+needs no server runs in this interpreter).
 
 The plans here wait for the test where it must act while they run (a pause point, resumed over HTTP): no test
 counts on the machine being fast enough to act before a plan ends."""
@@ -14,6 +15,7 @@ import time
 import urllib.request
 
 import pytest
+from command_line import bt_exec_cli
 from rtdl_plans import do, envelope, seq
 
 from bt_exec.terminal.watch import EventStream
@@ -105,6 +107,7 @@ def test_an_operator_stop_point_over_http_ends_the_run_cancelled(tmp_path):
         api = HttpApi(run.url)
         assert api.call("stop_plan_at", {"plan_id": "1", "op_id": "4", "when": "on_enter"})["armed"]
         assert api.call("resume_plan", {"plan_id": "1"})["resumed"]
+        urllib.request.urlopen(run.url).read()  # the page loaded: serving ends soon after the run, not after the grace
         out = run.finish()
     finally:
         run.process.kill()
@@ -124,23 +127,20 @@ def test_keep_serving_accepts_more_plans_until_ctrl_c(tmp_path):
     assert run.process.returncode == 0  # the plan run by the command succeeded
 
 
-def test_a_web_app_beyond_loopback_needs_a_token(tmp_path):
+def test_a_web_app_beyond_loopback_needs_a_token(tmp_path, monkeypatch):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(envelope(do())))
-    run = subprocess.run([sys.executable, "-m", "bt_exec.cli", "run", str(plan), "--web", "0", "--web-host", "0.0.0.0"],
-                         capture_output=True, text=True, timeout=30,
-                         env={**os.environ, "BT_EXEC_WEB_TOKEN": ""})
+    monkeypatch.setenv("BT_EXEC_WEB_TOKEN", "")
+    run = bt_exec_cli("run", plan, "--web", "0", "--web-host", "0.0.0.0")
     assert run.returncode == 2 and "needs a token" in run.stderr and "Traceback" not in run.stderr
     assert "started" not in run.stdout  # refused before anything ran
 
 
-def test_mcp_without_the_mcp_package_says_how_to_get_it(monkeypatch, capsys):
-    from bt_exec.cli import main
-
+def test_mcp_without_the_mcp_package_says_how_to_get_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "mcp", None)  # importing mcp now fails, as where it is not installed
     monkeypatch.setitem(sys.modules, "mcp.types", None)
-    assert main(["mcp"]) == 2
-    assert "pip install 'bt_exec[mcp]'" in capsys.readouterr().err
+    result = bt_exec_cli("mcp")
+    assert result.returncode == 2 and "pip install 'bt_exec[mcp]'" in result.stderr
 
 
 def test_an_agent_drives_run_web_over_mcp_without_a_second_process(tmp_path):
