@@ -2,13 +2,11 @@
 and the plans in flight for the next prompt, through the Python API, HTTP, a real MCP client session and the CLI."""
 import http.client
 import json
-import os
-import subprocess
-import sys
-import time
 import urllib.parse
 
 import pytest
+from command_line import bt_exec_cli
+from event_watch import EventWatch
 from qwen3_graphs import scene, vacuum_to_work
 from rtdl_plans import do, envelope, seq
 
@@ -198,10 +196,11 @@ class TestHttp:
         status, default = get(server, f"/api/plans/{done}/feedback")
         preview = default["ops"][0]["output"]["preview"]
         assert status == 200 and 1900 <= len(preview) <= 2000, "about 2000 characters by default"
+        running_op_id = running_op(executor, running)
         status, snapshot = get(server, "/api/snapshot")
         assert status == 200 and snapshot["count"] == 1
-        assert snapshot["plans"][0]["ops"] == [{"op_id": running_op(executor, running), "kind": "do",
-                                                "cap": "sim.slow", "state": "running"}]
+        assert snapshot["plans"][0]["ops"] == [{"op_id": running_op_id, "kind": "do", "cap": "sim.slow",
+                                                "state": "running"}]
 
     @pytest.mark.parametrize("query, words", [("max_output_chars=99", ["max_output_chars", "100"]),
                                               ("max_output_chars=2000.5", ["max_output_chars"]),
@@ -222,12 +221,12 @@ class TestHttp:
 
 def running_op(executor, plan_id):
     """The id of the plan's one op, once its call is under way (the executor ticks in its own thread)."""
-    for _ in range(500):
+    with EventWatch(executor) as watch:
         [op] = executor.get_plan_status(plan_id)["ops"]
         if op["state"] == "running":
             return op["op_id"]
-        time.sleep(0.01)
-    raise AssertionError(f"plan {plan_id}'s op never started")
+        return watch.wait(lambda event: event["event"] == "node_state" and event["plan_id"] == plan_id
+                          and event["state"] == "running")["op_id"]
 
 
 def http_client_streams(url):
@@ -271,13 +270,6 @@ class TestMcp:
         assert not grab["success"] and len(grab["error"]) < 230
         assert not snapshot.isError and snapshot.structuredContent["count"] == 1
         assert refused.isError and refused.content[0].text.startswith("bad_arguments:")
-
-
-def bt_exec_cli(*args):
-    ran = subprocess.run([sys.executable, "-m", "bt_exec.cli", *map(str, args)], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "NO_COLOR": "1"})
-    assert "Traceback" not in ran.stderr
-    return ran
 
 
 class TestCli:

@@ -5,6 +5,7 @@ import threading
 import time
 
 import pytest
+from event_watch import EventWatch
 from qwen3_graphs import scene, vacuum_to_work
 from rtdl_plans import do, par, seq
 
@@ -43,6 +44,8 @@ class SteppedClock:
 
 
 def tick_until(ex, condition, timeout=5.0):
+    """Tick by hand until ``condition()`` holds. The sim's calls end by the clock, so this loop, standing in for
+    the tick thread, lets time pass between ticks as that thread does: the sleep paces the loop."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
@@ -419,12 +422,12 @@ def test_many_threads_pause_resume_step_and_cancel_while_the_loop_ticks(make_exe
     for thread in threads:
         thread.join()
     assert not errors
-    deadline = time.monotonic() + 30
-    while ex.get_all_plans()["count"] and time.monotonic() < deadline:
-        for plan in ex.get_all_plans()["plans"]:  # pause points may still fire: resume until every plan ends
-            ex.resume_plan(plan["plan_id"])
-        time.sleep(0.01)
-    assert ex.get_all_plans()["count"] == 0 and not ex.backend.active_calls()
+    with EventWatch(ex) as watch:
+        while ex.get_all_plans()["count"]:
+            for plan in ex.get_all_plans()["plans"]:  # pause points may still fire: resume until every plan ends
+                ex.resume_plan(plan["plan_id"])
+            watch.wait(lambda event: event["event"] in ("paused", "plan_complete"), timeout_s=30)
+    assert not ex.backend.active_calls()
     for plan_id in submitted:
         mine = events.of(plan_id)
         assert mine[0]["event"] == "plan_started" and mine[-1]["event"] == "plan_complete"

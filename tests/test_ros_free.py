@@ -10,8 +10,10 @@ import time
 
 import py_trees
 import pytest
+from held_clock import HeldClock
 from py_trees.common import Status
 
+import bt_exec
 from bt_exec.ros.outbox import Outbox
 from bt_exec.ros.tree_watcher import Mirror, MirrorHost
 
@@ -180,10 +182,10 @@ def test_mirror_host_follows_the_executor(make_executor):
     assert tree.root.children == [] and updates[-1] == 0
 
 
-def hosted_steps(make_executor):
-    """A two-op plan (its first op slow) ticked once under a mirror host: executor, mirror tree, the tree's
-    update counts, host, plan id."""
-    executor = make_executor({"caps": {"sim.step": {"duration_s": 0.3}}})
+def hosted_steps(make_executor, clock=time.monotonic):
+    """A two-op plan (its first op slow: 0.3 s on the sim's ``clock``) ticked once under a mirror host: executor,
+    mirror tree, the tree's update counts, host, plan id."""
+    executor = make_executor(backend=bt_exec.SimBackend({"caps": {"sim.step": {"duration_s": 0.3}}}, clock=clock))
     tree = py_trees.trees.BehaviourTree(Mirror("bt_exec"))
     updates = []
     tree.tree_update_handler = lambda: updates.append(len(tree.root.children))
@@ -221,7 +223,8 @@ def test_mirror_host_follows_stop_guards_placed_mid_run(make_executor):
 
 
 def test_mirror_host_shows_a_paused_plan_and_its_pause_points(make_executor):
-    executor, tree, updates, host, plan_id = hosted_steps(make_executor)
+    clock = HeldClock()  # op 2 runs until the test lets it end, however loaded the machine
+    executor, tree, updates, host, plan_id = hosted_steps(make_executor, clock)
     (frame,) = tree.root.children
     assert frame.feedback_message == "" and updates == [1]
 
@@ -239,10 +242,9 @@ def test_mirror_host_shows_a_paused_plan_and_its_pause_points(make_executor):
     host.update()
     assert frame.feedback_message == "" and updates == [1, 1, 1, 1]
 
-    deadline = time.monotonic() + 10
-    while not executor.get_all_plans()["plans"][0]["paused"] and time.monotonic() < deadline:
-        executor.tick_once()  # on to op 3, where the pause point fires
-        time.sleep(0.01)
+    clock.release()  # op 2's call ends at its next poll
+    executor.tick_once()  # on to op 3, where the pause point fires
+    assert executor.get_all_plans()["plans"][0]["paused"]
     host.update()
     assert frame.feedback_message == "paused; held at entry: [3]"
     assert guard.feedback_message == "stop point disarmed"  # a pause point fires once

@@ -40,8 +40,8 @@ dropped, as documented: on a loaded machine the doors keep the reader's pace). I
 admitted started, and every started plan has exactly one
 ``plan_complete`` as the executor emitted it, in the journal file and on the event stream (the stream dropped
 nothing); traced memory sampled through the run (as the run leaves it, no collection forced) grew over its second
-half by less than ``MEMORY_GROWTH_BOUND`` bytes (a least-squares line through the samples); every hostile request got the
-answer its door documents, and no answer was a 5xx other than a documented 503 shed; after the run one good
+half by less than ``MEMORY_GROWTH_BOUND`` bytes (a least-squares line through the samples); every hostile request
+got the answer its door documents, and no answer was a 5xx other than a documented 503 shed; after the run one good
 request through each door succeeds; ``bt-exec journal check`` finds the journal whole.
 """
 import collections
@@ -112,6 +112,8 @@ class Tally:
 
     def __init__(self, plans: int, executor: bt_exec.Executor):
         self.lock = threading.Lock()
+        self.plan_ended = threading.Condition(self.lock)  # notified at each plan_complete
+        self.completions = 0
         self.executor = executor
         size = 4 * plans + 1000  # plan ids never exceed the number of submits
         self.started = bytearray(size)
@@ -135,6 +137,8 @@ class Tally:
                 self.completed[int(event["plan_id"])] += 1
                 self.cancelled_plans += event["cancelled"]
                 self.failed_plans += event["any_failed"] and not event["cancelled"]
+                self.completions += 1
+                self.plan_ended.notify_all()
         if kind == "plan_complete":
             record = self.executor.get_plan_result(event["plan_id"])
             running = [op["op_id"] for op in record["ops"] if op["state"] not in FINAL_OR_PENDING]
@@ -149,6 +153,11 @@ class Tally:
         with self.lock:
             setattr(self, name, getattr(self, name) + amount)
 
+    def wait_for_a_plan_end(self, seen: int, timeout_s: float) -> bool:
+        """Wait until more than ``seen`` plans (a ``completions`` read) ended; False if none did in ``timeout_s``."""
+        with self.plan_ended:
+            return self.plan_ended.wait_for(lambda: self.completions > seen, max(timeout_s, 0.0))
+
 
 FINAL_OR_PENDING = {"succeeded", "failed", "canceled", "timeout", "pending"}
 
@@ -156,8 +165,11 @@ FINAL_OR_PENDING = {"succeeded", "failed", "canceled", "timeout", "pending"}
 def submitter(executor, tally, rng, count, recent, done):
     try:
         for _ in range(count):
-            while executor.get_all_plans()["count"] >= MAX_IN_FLIGHT:
-                time.sleep(0.002)
+            while True:  # room comes with a plan's end
+                seen = tally.completions
+                if executor.get_all_plans()["count"] < MAX_IN_FLIGHT:
+                    break
+                assert tally.wait_for_a_plan_end(seen, 60), f"{MAX_IN_FLIGHT} plans in flight, none ended in a minute"
             answer = executor.submit(random_plan(rng, recent[-20:]))
             if not answer["accepted"]:
                 tally.add("refused")
@@ -177,7 +189,7 @@ def stopper(executor, tally, rng, recent, stop):
         try:
             plans = executor.get_all_plans()["plans"]
             if not plans:
-                time.sleep(0.002)
+                time.sleep(0.002)  # the stopper's pace: it arms stop points on what it finds, when it looks
                 continue
             plan_id = rng.choice(plans)["plan_id"]
             try:
@@ -187,7 +199,7 @@ def stopper(executor, tally, rng, recent, stop):
             op = rng.choice(ops)
             if executor.stop_plan_at(plan_id, op["op_id"], rng.choice(["on_enter", "on_complete"]))["armed"]:
                 tally.add("stops_armed")
-            time.sleep(rng.random() * 0.01)
+            time.sleep(rng.random() * 0.01)  # the stopper's pace, at random: part of the load
         except Exception as exc:
             tally.errors.append(f"stopper: {type(exc).__name__}: {exc}")
             return
@@ -196,7 +208,7 @@ def stopper(executor, tally, rng, recent, stop):
 def canceller(executor, tally, rng, recent, stop):
     while not stop.is_set():
         try:
-            time.sleep(rng.random() * 0.02)
+            time.sleep(rng.random() * 0.02)  # the canceller's pace, at random: part of the load
             if not recent:
                 continue
             roll = rng.random()
@@ -216,12 +228,16 @@ def canceller(executor, tally, rng, recent, stop):
 
 
 def settle(executor, backend, tally, timeout=60.0) -> None:
-    """Wait until every accepted plan (control-only ones too) delivered its plan_complete."""
+    """Wait until every accepted plan (control-only ones too) delivered its plan_complete, looking again at
+    each plan's end."""
     deadline = time.monotonic() + timeout
-    while (executor.get_all_plans()["count"] or backend.calls_in_flight
-           or sum(tally.completed) < sum(tally.accepted)):
-        assert time.monotonic() < deadline, "plans still in flight long after the last submit"
-        time.sleep(0.01)
+    while True:
+        seen = tally.completions
+        if not (executor.get_all_plans()["count"] or backend.calls_in_flight
+                or sum(tally.completed) < sum(tally.accepted)):
+            return
+        assert tally.wait_for_a_plan_end(seen, deadline - time.monotonic()), \
+            "plans still in flight long after the last submit"
 
 
 def traced() -> int:
@@ -253,10 +269,9 @@ def test_soak():
         finished = [threading.Event() for _ in per_submitter]
         workers = [threading.Thread(target=submitter, args=(executor, tally, random.Random(rng.random()), n, recent, d),
                                     name=f"soak-submit-{i}") for i, (n, d) in enumerate(zip(per_submitter, finished))]
-        workers += [threading.Thread(target=stopper, args=(executor, tally, random.Random(rng.random()), recent, stop),
-                                     name="soak-stop"),
-                    threading.Thread(target=canceller, args=(executor, tally, random.Random(rng.random()), recent, stop),
-                                     name="soak-cancel")]
+        workers += [threading.Thread(target=target, args=(executor, tally, random.Random(rng.random()), recent, stop),
+                                     name=name)
+                    for target, name in ((stopper, "soak-stop"), (canceller, "soak-cancel"))]
         for worker in workers:
             worker.start()
         threads_during = threading.active_count()
@@ -333,6 +348,7 @@ class Doors:
         self.completed = bytearray(MAX_PLAN_IDS)  # plan_complete, as the executor emitted it
         self.streamed = bytearray(MAX_PLAN_IDS)   # plan_complete, as the HTTP event stream delivered it
         self.completes_emitted = self.completes_streamed = 0  # the same, counted: how far behind the stream is
+        self.news = threading.Condition(self.lock)  # notified as those counts move
         self.counts: collections.Counter = collections.Counter()   # keys: a fixed set of names
         self.statuses: collections.Counter = collections.Counter()  # HTTP status -> answers
         self.problems: list[str] = []
@@ -345,7 +361,19 @@ class Doors:
                 _bump(self.started, event["plan_id"])
             elif kind == "plan_complete":
                 _bump(self.completed, event["plan_id"])
-                self.completes_emitted += 1
+                with self.news:
+                    self.completes_emitted += 1
+                    self.news.notify_all()
+
+    def completes_seen(self) -> int:
+        """plan_complete events emitted and streamed so far, for ``wait_for_news``."""
+        return self.completes_emitted + self.completes_streamed
+
+    def wait_for_news(self, seen: int, timeout_s: float) -> None:
+        """Wait until a plan_complete is emitted or streamed after ``seen`` (a ``completes_seen``), at most
+        ``timeout_s``."""
+        with self.news:
+            self.news.wait_for(lambda: self.completes_seen() > seen, max(timeout_s, 0.0))
 
     def count(self, name: str, amount: int = 1) -> None:
         with self.lock:
@@ -419,8 +447,8 @@ def door_loop(name, doors, rng, stop, step, pause_s=0.004) -> None:
             where = traceback.extract_tb(exc.__traceback__)[-1]
             doors.problem(f"{name}: {type(exc).__name__}: {exc} ({os.path.basename(where.filename)}, line "
                           f"{where.lineno})")
-            time.sleep(0.05)
-        time.sleep(rng.random() * pause_s)
+            time.sleep(0.05)  # a failing door slows down: its problems are counted, not a flood of them
+        time.sleep(rng.random() * pause_s)  # the door's pace, at random: part of the load
 
 
 # --- the Python API -------------------------------------------------------------------------------------------
@@ -463,7 +491,7 @@ def api_door(executor, doors, rng, stop) -> None:
                     if plan_id is not None:
                         recent.append(plan_id)
                 else:
-                    time.sleep(0.005)
+                    time.sleep(0.005)  # held back: the door's pace slows while the executor or the reader catch up
             elif roll < 0.55:
                 plans = executor.get_all_plans()["plans"]
                 if plans:
@@ -653,7 +681,7 @@ def http_door(port, executor, doors, rng, stop) -> None:
         roll = rng.random()
         if roll < 0.35:
             if doors.held_back(executor):
-                time.sleep(0.005)
+                time.sleep(0.005)  # held back: the door's pace slows while the executor or the reader catch up
                 return
             body = {"graph": door_plan(rng, recent)}
             if rng.random() < 0.2:
@@ -735,7 +763,9 @@ class StreamReader:
         self.events += 1
         if event["event"] == "plan_complete":
             _bump(self.doors.streamed, event["plan_id"])
-            self.doors.completes_streamed += 1
+            with self.doors.news:
+                self.doors.completes_streamed += 1
+                self.doors.news.notify_all()
         elif event["event"] == "dropped":
             self.dropped += event["count"]
 
@@ -935,7 +965,7 @@ def test_soak_every_door(tmp_path):
 
         interval = max(1.0, SOAK_S / 120)
         while (elapsed := time.monotonic() - began) < SOAK_S:
-            time.sleep(min(interval, SOAK_S - elapsed))
+            time.sleep(min(interval, SOAK_S - elapsed))  # the soak runs for its time, memory sampled at intervals
             samples.append((time.monotonic() - began, tracemalloc.get_traced_memory()[0]))
         rss_at_end = rss_bytes()
         stop.set()
@@ -968,15 +998,18 @@ def test_soak_every_door(tmp_path):
 
         deadline = time.monotonic() + 60
         still_due = None  # what was still due a minute after the run, said after the figures are printed
-        while (in_flight(executor) or backend.calls_in_flight or sum(doors.completed) < sum(doors.started)
-               or sum(doors.streamed) < sum(doors.started)):
+        while True:  # looking again at each plan_complete emitted or streamed
+            seen = doors.completes_seen()
+            if not (in_flight(executor) or backend.calls_in_flight or sum(doors.completed) < sum(doors.started)
+                    or sum(doors.streamed) < sum(doors.started)):
+                break
             if time.monotonic() > deadline:
                 still_due = (f"a minute after the run: {in_flight(executor)} plans in flight, "
                              f"{backend.calls_in_flight} backend calls, plan_complete emitted "
                              f"{sum(doors.completed)} and streamed {sum(doors.streamed)} of {sum(doors.started)} "
                              f"started, {reader.dropped} events dropped on the stream")
                 break
-            time.sleep(0.05)
+            doors.wait_for_news(seen, deadline - time.monotonic())
     finally:
         reader.closing = True
         server.close()
