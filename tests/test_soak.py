@@ -4,11 +4,11 @@
 
 Short form (CI: 1,000 plans, about 5 s on 2 cores)::
 
-    python -m pytest -q tests/test_soak.py -s
+    python -m pytest -q -m soak tests/test_soak.py -s
 
 Long form (N plans)::
 
-    BT_EXEC_SOAK_PLANS=5000 python -m pytest -q tests/test_soak.py -s
+    BT_EXEC_SOAK_PLANS=5000 python -m pytest -q -m soak tests/test_soak.py -s
 
 ``test_soak_every_door``: one executor driven for ``BT_EXEC_SOAK_S`` seconds (default 15) at once over the
 Python API, a real web server on 127.0.0.1 (JSON API, an event-stream reader), a real MCP client session on
@@ -17,7 +17,8 @@ its ``/mcp``, with a JSONL journal subscribed, and hostile requests among the go
     BT_EXEC_SOAK_S=300 python -m pytest -q -m soak tests/test_soak.py -s     # CI's short form
     BT_EXEC_SOAK_S=1800 python -m pytest -q -m soak tests/test_soak.py -s    # long form
 
-Select or skip them with the ``soak`` marker (``-m soak``, ``-m "not soak"``). ``-s`` shows the figures.
+The plain ``pytest`` leaves them out (``setup.cfg``: ``-m "not soak"``); ``-m soak`` runs them. ``-s`` shows the
+figures.
 
 In ``test_soak``, three submitter threads send RTDL trees (1 to 16 ops; sequences and parallels of do ops
 whose caps the SimBackend script serves in 0 to 20 ms, some failing or timing out; a few plans use the
