@@ -1,28 +1,40 @@
-"""The control API as a table of routes: the one implementation behind the HTTP app and the MCP tools.
+"""The one control surface: the operations every door offers, the dispatcher that runs them, and how a refusal
+reads on every door.
 
-Each ``Route`` names an executor operation, its HTTP method and path, and
-the JSON Schema of its arguments. ``ControlApi.call(name, args)`` checks the
-arguments against that schema and calls the executor; the HTTP server
-(``server.py``) and the MCP server (``mcp_server.py``) only translate their
-requests into such calls, so both doors answer alike.
+Each ``Route`` of ``ROUTES`` names an executor operation, its HTTP method and path and the JSON Schema of its
+arguments. ``ControlCalls.call(name, args, door)`` checks the arguments against that schema and calls the
+executor; HTTP (``web/server.py``), MCP (``web/mcp_server.py``), ROS ``~/control`` (``ros/control_service.py``),
+the fleet and the replay only translate their requests into such calls, so every door answers alike.
+
+Refusals are the typed errors of ``bt_exec.errors`` (``NotFound``, ``BadArgument``, ``Conflict``, ``Busy``) and
+this module's ``TooLarge``, ``Unreachable`` and ``InternalError``; ``error_answer`` is the one mapping from an
+exception to a door's answer (status and ``{"error": {code, message}}``), ``error_from_answer`` its inverse for
+clients that relay an answer. ``expected_wait_s`` is how long an operation may hold its answer on purpose: every
+client adds it to its own timeout. ``ControlSurface`` is what a door serves: the live executor's ``ControlApi``, a
+replay's and a fleet's.
+
+This module imports no web server, no ROS and no command line (an import contract keeps it so).
 """
 from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import json
+import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 import jsonschema
 
-from ..compilers.rtdl import MAX_WAIT_MS
-from ..compilers.source import INT64_MAX
-from ..errors import BtExecError, ControlError
-from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
-from ..events.shapes import PLAN_KEY
-from ..runtime.op_views import MAX_VIEW_CHARS, MAX_WAIT_FOR_PLAN_S, MIN_VIEW_CHARS, OP_STATES
+from .compilers.source import DEFAULT_LIMITS, INT64_MAX, Limits
+from .errors import BadArgument, Busy, ControlError, NotFound
+from .events.shapes import PLAN_KEY
+from .runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
+from .runtime.op_views import MAX_VIEW_CHARS, MAX_WAIT_FOR_PLAN_S, MIN_VIEW_CHARS, OP_STATES, OpView
+
+log = logging.getLogger(__name__)
 
 _GRAPH = {"description": "the plan: an RTDL envelope or tree, a Qwen3 step graph or submit envelope; a JSON object "
                          "or its JSON text",
@@ -34,9 +46,13 @@ _PLAN_ID = {"description": "plan id, as submit_plan or get_all_plans gave it (te
             "type": ["string", "integer"], "minLength": 1, "maxLength": 64, "minimum": 0, "maximum": INT64_MAX}
 _OP_ID = {"description": "an op id, as get_plan_status lists it (text, or a non-negative integer)",
           "type": ["string", "integer"], "minLength": 1, "maxLength": 256, "minimum": 0, "maximum": INT64_MAX}
+# How long a cancel waits for the plans to end, and wait_for_plan for its plan, when the call does not say.
+DEFAULT_WAIT_MS = 5000
+DEFAULT_TIMEOUT_S = 30
 _WAIT_MS = {"description": "how long to wait for the plan(s) to finish tearing down, in milliseconds (longer than "
-                           f"{MAX_WAIT_MS} is waited {MAX_WAIT_MS}, and the answer's message says so)",
-            "type": "integer", "minimum": 0, "maximum": INT64_MAX, "default": 5000}
+                           f"{DEFAULT_LIMITS.max_wait_ms} is waited {DEFAULT_LIMITS.max_wait_ms}, and the answer's "
+                           "message says so)",
+            "type": "integer", "minimum": 0, "maximum": INT64_MAX, "default": DEFAULT_WAIT_MS}
 _WHEN = {"description": "on_enter (before the op starts) or on_complete (when it ends)",
          "enum": ["on_enter", "on_complete"], "default": "on_complete"}
 _ACTION = {"description": "what reaching the stop point does: cancel the plan, or pause it (a pause point)",
@@ -55,20 +71,77 @@ _OP_VIEW = {
                   "minimum": MIN_VIEW_CHARS, "maximum": MAX_VIEW_CHARS},
 }
 _TIMEOUT_S = {"description": f"longest wait, in seconds (longer than {MAX_WAIT_FOR_PLAN_S:g} is waited "
-                             f"{MAX_WAIT_FOR_PLAN_S:g})", "type": "number", "minimum": 0, "maximum": 1e9, "default": 30}
+                             f"{MAX_WAIT_FOR_PLAN_S:g})", "type": "number", "minimum": 0, "maximum": 1e9,
+              "default": DEFAULT_TIMEOUT_S}
 
 
-class ApiError(BtExecError):
-    """A request the API refuses: ``status`` is the HTTP status, ``code`` a stable word for programs."""
+class TooLarge(BadArgument):
+    """A request over a door's size limit (a body, an ``args_json``), refused unread."""
 
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
+    code = "too_large"
 
-    def as_dict(self) -> dict:
-        return {"error": {"code": self.code, "message": self.message}}
+
+class Unreachable(Busy):
+    """The executor that would answer (a robot of a fleet, a running app) gave no answer: it may answer later."""
+
+    code = "unreachable"
+
+
+class InternalError(ControlError):
+    """An operation failed on a bug where it ran (that side logged it), as a client hears it relayed."""
+
+    code = "internal"
+
+
+# The status each type of refusal is answered with, most specific first: HTTP's, and ROS ``~/control``'s ``status``.
+# MCP answers every one as a tool error, ROS ``success`` is false for all.
+STATUS_OF_TYPE: tuple[tuple[type[ControlError], int], ...] = (
+    (TooLarge, 413), (BadArgument, 400), (NotFound, 404), (Unreachable, 504), (Busy, 503), (InternalError, 500),
+    (ControlError, 409))
+_TYPE_OF_STATUS = {status: kind for kind, status in reversed(STATUS_OF_TYPE)}
+
+
+def internal_message(exc: BaseException) -> str:
+    """What a client is told of a failure that is a bug: its type only (the log has the rest)."""
+    return f"internal error: {type(exc).__name__}"
+
+
+def error_answer(exc: BaseException, where: str = "control") -> tuple[int, dict]:
+    """``(status, {"error": {"code", "message"}})``, what every door answers for ``exc``: a ControlError's status
+    follows from its type (``STATUS_OF_TYPE``), with its own code and message; any other exception is a bug,
+    logged with its traceback (``where``: what failed, for the log) and answered 500 ``internal``."""
+    if isinstance(exc, ControlError):
+        status = next(status for kind, status in STATUS_OF_TYPE if isinstance(exc, kind))
+        return status, {"error": {"code": exc.code, "message": exc.message}}
+    log.error("%s failed", where, exc_info=exc)
+    return 500, {"error": {"code": InternalError.code, "message": internal_message(exc)}}
+
+
+def error_from_answer(status: int, answer: object, fallback: str) -> ControlError:
+    """The typed error a refusal stands for, as ``error_answer`` made it (``status`` and ``{"error": {code,
+    message}}``), for a client that relays it: then it reads the same on every door. A status no type is answered
+    with is the caller's fault below 500 (BadArgument), else an InternalError; ``fallback`` is the message when the
+    answer has none."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    error = error if isinstance(error, dict) else {}
+    kind = _TYPE_OF_STATUS.get(status) or (BadArgument if 400 <= status < 500 else InternalError)
+    code = error.get("code")
+    return kind(str(error.get("message", fallback)), code=str(code) if code is not None else None)
+
+
+def expected_wait_s(name: str, args: object, limits: Limits = DEFAULT_LIMITS) -> float:
+    """How long operation ``name`` called with ``args`` may hold its answer on purpose, in seconds, as the executor
+    caps the wait it is asked for (``limits.max_wait_ms`` for a cancel, ``MAX_WAIT_FOR_PLAN_S`` for
+    ``wait_for_plan``); 0 for every other operation, and for a wait the executor refuses. What a client adds to
+    its own timeout (``limits``: the executor's; a remote one's are taken to be the defaults)."""
+    args = args if isinstance(args, dict) else {}
+    if name == "wait_for_plan":
+        asked = args.get("timeout_s", DEFAULT_TIMEOUT_S)
+        return min(float(asked), MAX_WAIT_FOR_PLAN_S) if type(asked) in (int, float) and asked > 0 else 0.0
+    if name in ("cancel_plan", "cancel_all"):
+        asked = args.get("wait_ms", DEFAULT_WAIT_MS)
+        return min(asked, limits.max_wait_ms) / 1000.0 if type(asked) is int and asked > 0 else 0.0
+    return 0.0
 
 
 @dataclass(frozen=True)
@@ -94,6 +167,16 @@ class Route:
     @property
     def path_params(self) -> tuple[str, ...]:
         return tuple(name for name in self.properties if "{" + name + "}" in self.path)
+
+    @functools.cached_property
+    def validator(self) -> jsonschema.Draft202012Validator:
+        """The checker of ``schema``, made on first use."""
+        return jsonschema.Draft202012Validator(self.schema)
+
+    def checked(self, args: object) -> dict:
+        """``args`` once they are a JSON object this route's schema takes; else BadArgument naming what is wrong
+        (at most five problems)."""
+        return checked_args(self, args)
 
 
 ROUTES: tuple[Route, ...] = (
@@ -124,7 +207,7 @@ ROUTES: tuple[Route, ...] = (
           f"Wait until a plan finished (at most timeout_s, up to {MAX_WAIT_FOR_PLAN_S:g} s) and answer its final "
           "record, narrowed as get_plan_result; or {plan_id, finished: false} when it is still running at the "
           "timeout (call again). Use it instead of polling.",
-          lambda ex, plan_id, timeout_s=30, **view: ex.wait_for_plan(plan_id, timeout_s, **view),
+          lambda ex, plan_id, timeout_s=DEFAULT_TIMEOUT_S, **view: ex.wait_for_plan(plan_id, timeout_s, **view),
           {"plan_id": _PLAN_ID, "timeout_s": _TIMEOUT_S, **_OP_VIEW}, ("plan_id",)),
     Route("get_plan_feedback", "GET", "/api/plans/{plan_id}/feedback",
           "After a run (or during one), what to tell the planner: each finished call's {op_id, cap, success, output, "
@@ -194,17 +277,66 @@ ROUTES: tuple[Route, ...] = (
           {"plan_id": _PLAN_ID}, ("plan_id",), says_door=True),
     Route("cancel_plan", "POST", "/api/plans/{plan_id}/cancel",
           "Cancel one plan; answers once it finished tearing down or wait_ms passed, saying which.",
-          lambda ex, plan_id, wait_ms=5000: ex.cancel_plan(plan_id, wait_ms=wait_ms),
+          lambda ex, plan_id, wait_ms=DEFAULT_WAIT_MS: ex.cancel_plan(plan_id, wait_ms=wait_ms),
           {"plan_id": _PLAN_ID, "wait_ms": _WAIT_MS}, ("plan_id",)),
     Route("cancel_all", "POST", "/api/cancel_all",
           "Cancel every plan in flight.",
-          lambda ex, wait_ms=5000: ex.cancel_all(wait_ms=wait_ms), {"wait_ms": _WAIT_MS}),
+          lambda ex, wait_ms=DEFAULT_WAIT_MS: ex.cancel_all(wait_ms=wait_ms), {"wait_ms": _WAIT_MS}),
 )
 
 ROUTES_BY_NAME = {route.name: route for route in ROUTES}
 DOORS = ("http", "mcp", "ros")
-DOOR_HEADER = "X-Bt-Exec-Door"  # an HTTP client serving MCP (bt-exec mcp --url) says so
-_VALIDATORS = {route.name: jsonschema.Draft202012Validator(route.schema) for route in ROUTES}
+
+
+def route_named(routes: dict[str, Route], name: str) -> Route:
+    """The route of operation ``name`` among ``routes``; NotFound (``unknown_operation``) naming the known ones."""
+    route = routes.get(name)
+    if route is None:
+        raise NotFound(f"no operation {name!r}; known: {', '.join(routes)}", code="unknown_operation")
+    return route
+
+
+def parsed_json(text: str | bytes, where: str) -> object:
+    """The arguments a door received as JSON text (``where`` names them in a refusal: "the request body",
+    "cancel_plan: args_json"), parsed; BadArgument ``bad_json`` when they are not JSON or nest too deeply to
+    read. Whether they are an object the route takes is ``checked_args``'s to say."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise BadArgument(f"{where} nests too deeply to read; send the plan as JSON text (graph as a string)",
+                          code="bad_json") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadArgument(f"{where} is not JSON: {exc}", code="bad_json") from None
+
+
+def cut_to_fit(answer: dict, max_chars: int) -> dict:
+    """A status or a record (``ops`` each with ``op_id`` and ``state``) with as many of its first ops as fit in
+    ``max_chars`` of compact JSON, and a ``truncated`` entry saying what to ask for next, as ``max_chars`` cuts
+    an answer on every door."""
+    return OpView(max_chars=max_chars).apply(answer)
+
+
+class ControlSurface(Protocol):
+    """What a door serves: the live executor's ``ControlApi``, a replay's ``ReplayApi``, a fleet's ``FleetApi``.
+
+    ``routes``: the operations offered (HTTP paths, MCP tools); ``call``: one operation, its answer or a typed
+    ControlError; ``listen``: a new bounded stream of events (Busy past the streams allowed);
+    ``recent_events``: the latest events, for a listener to start from; ``close``: end every stream.
+    """
+
+    routes: tuple[Route, ...]
+
+    def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
+        """Run operation ``name`` with ``args`` for ``door``."""
+
+    def listen(self) -> EventStream:
+        """A new listener's stream of events."""
+
+    def recent_events(self) -> list[dict]:
+        """The latest events, oldest first."""
+
+    def close(self) -> None:
+        """End every open stream."""
 
 
 class EventStream:
@@ -242,6 +374,7 @@ class EventStream:
             wake()
 
     def get(self, timeout: float) -> dict | None:
+        """The next event, the ``dropped`` marker after a loss, or None when ``timeout`` passed first."""
         with self._ready:
             if not self._events and not self._dropped and not self.closed:
                 self._ready.wait(timeout)
@@ -251,6 +384,7 @@ class EventStream:
             return self._events.popleft() if self._events else None
 
     def close(self) -> None:
+        """End the stream (what is queued can still be read) and free its place among the fanout's."""
         with self._ready:
             self.closed = True
             self._ready.notify_all()
@@ -265,7 +399,7 @@ MAX_WAITS = 8  # wait_for_plan calls waiting at once, by default: the door's oth
 
 class WaitSlots:
     """How many ``wait_for_plan`` calls may wait at once (each holds a worker thread of the door): one more is
-    refused at once (503 ``too_many_waits``), so waits never take every worker from the door's other requests."""
+    refused at once (Busy ``too_many_waits``), so waits never take every worker from the door's other requests."""
 
     def __init__(self, max_waits: int = MAX_WAITS):
         self.max_waits = max_waits
@@ -273,9 +407,10 @@ class WaitSlots:
 
     @contextlib.contextmanager
     def held(self):
+        """Hold a slot for the block; Busy (``too_many_waits``) at once when none is free."""
         if not self._slots.acquire(blocking=False):
-            raise ApiError(503, "too_many_waits", f"{self.max_waits} wait_for_plan calls are waiting already; try "
-                                                  "again shortly, or poll get_plan_status with summary=true")
+            raise Busy(f"{self.max_waits} wait_for_plan calls are waiting already; try again shortly, or poll "
+                       "get_plan_status with summary=true", code="too_many_waits")
         try:
             yield
         finally:
@@ -288,29 +423,27 @@ class ControlCalls:
     ``max_waits``: how many ``wait_for_plan`` calls may wait at once (``WaitSlots``).
     """
 
+    routes = ROUTES
+
     def __init__(self, executor, max_waits: int = MAX_WAITS):
         self.executor = executor
         self.max_waits = max_waits
         self._waits = WaitSlots(max_waits)
 
     def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
-        """Run operation ``name`` with ``args``; ApiError for unknown names, bad arguments or refused control.
+        """Run operation ``name`` with ``args``: its answer, or the typed ControlError that refuses it (NotFound
+        for an unknown name, BadArgument for bad arguments, whatever the executor raises).
         ``door``: "http", "mcp" or "ros", what the executor's events say a stop point was armed or disarmed over."""
-        route = ROUTES_BY_NAME.get(name)
-        if route is None:
-            raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(ROUTES_BY_NAME)}")
-        args = checked_args(route, args, _VALIDATORS[name])
+        route = route_named(ROUTES_BY_NAME, name)
+        args = route.checked(args)
         if route.says_door:
             args = {**args, "source": door if door in DOORS else "http"}
         with self._waits.held() if name == "wait_for_plan" else contextlib.nullcontext():
-            try:
-                return route.call(self.executor, **args)
-            except ControlError as exc:
-                raise ApiError(409, "control_refused", str(exc)) from None
+            return route.call(self.executor, **args)
 
 
 class ControlApi(ControlCalls):
-    """The routes bound to one executor, and its events fanned out to listeners.
+    """The routes bound to one executor, and its events fanned out to listeners: the live ``ControlSurface``.
 
     ``recent``, ``stream_capacity``, ``max_streams``: the ``EventFanout``'s (``events``); ``max_waits``: as
     ``ControlCalls``.
@@ -324,15 +457,19 @@ class ControlApi(ControlCalls):
 
     @property
     def max_streams(self) -> int:
+        """How many event streams may be open at once."""
         return self.events.max_streams
 
     def recent_events(self) -> list[dict]:
+        """The executor's latest events (the last ``recent``), oldest first."""
         return self.events.recent_events()
 
     def listen(self) -> EventStream:
+        """A new listener's stream of the executor's events (Busy past ``max_streams``)."""
         return self.events.listen()
 
     def close(self) -> None:
+        """Stop listening to the executor and end every open stream."""
         self._unsubscribe()
         self.events.close()
 
@@ -358,19 +495,21 @@ class EventFanout:
 
     @property
     def stream_count(self) -> int:
+        """How many streams are open."""
         return len(self._streams)
 
     def recent_events(self) -> list[dict]:
+        """The events kept for new listeners, oldest first."""
         with self._lock:
             return list(self._recent)
 
     def listen(self) -> EventStream:
-        """A new listener's stream; ApiError 503 when ``max_streams`` are open already."""
+        """A new listener's stream; Busy (``too_many_streams``) when ``max_streams`` are open already."""
         stream = EventStream(self._stream_capacity, self._detach)
         with self._lock:
             if len(self._streams) >= self.max_streams:
-                raise ApiError(503, "too_many_streams", f"{self.max_streams} event streams are open already; "
-                                                       "close one, or poll /api/plans")
+                raise Busy(f"{self.max_streams} event streams are open already; close one, or poll /api/plans",
+                           code="too_many_streams")
             self._streams = self._streams + (stream,)
         return stream
 
@@ -380,6 +519,7 @@ class EventFanout:
             self._recent.extend(events)
 
     def forget(self) -> None:
+        """Drop the events kept for new listeners (a replay seeking back)."""
         with self._lock:
             self._recent.clear()
 
@@ -389,6 +529,7 @@ class EventFanout:
             stream.put_all(events)
 
     def close(self) -> None:
+        """End every open stream."""
         for stream in self._streams:
             stream.close()
 
@@ -397,17 +538,17 @@ class EventFanout:
             self._streams = tuple(s for s in self._streams if s is not stream)
 
 
-def checked_args(route: Route, args: object, validator: jsonschema.Draft202012Validator) -> dict:
-    """``args`` of a call of ``route`` once they are a JSON object its schema (``validator``) takes; else
-    ApiError 400 naming what is wrong (at most five problems)."""
+def checked_args(route: Route, args: object) -> dict:
+    """``args`` of a call of ``route`` once they are a JSON object its schema takes; else BadArgument naming what
+    is wrong (at most five problems)."""
     name = route.name
     args = {} if args is None else args
     if not isinstance(args, dict):
-        raise ApiError(400, "bad_arguments", f"{name}: arguments must be a JSON object, got {type(args).__name__}")
+        raise BadArgument(f"{name}: arguments must be a JSON object, got {type(args).__name__}")
     _refuse_fractions(name, route, args)
-    problems = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    problems = sorted(route.validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if problems:
-        raise ApiError(400, "bad_arguments", f"{name}: " + "; ".join(_describe(p) for p in problems[:5]))
+        raise BadArgument(f"{name}: " + "; ".join(_describe(p) for p in problems[:5]))
     return args
 
 
@@ -423,12 +564,11 @@ def _refuse_fractions(name: str, route: Route, args: dict) -> None:
         value = args.get(field_name)
         if "integer" in _types(schema) and isinstance(value, float):
             whole = f"a whole number ({schema.get('minimum', 0)} to {schema.get('maximum')})"
-            raise ApiError(400, "bad_arguments", f"{name}: {field_name}: must be "
-                                                 f"{'text or ' + whole if 'string' in _types(schema) else whole}, "
-                                                 f"not the float {value!r}")
+            raise BadArgument(f"{name}: {field_name}: must be "
+                              f"{'text or ' + whole if 'string' in _types(schema) else whole}, not the float {value!r}")
         if _types(schema.get("items", {})) == ["string", "integer"] and isinstance(value, list) \
                 and any(isinstance(item, float) for item in value):
-            raise ApiError(400, "bad_arguments", f"{name}: {field_name}: ids are text or whole numbers, not floats")
+            raise BadArgument(f"{name}: {field_name}: ids are text or whole numbers, not floats")
 
 
 def _types(schema: dict) -> list[str]:

@@ -14,7 +14,8 @@ def events():
 def serve_web(make_executor):
     """``start(script, token=None, api_options=None, **server_options) -> (executor, server)``: an executor
     ticking in its own thread behind a WebServer on a free loopback port, closed after the test."""
-    from bt_exec.web import ControlApi, WebServer
+    from bt_exec.control import ControlApi
+    from bt_exec.web.server import WebServer
 
     made = []
 

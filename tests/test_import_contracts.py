@@ -18,7 +18,7 @@ PLANTS = {
     "core": ("bt_exec/backends.py", "import rclpy"),
     "compilers": ("compilers/ir.py", "from bt_exec.runtime.builtins import BuiltinBackend"),
     "behaviours": ("behaviours/wait_all.py", "from bt_exec.compilers import ir"),
-    "web": ("bt_exec/web/api.py", "from bt_exec.ros import node"),
+    "web": ("bt_exec/web/client.py", "from bt_exec.ros import node"),
     "facade": ("bt_exec/__init__.py", "from bt_exec.executor import Executor"),
 }
 

@@ -16,7 +16,8 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.shared.exceptions import McpError  # noqa: E402
 
-from bt_exec.web import ControlApi, WebServer  # noqa: E402
+from bt_exec.control import ControlApi  # noqa: E402
+from bt_exec.web.server import WebServer  # noqa: E402
 from bt_exec.web.mcp_server import MAX_LINE_BYTES  # noqa: E402
 
 TOOLS = {"submit_plan", "validate_plan", "get_all_plans", "get_plan_status", "get_plan_result", "get_plan_feedback",

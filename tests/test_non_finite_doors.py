@@ -9,7 +9,7 @@ from rtdl_plans import do, seq
 from bt_exec.events.replay import find_run
 from bt_exec.ros import convert
 from bt_exec.ros.iiwa import convert as iiwa_convert
-from bt_exec.web import WebServer
+from bt_exec.web.server import WebServer
 from bt_exec.web.replay_api import ReplayApi
 
 NON_FINITE = {"reading": float("nan"), "high": float("inf"), "low": float("-inf"), "list": [1.5, float("nan")]}

@@ -9,7 +9,7 @@ import pytest
 
 from bt_exec.cli.dispatch import main
 from bt_exec.events.replay import ReplayError, find_run, paced, read_events
-from bt_exec.web import WebServer
+from bt_exec.web.server import WebServer
 from bt_exec.web.replay_api import ReplayApi
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -213,7 +213,7 @@ def test_the_replay_clock_seeks_back_and_forward_and_a_live_server_has_none(tmp_
         server.close()
 
     import bt_exec
-    from bt_exec.web import ControlApi
+    from bt_exec.control import ControlApi
     executor = bt_exec.Executor(backend=bt_exec.SimBackend())
     live = WebServer(ControlApi(executor), port=0)
     live.start()

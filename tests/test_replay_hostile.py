@@ -17,7 +17,7 @@ from bt_exec.events import replay_checks
 from bt_exec.events.finite_json import dumps
 from bt_exec.events.replay import MAX_BATCH, ReplayedPlans, ReplayError, find_run, paced, read_events
 from bt_exec.runtime.plan_run import STOP_WHENS
-from bt_exec.web import WebServer
+from bt_exec.web.server import WebServer
 from bt_exec.web.replay_api import ReplayApi
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"

@@ -927,7 +927,8 @@ def rss_bytes() -> int:
 @pytest.mark.soak
 def test_soak_every_door(tmp_path):
     pytest.importorskip("mcp", reason="the mcp package is not installed (pip install -e '.[test]')")
-    from bt_exec.web import ControlApi, WebServer
+    from bt_exec.control import ControlApi
+    from bt_exec.web.server import WebServer
 
     assert SOAK_S >= 10, f"BT_EXEC_SOAK_S={SOAK_S:g}: at least 10 seconds, to see memory over time"
 

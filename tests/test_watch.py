@@ -17,7 +17,8 @@ from terminal import run_on_terminal
 from bt_exec.terminal.render import CALL_CHARS, call_text, event_line, tree_lines
 from bt_exec.terminal import watch as watch_module
 from bt_exec.terminal.watch import STREAM_SILENCE_S, EventStream, sse_events
-from bt_exec.web import ControlApi, WebServer
+from bt_exec.control import ControlApi
+from bt_exec.web.server import WebServer
 from bt_exec.web.server import KEEPALIVE_S
 
 # The event stream's reader is a thread: an exception in it fails the test rather than warning.
@@ -353,7 +354,7 @@ def test_an_unknown_plan_is_refused_with_exit_2(app, once):
     result = watch("--url", url, "--plan", "42", *(["--once"] if once else []))
     assert result.returncode == 2
     assert result.stderr.startswith(f"bt-exec: the app at {url} refused get_plan_tree: get_plan_tree: no plan '42'")
-    assert "(HTTP 409)" in result.stderr and "Traceback" not in result.stderr
+    assert "(control_refused)" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_beyond_loopback_the_watch_sends_the_token_from_the_environment(make_executor):

@@ -9,10 +9,10 @@ import pytest
 from held_clock import HeldClock
 from rtdl_plans import do, envelope, seq
 
-from bt_exec.errors import ConfigError
-from bt_exec.web import ROUTES, ApiError, ControlApi, WebServer
+from bt_exec.control import ROUTES, ControlApi, Unreachable, error_answer, without_plan_shape
+from bt_exec.errors import BadArgument, Busy, ConfigError, ControlError
 from bt_exec.web.client import HttpApi
-from bt_exec.web.api import without_plan_shape
+from bt_exec.web.server import WebServer
 
 SLOW = {"default": {"outcome": "success", "duration_s": 0.3}}
 TOKEN = "s3cret-token"
@@ -248,9 +248,9 @@ def test_a_listener_that_falls_behind_is_told_how_many_events_it_lost(make_execu
 def test_event_streams_are_limited_in_number(make_executor):
     api = ControlApi(make_executor(), max_streams=2)
     first, second = api.listen(), api.listen()
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(Busy) as refused:
         api.listen()
-    assert (refused.value.status, refused.value.code) == (503, "too_many_streams")
+    assert error_answer(refused.value)[0] == 503 and refused.value.code == "too_many_streams"
     first.close()
     api.listen().close()
     second.close()
@@ -276,19 +276,19 @@ def test_the_http_client_drives_a_remote_app_like_a_local_one(app):
     assert answer["accepted"]
     assert remote.call("get_plan_status", {"plan_id": answer["plan_id"]})["ops"][0]["op_id"] == "1"
     assert remote.call("cancel_plan", {"plan_id": answer["plan_id"], "wait_ms": 5000})["finished"]
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(ControlError) as refused:
         remote.call("get_plan_status", {"plan_id": "42"})
-    assert refused.value.status == 409 and "was ever submitted" in refused.value.message
-    with pytest.raises(ApiError) as unauthorised:
+    assert error_answer(refused.value)[0] == 409 and "was ever submitted" in refused.value.message
+    with pytest.raises(BadArgument) as unauthorised:  # a refusal of HTTP's own: the caller's to mend
         HttpApi(server.url).call("cancel_all", {})
     assert unauthorised.value.code == "token_required"
 
 
 def test_the_http_client_says_when_nothing_answers():
-    with pytest.raises(ApiError) as gone:
+    with pytest.raises(Unreachable) as gone:
         HttpApi("http://127.0.0.1:9/", timeout_s=2).call("get_all_plans")
     assert gone.value.code == "unreachable"
-    with pytest.raises(ApiError, match="not an http"):
+    with pytest.raises(ConfigError, match="not an http"):
         HttpApi("ftp://example")
 
 
@@ -407,14 +407,14 @@ def test_wait_for_plan_holds_at_most_max_waits_threads(make_executor):
     for _ in range(100):  # until both waiters hold their slot
         try:
             api.call("wait_for_plan", {"plan_id": plan_id, "timeout_s": 0})
-        except ApiError as refused:
+        except Busy as refused:
             busy = refused
             break
         time.sleep(0.05)
     executor.cancel_plan(plan_id, wait_ms=5000)  # the waiters get the record at once
     for thread in waiting:
         thread.join(10)
-    assert busy is not None and busy.status == 503 and busy.code == "too_many_waits"
+    assert busy is not None and error_answer(busy)[0] == 503 and busy.code == "too_many_waits"
     assert [answer["outcome"] for answer in answers] == ["cancelled", "cancelled"]
     assert api.call("wait_for_plan", {"plan_id": plan_id, "timeout_s": 0})["outcome"] == "cancelled"  # slots back
 

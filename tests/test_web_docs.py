@@ -2,7 +2,7 @@
 import pathlib
 import re
 
-from bt_exec.web import ROUTES
+from bt_exec.control import ROUTES
 
 DOC = (pathlib.Path(__file__).parent.parent / "docs" / "web.md").read_text()
 

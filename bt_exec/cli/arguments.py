@@ -6,7 +6,7 @@ import math
 
 from ..compilers import DIALECT_NAMES
 from ..compilers.ir import STOP_WHENS
-from ..web.server import TOKEN_ENV
+from ..web_token import TOKEN_ENV
 
 
 def add_input(command: argparse.ArgumentParser) -> None:

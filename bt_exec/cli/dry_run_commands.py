@@ -6,7 +6,6 @@ import argparse
 import bt_exec
 
 from ..compilers import dialect_of
-from ..runtime.dry_run import dry_run
 from ..terminal.render import one_line, printable
 from .console import EXIT_OK, CommandError
 from .inputs import label, read_plan
@@ -21,7 +20,7 @@ def dry_run_command(args: argparse.Namespace) -> int:
     catalog = kind.read_catalog(args.catalog) if args.catalog else None
     options = {kind.executor_option: catalog} if catalog is not None else {}
     scene = bt_exec.Scene.from_file(args.scene) if kind.needs_scene else None
-    answer = dry_run(source, dialect=args.dialect, scene=scene, call_guard=args.guard, max_steps=args.max_steps,
+    answer = bt_exec.dry_run(source, dialect=args.dialect, scene=scene, call_guard=args.guard, max_steps=args.max_steps,
                      **options)
     print(printable("\n".join(dry_run_lines(label(args.file), answer))))
     return EXIT_OK

@@ -19,13 +19,12 @@ import bt_exec
 
 from ..compilers import Plan, apply_fixes, dialect_of, document_of
 from ..compilers.ir import STOP_WHENS
+from ..control import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS, ControlApi
 from ..errors import Issue, PlanError
 from ..events import finite_json
-from ..runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
 from ..terminal.compiled import ASCII, UNICODE, dot_text, tree_text
 from ..terminal.render import one_line, printable
 from ..terminal.run_view import EventLines, LiveView
-from ..web import ControlApi
 from .arguments import (add_catalog, add_fix, add_guard, add_input, add_op_timeout, add_scene, add_web, positive_int,
                         stop_point, tick_rate)
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error

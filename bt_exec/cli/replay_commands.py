@@ -9,9 +9,8 @@ import threading
 from ..events.replay import (MAX_SPEED, MIN_SPEED, ReplayedPlans, ReplayError, checked_speed, find_run, paced,
                              read_events)
 from ..terminal.render import event_line, printable
-from ..web import WebServer
 from ..web.replay_api import ReplayApi
-from ..web.server import TOKEN_ENV
+from ..web_token import TOKEN_ENV
 from .arguments import port_number, positive_int
 from .console import EXIT_INTERRUPTED, EXIT_OK, CommandError, error
 from .plan_commands import summary_line
@@ -77,6 +76,8 @@ def replay_command(args: argparse.Namespace) -> int:
 
 def _serve(run, args: argparse.Namespace, printer: "_Printer") -> int:
     api = ReplayApi(run, args.speed, on_played=printer)
+    from ..web.server import WebServer  # only when serving: the replay prints without the web stack
+
     server = WebServer(api, host=args.web_host, port=args.web, token=os.environ.get(TOKEN_ENV) or None)
     server.start()
     try:

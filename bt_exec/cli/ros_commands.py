@@ -17,10 +17,9 @@ import bt_exec
 
 from ..compilers import DIALECT_NAMES
 from ..compilers.ir import STOP_WHENS
-from ..compilers.rtdl import MAX_WAIT_MS
+from ..control import OUTPUT_CHARS, expected_wait_s
 from ..errors import Issue, PlanError
 from ..terminal.render import one_line, printable
-from ..runtime.feedback import OUTPUT_CHARS
 from .arguments import non_negative_int, positive_seconds
 from .console import EXIT_FAILED, EXIT_OK, CommandError, configure_logging, error, make_output_safe
 from .inputs import label, read_input
@@ -324,7 +323,8 @@ def cancel_command(args: argparse.Namespace) -> int:
         request.plan_id = args.plan_id
         request.wait_ms = min(args.wait_ms, 2**32 - 1)
 
-    response = _call(args, "cancel", fill, extra_wait_s=min(args.wait_ms, MAX_WAIT_MS) / 1000.0)
+    operation = "cancel_plan" if args.plan_id else "cancel_all"
+    response = _call(args, "cancel", fill, extra_wait_s=expected_wait_s(operation, {"wait_ms": args.wait_ms}))
     if not response.success:
         error(response.message)
         return EXIT_FAILED

@@ -10,11 +10,11 @@ import sys
 
 import bt_exec
 
+from ..control import ControlApi
 from ..terminal.watch import DEFAULT_URL, WatchError, watch
-from ..web import ControlApi, WebServer
 from ..web.client import HttpApi
 from ..web.mcp_server import McpUnavailable, require_mcp, serve_stdio
-from ..web.server import TOKEN_ENV
+from ..web_token import TOKEN_ENV
 from .arguments import add_op_timeout, add_web, redraw_rate, tick_rate
 from .console import EXIT_OK, CommandError, error
 
@@ -118,11 +118,13 @@ def serve_mcp_stdio(api, serving: str) -> None:
         pass
 
 
-def start_web(api, args: argparse.Namespace, what: str = "web console") -> WebServer | None:
+def start_web(api, args: argparse.Namespace, what: str = "web console"):
     """The web app serving ``api`` when ``--web`` is given (started, ``what`` and its URL on stderr), else
     None."""
     if args.web is None:
         return None
+    from ..web.server import WebServer  # only when asked for: every other command runs without the web stack
+
     server = WebServer(api, host=args.web_host, port=args.web, token=os.environ.get(TOKEN_ENV) or None)
     server.start()
     print(f"bt-exec: {what}: {server.url}", file=sys.stderr, flush=True)

@@ -1,6 +1,6 @@
 """``~/control``: any operation of the control API, by name, answered by the node's executor as its web app and
-MCP tools answer it (``bt_exec.web.api.ControlCalls``). The fleet console and its MCP tools reach each robot
-through it (``fleet.RosFleet``).
+MCP tools answer it (``bt_exec.control.ControlCalls``; a refusal's status from ``control.error_answer``). The fleet
+console and its MCP tools reach each robot through it (``fleet.RosFleet``).
 
 The operation runs in a small pool of its own (a cancel or ``wait_for_plan`` waits), awaited (``awaiting``), so
 the node's executor thread is never held meanwhile.
@@ -8,11 +8,11 @@ the node's executor thread is never held meanwhile.
 from __future__ import annotations
 
 import concurrent.futures
-import json
 
 from bt_exec_interfaces.srv import Control
 
-from ..web.api import ApiError, ControlCalls
+from ..control import ControlCalls, TooLarge, error_answer, parsed_json
+from ..errors import Busy
 from . import convert
 from .awaiting import offload
 
@@ -41,32 +41,20 @@ class ControlService:
         try:
             waiting = offload(self._pool, self._node.executor, self._answer, operation, args_text, door)
         except RuntimeError:  # the pool was shut down: the node is stopping
-            return convert.control_answer_to_msg(503, _error("stopping", "the node is stopping"), response)
+            return convert.control_answer_to_msg(*error_answer(Busy("the node is stopping", code="stopping")),
+                                                 response)
         status, answer = await waiting
         return convert.control_answer_to_msg(status, answer, response)
 
     def _answer(self, operation: str, args_text: str, door: str) -> tuple[int, dict]:
         try:
             return 200, self._calls.call(operation, self._args(operation, args_text), door)
-        except ApiError as exc:
-            return exc.status, exc.as_dict()
-        except Exception as exc:  # never a dead service: the caller hears what failed
-            self._node.get_logger().error(f"control {operation[:80]!r}: {type(exc).__name__}: {exc}")
-            return 500, _error("internal", f"internal error: {type(exc).__name__}")
+        except Exception as exc:  # never a dead service: the caller hears what failed, as every door words it
+            return error_answer(exc, f"control {operation[:80]!r}")
 
     def _args(self, operation: str, text: str) -> object:
         if len(text) > self._max_args_bytes:
-            raise ApiError(413, "too_large", f"{operation}: args_json is {len(text)} characters; at most "
-                                             f"{self._max_args_bytes} are taken")
-        try:
-            return json.loads(text)
-        except RecursionError:
-            raise ApiError(400, "bad_json", f"{operation}: args_json nests too deeply to read; send the plan as "
-                                            "JSON text (graph as a string)") from None
-        except ValueError as exc:
-            raise ApiError(400, "bad_json", f"{operation}: args_json is not JSON: {exc}") from None
-
-
-def _error(code: str, message: str) -> dict:
-    return {"error": {"code": code, "message": message}}
+            raise TooLarge(f"{operation}: args_json is {len(text)} characters; at most {self._max_args_bytes} are "
+                           "taken")
+        return parsed_json(text, f"{operation}: args_json")
 

@@ -28,9 +28,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
 
-from ..compilers.rtdl import MAX_WAIT_MS
-from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S
-from ..web.api import ApiError
+from ..control import Unreachable, error_from_answer, expected_wait_s
+from ..errors import ControlError, NotFound
 from . import convert
 from .node import NODE_NAME, SERVICE_QOS, STATUS_QOS
 
@@ -127,34 +126,33 @@ class RosFleet:
         return listed
 
     def call(self, robot: str, operation: str, args: dict, door: str) -> dict:
-        """``operation`` with ``args`` on ``robot``'s executor: its answer, or ApiError with its refusal (or 404
-        for a robot not found, 504 for one that gives no answer in time)."""
+        """``operation`` with ``args`` on ``robot``'s executor: its answer, or the typed error of its refusal
+        (``control.error_from_answer``), NotFound for a robot not found, Unreachable for one that gives no answer
+        in time (``call_timeout_s`` beyond what the operation asks to wait)."""
         with self._lock:
             found = self._robots.get(robot)
             known = ", ".join(sorted(self._robots)) or "none found yet"
         if found is None:
-            raise ApiError(404, "unknown_robot", f"no robot {robot!r} in the fleet; list_robots names them: {known}")
-        wait_s = self.call_timeout_s + _asked_wait_s(operation, args)
+            raise NotFound(f"no robot {robot!r} in the fleet; list_robots names them: {known}", code="unknown_robot")
+        wait_s = self.call_timeout_s + expected_wait_s(operation, args)
         deadline = time.monotonic() + wait_s
         try:
             if not self._match(found, deadline):
-                raise ApiError(504, "robot_unreachable", f"robot {robot!r} ({found.node}) does not answer: its "
-                                                         "node may have stopped")
+                raise Unreachable(f"robot {robot!r} ({found.node}) does not answer: its node may have stopped",
+                                  code="robot_unreachable")
             waiting = self._send(found, operation, args, door)
-        except ApiError:
+        except ControlError:
             raise
         except Exception as exc:  # the robot left the graph meanwhile (its client is gone), or the fleet closes
-            raise ApiError(504, "robot_unreachable", f"robot {robot!r} ({found.node}) cannot be reached: "
-                                                     f"{type(exc).__name__}") from None
+            raise Unreachable(f"robot {robot!r} ({found.node}) cannot be reached: {type(exc).__name__}",
+                              code="robot_unreachable") from None
         if not waiting.wait(max(0.0, deadline - time.monotonic())):
-            raise ApiError(504, "robot_timeout", f"robot {robot!r} ({found.node}) gave no answer to {operation} "
-                                                 f"within {wait_s:g} s")
+            raise Unreachable(f"robot {robot!r} ({found.node}) gave no answer to {operation} within {wait_s:g} s",
+                              code="robot_timeout")
         success, status, answer = waiting.answer
         if success:
             return answer
-        error = answer.get("error", {}) if isinstance(answer, dict) else {}
-        raise ApiError(status or 502, str(error.get("code", "robot_refused")),
-                       str(error.get("message", f"robot {robot!r} refused {operation}")))
+        raise error_from_answer(status, answer, f"robot {robot!r} refused {operation}")
 
     def _ask_all(self, robots: list[_Robot]) -> dict:
         """robot name -> its get_all_plans answer, for those that answer within HEALTH_TIMEOUT_S; all asked at once,
@@ -248,13 +246,17 @@ class RosFleet:
         return waiting
 
 
+# The answer to a request the fleet dropped as it closed: the robot is beyond reach from now on.
+_DROPPED_STATUS = 504
+
+
 class _Answer:
     """A robot's answer to a request (sent once or more), awaited from any thread: the first answer counts."""
 
     def __init__(self):
         self._done = threading.Event()
         self._lock = threading.Lock()
-        self.answer: tuple[bool, int, object] = (False, 502, {})
+        self.answer: tuple[bool, int, object] = (False, _DROPPED_STATUS, {})
 
     @property
     def done(self) -> bool:
@@ -264,7 +266,8 @@ class _Answer:
         try:
             answer = convert.msg_to_control_answer(future.result())
         except Exception as exc:  # the request was dropped as the fleet closed
-            answer = (False, 502, {"error": {"code": "robot_failed", "message": f"{type(exc).__name__}: {exc}"}})
+            answer = (False, _DROPPED_STATUS, {"error": {"code": "robot_failed",
+                                                         "message": f"{type(exc).__name__}: {exc}"}})
         with self._lock:
             if self._done.is_set():
                 return
@@ -274,13 +277,3 @@ class _Answer:
     def wait(self, timeout_s: float) -> bool:
         return self._done.wait(timeout_s)
 
-
-def _asked_wait_s(operation: str, args: dict) -> float:
-    """How long the operation itself is asked to wait before answering, as its executor caps it."""
-    if operation == "wait_for_plan":
-        asked = args.get("timeout_s", 30)
-        return min(float(asked), MAX_WAIT_FOR_PLAN_S) if isinstance(asked, (int, float)) and asked > 0 else 0.0
-    if operation in ("cancel_plan", "cancel_all"):
-        asked = args.get("wait_ms", 5000)
-        return min(asked, MAX_WAIT_MS) / 1000.0 if isinstance(asked, int) and asked > 0 else 0.0
-    return 0.0

@@ -260,7 +260,8 @@ class ExecutorNode(Node):
         s = self.settings
         if not s["web_port"]:
             return None
-        from ..web import ControlApi, WebServer  # only when asked for: the node runs without it
+        from ..control import ControlApi
+        from ..web.server import WebServer  # only when asked for: the node runs without it
 
         api = ControlApi(self.bt)
         try:

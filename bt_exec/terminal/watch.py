@@ -36,7 +36,8 @@ import urllib.parse
 from collections.abc import Iterator
 from typing import TextIO
 
-from ..web.api import ApiError
+from ..control import Unreachable
+from ..errors import ControlError
 from ..web.client import HttpApi, robot_path
 from ..web_token import TOKEN_ENV
 from .render import event_line, one_line, view_lines
@@ -106,13 +107,13 @@ def _call(api, url: str, name: str, args: dict | None = None, following: bool = 
     """``api.call``; WatchError (exit 2) if it fails, or, while ``following``, _Gone (exit 1) if no answer came."""
     try:
         answer = api.call(name, args)
-    except ApiError as exc:
-        if exc.status == 0:
-            why = exc.message.removeprefix(f"no answer from {api.base}: ")
-            if following:
-                raise _Gone(url, why) from None
-            raise WatchError(f"cannot reach the app at {url}: {why}") from None
-        raise WatchError(f"the app at {url} refused {name}: {exc.message} (HTTP {exc.status})") from None
+    except Unreachable as exc:
+        why = exc.message.removeprefix(f"no answer from {api.base}: ")
+        if following:
+            raise _Gone(url, why) from None
+        raise WatchError(f"cannot reach the app at {url}: {why}") from None
+    except ControlError as exc:
+        raise WatchError(f"the app at {url} refused {name}: {exc.message} ({exc.code})") from None
     if not isinstance(answer, dict):
         raise WatchError(f"the app at {url} answered {name} with {type(answer).__name__}, not an object")
     return answer

@@ -1,7 +1,9 @@
 """A client of the HTTP API that offers the same ``call(name, args)`` as ``ControlApi``.
 
 It builds each request from the route table, so a remote executor (the ROS
-node's web app, a ``bt-exec run --web``) can be driven exactly like a local one.
+node's web app, a ``bt-exec run --web``) can be driven exactly like a local one:
+a refusal comes back as the typed error the app answered it for
+(``control.error_from_answer``).
 """
 from __future__ import annotations
 
@@ -10,19 +12,25 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S
-from .api import DOOR_HEADER, ROUTES_BY_NAME, ApiError
+from ..control import ROUTES, ROUTES_BY_NAME, Unreachable, error_from_answer, expected_wait_s, route_named
+from ..errors import BadArgument, ConfigError
+
+DOOR_HEADER = "X-Bt-Exec-Door"  # an HTTP client serving MCP (bt-exec mcp --url) says so
 
 
 class HttpApi:
-    """``call`` runs an operation on the app at ``url``; failures are ApiError (status 0: no answer).
+    """``call`` runs an operation on the app at ``url``; a refusal is the typed ControlError the app answered
+    (Unreachable when no answer came). ``timeout_s``: how long an answer may take, beyond the wait the
+    operation asks for (``control.expected_wait_s``).
 
     ``robot``: the app is a fleet's (``bt-exec fleet --web``) and every operation is that robot's."""
+
+    routes = ROUTES
 
     def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0, robot: str | None = None):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ApiError(0, "bad_url", f"not an http(s) URL: {url!r}")
+            raise ConfigError(f"not an http(s) URL: {url!r}")
         self.base = f"{parts.scheme}://{parts.netloc}"
         self.token = token or None
         self.timeout_s = timeout_s
@@ -31,14 +39,13 @@ class HttpApi:
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
-        route = ROUTES_BY_NAME.get(name)
-        if route is None:
-            raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(ROUTES_BY_NAME)}")
+        """Run operation ``name`` with ``args`` on the app, saying it comes from ``door``: its answer."""
+        route = route_named(ROUTES_BY_NAME, name)
         rest = dict(args or {})
         path = route.path if self.robot is None else robot_path(self.robot, route.path)
         for param in route.path_params:
             if param not in rest:
-                raise ApiError(400, "bad_arguments", f"{name}: {param} is required")
+                raise BadArgument(f"{name}: {param} is required")
             path = path.replace("{" + param + "}", urllib.parse.quote(str(rest.pop(param)), safe=""))
         headers = {"Accept": "application/json", DOOR_HEADER: door}
         if self.token:  # every request: an app bound beyond loopback wants it for reads too
@@ -52,19 +59,15 @@ class HttpApi:
             data = json.dumps(rest, ensure_ascii=True).encode()
             headers["Content-Type"] = "application/json"
         request = urllib.request.Request(self.base + path, data=data, method=route.method, headers=headers)
-        timeout_s = self.timeout_s
-        if name == "wait_for_plan":  # the app may hold this request as long as it was asked to wait
-            asked = rest.get("timeout_s", 30)
-            timeout_s += MAX_WAIT_FOR_PLAN_S if type(asked) not in (int, float) or not 0 <= asked <= \
-                MAX_WAIT_FOR_PLAN_S else asked
+        timeout_s = self.timeout_s + expected_wait_s(name, rest)  # the app may hold the answer as long as asked
         try:
             with self._opener.open(request, timeout=timeout_s) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
-            raise _api_error(exc) from None
+            raise _refusal(exc) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise ApiError(0, "unreachable", f"no answer from {self.base}: {reason}") from None
+            raise Unreachable(f"no answer from {self.base}: {reason}") from None
 
 
 def robot_path(robot: str, path: str) -> str:
@@ -83,9 +86,10 @@ def _query_text(value):
     return value
 
 
-def _api_error(exc: urllib.error.HTTPError) -> ApiError:
+def _refusal(exc: urllib.error.HTTPError):
+    """The typed error an HTTP refusal stands for (an answer that is not the app's JSON keeps the HTTP words)."""
     try:
-        error = json.loads(exc.read())["error"]
-        return ApiError(exc.code, error["code"], error["message"])
-    except (ValueError, KeyError, TypeError):
-        return ApiError(exc.code, "http_error", f"HTTP {exc.code} {exc.reason}")
+        answer = json.loads(exc.read())
+    except (OSError, ValueError):
+        answer = None
+    return error_from_answer(exc.code, answer, f"HTTP {exc.code} {exc.reason}")

@@ -2,14 +2,14 @@
 
 Each robot of the fleet runs its own executor (a bt_exec node in its own
 namespace). ``FleetApi`` offers ``list_robots`` and, for each operation of
-``api.ROUTES``, the same operation with a ``robot`` argument, served under
+``control.ROUTES``, the same operation with a ``robot`` argument, served under
 ``/api/robots/{robot}/...``. It checks only the robot and hands the operation,
 its arguments and the door to that robot's executor, whose control API answers
 it: a robot gives the same answer through the fleet as through its own app.
 
 The robots are reached through ``fleet``, an object with
 ``robots() -> list[dict]``, ``call(robot, operation, args, door) -> dict``
-(ApiError for refusals) and ``start(on_events)``; the ROS one is
+(the robot's refusals as typed ControlErrors, ``control.error_from_answer``) and ``start(on_events)``; the ROS one is
 ``bt_exec.ros.fleet.RosFleet``. This module imports no ROS.
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from .api import ROUTES, ApiError, EventFanout, EventStream, Route, without_plan_shape
+from ..control import ROUTES, EventFanout, EventStream, Route, route_named, without_plan_shape
+from ..errors import BadArgument, NotFound
 
 ROBOT_CHARS = 256
 _ROBOT = {"description": "the robot, as list_robots names it (its namespace, e.g. robot1)", "type": "string",
@@ -42,7 +43,8 @@ INSTRUCTIONS = ("bt_exec runs behaviour-tree plans on the robots of a fleet, one
 
 
 class FleetApi:
-    """The fleet's operations (``routes``), answered by the robots' executors through ``fleet``.
+    """The fleet's operations (``routes``), answered by the robots' executors through ``fleet``: the fleet's
+    ``ControlSurface``.
 
     Events: each robot's events, tagged with ``robot``, are fanned out to the listeners of that robot
     (``listen_to``) and to those of the whole fleet (``listen``); ``recent``, ``stream_capacity`` and
@@ -62,35 +64,34 @@ class FleetApi:
 
     @property
     def max_streams(self) -> int:
+        """How many event streams may be open at once (the whole fleet's and each robot's, each)."""
         return self.events.max_streams
 
     def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
-        """Run operation ``name``: ``list_robots`` here, any other on the robot ``args["robot"]`` names."""
-        route = FLEET_ROUTES_BY_NAME.get(name)
-        if route is None:
-            raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: "
-                                                     f"{', '.join(FLEET_ROUTES_BY_NAME)}")
+        """Run operation ``name``: ``list_robots`` here, any other on the robot ``args["robot"]`` names, whose
+        executor checks the rest of the arguments and answers (or refuses: its typed error, relayed)."""
+        route = route_named(FLEET_ROUTES_BY_NAME, name)
         if name == LIST_ROBOTS.name:
-            if args:
-                raise ApiError(400, "bad_arguments", f"{name}: takes no arguments")
-            return route.call(self.fleet)
+            return route.call(self.fleet, **route.checked(args))
         args = {} if args is None else args
         if not isinstance(args, dict):
-            raise ApiError(400, "bad_arguments", f"{name}: arguments must be a JSON object, got {type(args).__name__}")
+            raise BadArgument(f"{name}: arguments must be a JSON object, got {type(args).__name__}")
         robot = args.get("robot")
         if not isinstance(robot, str) or not 0 < len(robot) <= ROBOT_CHARS:
-            raise ApiError(400, "bad_arguments", f"{name}: robot: required, the robot's name as list_robots gives "
-                                                 f"it (text, 1 to {ROBOT_CHARS} characters)")
+            raise BadArgument(f"{name}: robot: required, the robot's name as list_robots gives it (text, 1 to "
+                              f"{ROBOT_CHARS} characters)")
         return self.fleet.call(robot, name, {key: value for key, value in args.items() if key != "robot"}, door)
 
     def recent_events(self, robot: str | None = None) -> list[dict]:
+        """The latest events of ``robot`` (every robot's when None), oldest first."""
         return self._fanout(robot).recent_events()
 
     def listen(self, robot: str | None = None) -> EventStream:
-        """A stream of the events of ``robot`` (every robot's when None); ApiError 404 for a robot never seen."""
+        """A stream of the events of ``robot`` (every robot's when None); NotFound for a robot never seen."""
         return self._fanout(robot).listen()
 
     def close(self) -> None:
+        """Leave the fleet and end every open stream."""
         self.fleet.close()
         self.events.close()
         with self._lock:
@@ -99,7 +100,7 @@ class FleetApi:
             fanout.close()
 
     def _fanout(self, robot: str | None) -> EventFanout:
-        """The fanout of ``robot``'s events (every robot's for None); ApiError 404 for a robot not in the fleet."""
+        """The fanout of ``robot``'s events (every robot's for None); NotFound for a robot not in the fleet."""
         if robot is None:
             return self.events
         with self._lock:
@@ -107,8 +108,8 @@ class FleetApi:
         if fanout is None:
             known = {entry["robot"] for entry in self.fleet.robots(ask=False)}
             if robot not in known:
-                raise ApiError(404, "unknown_robot", f"no robot {robot[:ROBOT_CHARS]!r} in the fleet; list_robots "
-                                                     f"names them: {', '.join(sorted(known)) or 'none found yet'}")
+                raise NotFound(f"no robot {robot[:ROBOT_CHARS]!r} in the fleet; list_robots names them: "
+                               f"{', '.join(sorted(known)) or 'none found yet'}", code="unknown_robot")
             fanout = self._robot_fanout(robot)
         return fanout
 

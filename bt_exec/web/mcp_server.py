@@ -1,10 +1,11 @@
 """The MCP door: the route table's operations offered as MCP tools, over stdio or the web app's ``/mcp``.
 
 An LLM agent gets the same operations, argument schemas and answers as the
-HTTP API: each tool call is ``api.call(name, arguments)`` on a ControlApi (an
-executor in this process) or an HttpApi (a running app: the ROS node's, or
-``bt-exec run --web``). Refusals come back as tool errors carrying the API's
-message, which says what to do next. Needs the ``mcp`` package, 1.x
+HTTP API: each tool call is ``api.call(name, arguments)`` on a control surface (a
+ControlApi over an executor in this process, a fleet's) or an HttpApi (a running
+app: the ROS node's, or ``bt-exec run --web``). Refusals come back as tool errors
+(``isError``) carrying the code and message every door gives them
+(``control.error_answer``), which say what to do next. Needs the ``mcp`` package, 1.x
 (``pip install 'bt_exec[mcp]'``).
 
 A tool's answer is its compact JSON in the one text block, which every host shows the model, and, to
@@ -34,9 +35,8 @@ from importlib import metadata
 
 import bt_exec
 
+from ..control import cut_to_fit, error_answer
 from ..events.finite_json import dumps as finite_dumps
-from ..runtime.op_views import OpView
-from .api import ROUTES, ApiError
 
 INSTRUCTIONS = ("bt_exec runs behaviour-tree plans on a robot. Inspect before you act: get_all_plans, then "
                 "get_plan_status for a plan's op ids and states (summary=true for a large plan: counts by state, "
@@ -75,9 +75,9 @@ class McpUnavailable(ImportError):
     """The mcp package is not installed, or is a major version bt_exec does not speak."""
 
 
-def tool_routes(api=None):
+def tool_routes(api):
     """The routes ``api`` offers as tools (a ControlApi's, a fleet's: each with its robot argument)."""
-    return [route for route in getattr(api, "routes", ROUTES) if route.tool]
+    return [route for route in api.routes if route.tool]
 
 
 def require_mcp() -> None:
@@ -124,9 +124,10 @@ def build_server(api):
         try:
             # Executor calls block (cancel waits for teardown): keep the event loop free.
             answer = await anyio.to_thread.run_sync(api.call, name, arguments, "mcp")
-        except ApiError as exc:
+        except Exception as exc:  # a refusal, or a bug: worded as every door words it
+            error = error_answer(exc, f"mcp: {name[:80]!r}")[1]["error"]
             return types.CallToolResult(isError=True, content=[types.TextContent(
-                type="text", text=encodable(f"{exc.code}: {exc.message}"))])
+                type="text", text=encodable(f"{error['code']}: {error['message']}"))])
         answer = encodable(answer)
         text = compact_json(answer)
         if not _takes_structured(server.request_context):
@@ -161,7 +162,7 @@ def answer_text(answer, text: str, max_chars=None) -> str:
         return text
     ops = answer.get("ops") if isinstance(answer, dict) else None
     if isinstance(ops, list) and all(isinstance(op, dict) and "op_id" in op for op in ops):
-        cut = compact_json(OpView(max_chars=limit).apply(answer))
+        cut = compact_json(cut_to_fit(answer, limit))
         if len(cut) <= limit:
             return cut
     gist = {key: value if not isinstance(value, str) or len(value) <= GIST_CHARS else value[:GIST_CHARS] + "…"

@@ -16,14 +16,12 @@ import logging
 import threading
 from typing import Callable, Iterator
 
-import jsonschema
-
-from ..errors import ControlError
 from ..compilers.source import INT64_MAX
+from ..control import (MAX_WAITS, ROUTES, EventFanout, EventStream, Route, WaitSlots, internal_message, route_named,
+                       without_plan_shape)
+from ..errors import BadArgument, Busy, Conflict
 from ..events.replay import (MAX_BATCH, MAX_SPEED, MIN_SPEED, JournalRun, ReplayedPlans, ReplayError, checked_speed,
                              paced, read_events, run_span)
-from .api import (MAX_WAITS, ROUTES, ApiError, EventFanout, EventStream, Route, WaitSlots, checked_args,
-                  without_plan_shape)
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +57,10 @@ REPLAY_ROUTES: tuple[Route, ...] = (
 )
 _ROUTES = {route.name: route for route in ROUTES + REPLAY_ROUTES}
 _REPLAY_OPERATIONS = frozenset(route.name for route in REPLAY_ROUTES)
-_VALIDATORS = {route.name: jsonschema.Draft202012Validator(route.schema) for route in ROUTES + REPLAY_ROUTES}
 
 
 class ReplayApi:
-    """The control API over a replay of ``run`` at ``speed`` (0: as fast as it can).
+    """The control API over a replay of ``run`` at ``speed`` (0: as fast as it can): a replay's ``ControlSurface``.
 
     Playing starts with ``start()``, or when the first listener opens the event stream (the console and
     ``watch`` do at once), so a browser opened after the command still sees the run from its start.
@@ -111,25 +108,21 @@ class ReplayApi:
 
     @property
     def started(self) -> bool:
+        """Whether the replay has started playing."""
         return self._thread is not None
 
     def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
-        """Answer read operation ``name`` or a replay clock operation; ApiError for any other, for unknown names
-        and for bad arguments."""
-        route = _ROUTES.get(name)
-        if route is None:
-            raise ApiError(404, "unknown_operation", f"no operation {name!r}; known: {', '.join(_ROUTES)}")
+        """Answer read operation ``name`` or a replay clock operation; Conflict (``replay``) for any other,
+        NotFound for unknown names, BadArgument for bad arguments, and the replayed plans' own refusals."""
+        route = route_named(_ROUTES, name)
         if name not in READ_OPERATIONS and name not in _REPLAY_OPERATIONS:
-            raise ApiError(409, "replay", f"{name}: a replay cannot be controlled, nor asked for what only a live "
-                                          f"executor knows; it answers {', '.join(sorted(READ_OPERATIONS))}")
-        args = checked_args(route, args, _VALIDATORS[name])
+            raise Conflict(f"{name}: a replay cannot be controlled, nor asked for what only a live executor knows; "
+                           f"it answers {', '.join(sorted(READ_OPERATIONS))}", code="replay")
+        args = route.checked(args)
         if name in _REPLAY_OPERATIONS:
             return route.call(self, **args)
         with self._waits.held() if name == "wait_for_plan" else contextlib.nullcontext():
-            try:
-                return getattr(self.plans, name)(**args)
-            except ControlError as exc:
-                raise ApiError(409, "control_refused", str(exc)) from None
+            return getattr(self.plans, name)(**args)
 
     # --- the replay's clock ---------------------------------------------------------------------------
 
@@ -146,12 +139,13 @@ class ReplayApi:
                     "ended": self._ended, "error": self.error}
 
     def play(self, speed: float | None = None) -> dict:
+        """Play on from where the replay is, at ``speed`` (None: the speed it had); from the start once ended."""
         self._refuse_when_failed("play_replay")
         if speed is not None:
             try:
                 speed = checked_speed(speed)
             except ReplayError as exc:
-                raise ApiError(400, "bad_arguments", f"play_replay: {exc}") from None
+                raise BadArgument(f"play_replay: {exc}") from None
         self.start()
         with self._control:
             if speed is not None:
@@ -165,6 +159,7 @@ class ReplayApi:
                                                              f"{' (as fast as it can)' if self.speed == 0 else ''}"}
 
     def pause(self) -> dict:
+        """Hold the replay where it is."""
         self._refuse_when_failed("pause_replay")
         with self._control:
             self._playing = False
@@ -181,8 +176,8 @@ class ReplayApi:
             self._order(seek)
         self._interrupt.set()
         if not seek.done.wait(SEEK_WAIT_S):
-            raise ApiError(503, "seek_busy", f"the replay did not reach event {event_index} within {SEEK_WAIT_S:g} s;"
-                                             " it goes on: ask get_replay where it is")
+            raise Busy(f"the replay did not reach event {event_index} within {SEEK_WAIT_S:g} s; it goes on: ask "
+                       "get_replay where it is", code="seek_busy")
         self._refuse_when_failed("seek_replay")
         clock = self.clock()
         if seek.superseded:
@@ -204,24 +199,27 @@ class ReplayApi:
 
     def _refuse_when_failed(self, name: str) -> None:
         if self.error is not None:
-            raise ApiError(409, "replay_failed", f"{name}: the replay stopped: {self.error}")
+            raise Conflict(f"{name}: the replay stopped: {self.error}", code="replay_failed")
 
     # --- listeners ------------------------------------------------------------------------------------
 
     @property
     def max_streams(self) -> int:
+        """How many event streams may be open at once."""
         return self.events.max_streams
 
     def recent_events(self) -> list[dict]:
+        """The events played last (the last ``recent``), oldest first."""
         return self.events.recent_events()
 
     def listen(self) -> EventStream:
-        """A new listener's stream (ApiError 503 past ``max_streams``); the first one starts the replay."""
+        """A new listener's stream (Busy past ``max_streams``); the first one starts the replay."""
         stream = self.events.listen()
         self.start()
         return stream
 
     def close(self) -> None:
+        """Stop the replay's thread and end every open stream."""
         with self._control:
             self._closing = True
             self._control.notify_all()
@@ -256,7 +254,7 @@ class ReplayApi:
             self.error = str(exc) if isinstance(exc, ReplayError) else f"cannot read {self.run.path}: {exc}"
         except Exception as exc:  # a bug must not pass silently in a thread nobody joins
             log.exception("replay of %s failed", self.run.path)
-            self.error = f"internal error: {type(exc).__name__}: {exc}"
+            self.error = internal_message(exc)
         finally:
             cursor.close()
             with self._control:

@@ -1,4 +1,5 @@
-"""The HTTP door: the operator console's files, the JSON API of ``api.ROUTES``, an event stream (SSE) and MCP.
+"""The HTTP door: the operator console's files, the JSON API of a control surface's routes, an event stream (SSE)
+and MCP.
 
 Served by uvicorn (h11) and starlette in a thread of its own, with an event
 loop, so an open event stream holds a socket, not a thread. Security
@@ -21,7 +22,6 @@ import asyncio
 import functools
 import hmac
 import ipaddress
-import json
 import logging
 import re
 import socket
@@ -38,10 +38,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ..errors import ConfigError
+from ..control import ControlSurface, TooLarge, error_answer, parsed_json
+from ..errors import BadArgument, Busy, ConfigError, NotFound
 from ..events import finite_json
 from ..web_token import TOKEN_ENV  # noqa: F401  (one definition; the ROS node reads it too)
-from .api import DOOR_HEADER, ROUTES, ApiError, ControlApi
+from .client import DOOR_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class HttpRefusal(Exception):
+    """A request refused by HTTP itself before any operation runs (no token, a foreign origin or host, a wrong
+    method or content type, a body too slow): ``status`` and ``code`` are HTTP's own. What an operation refuses
+    is a ControlError, answered through ``control.error_answer``."""
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
 class WebServer:
     """Serves ``api`` over HTTP at ``host``:``port`` (0: any free port) in a thread of its own.
 
@@ -83,7 +96,7 @@ class WebServer:
     request is closed for a newcomer when all are taken.
     """
 
-    def __init__(self, api: ControlApi, host: str = "127.0.0.1", port: int = 8080, token: str | None = None,
+    def __init__(self, api: ControlSurface, host: str = "127.0.0.1", port: int = 8080, token: str | None = None,
                  max_body_bytes: int = 16 * 1024 * 1024, read_timeout_s: float = 10.0, max_connections: int = 64,
                  max_body_bytes_in_flight: int | None = None):
         if not is_loopback(host) and not token:
@@ -270,8 +283,8 @@ class _App:
     def __init__(self, web: WebServer):
         self.web = web
         self._body_bytes_in_flight = 0  # only the event loop's thread counts it
-        # An API may offer routes beyond the control API's (a replay's clock); the rest answer 404.
-        self._routes = getattr(web.api, "routes", ROUTES)
+        # A surface may offer routes beyond the control API's (a replay's clock, a fleet's robots); the rest answer 404.
+        self._routes = web.api.routes
         self._fleet = any(route.name == "list_robots" for route in self._routes)
         self._matchers = [(route, _compile(route.path)) for route in self._routes]
         try:
@@ -294,8 +307,8 @@ class _App:
         send = _with_security_headers(send)
         try:
             self._check(scope)
-        except ApiError as exc:
-            await _error_response(exc, scope)(scope, receive, send)
+        except HttpRefusal as exc:
+            await _refusal_response(exc.status, exc.code, exc.message, scope)(scope, receive, send)
             return
         await self._starlette(scope, receive, send)
 
@@ -306,23 +319,24 @@ class _App:
         web = self.web
         headers = Headers(scope=scope)
         if not web.host_allowed(headers.get("host")):
-            raise ApiError(403, "bad_host", "this app answers only requests addressed to localhost")
+            raise HttpRefusal(403, "bad_host", "this app answers only requests addressed to localhost")
         method, path = scope["method"], scope["path"]
         changes = method not in ("GET", "HEAD")
         reads_data = path.startswith("/api/") and path != "/api/info"
         if changes or path == "/mcp" or (reads_data and not web._loopback):
             if not (web.token_ok(headers.get("authorization")) or (path == "/api/events" and self._query_token(scope))):
-                raise ApiError(401, "token_required", "this request needs the app's token: "
-                                                      "Authorization: Bearer <token>")
+                raise HttpRefusal(401, "token_required", "this request needs the app's token: "
+                                                         "Authorization: Bearer <token>")
         if changes:
             origin = headers.get("origin")
             if origin is not None and urllib.parse.urlsplit(origin).netloc != headers.get("host"):
-                raise ApiError(403, "bad_origin", f"requests from {origin} are not accepted; use this app's own page")
+                raise HttpRefusal(403, "bad_origin", f"requests from {origin} are not accepted; use this app's own "
+                                                     "page")
         if method == "POST":
             content_type = (headers.get("content-type") or "").split(";")[0].strip().lower()
             if content_type != "application/json":
-                raise ApiError(415, "json_required",
-                               "send the arguments as a JSON object (Content-Type: application/json)")
+                raise HttpRefusal(415, "json_required",
+                                  "send the arguments as a JSON object (Content-Type: application/json)")
 
     def _query_token(self, scope) -> bool:
         given = urllib.parse.parse_qs(scope["query_string"].decode("latin-1")).get("token")
@@ -345,13 +359,13 @@ class _App:
         await _json_response(200, {"events": events})(scope, receive, send)
 
     def _robot(self, scope) -> str | None:
-        """The ``robot`` a fleet's event stream is asked for (``?robot=NAME``); ApiError where this app serves one
+        """The ``robot`` a fleet's event stream is asked for (``?robot=NAME``); BadArgument where this app serves one
         robot."""
         robot = urllib.parse.parse_qs(scope["query_string"].decode("latin-1")).get("robot")
         if robot is None:
             return None
         if not self._fleet:
-            raise ApiError(400, "not_a_fleet", "this app serves one robot's executor: leave robot out")
+            raise BadArgument("this app serves one robot's executor: leave robot out", code="not_a_fleet")
         return robot[-1]
 
     async def _operation(self, scope, receive, send) -> None:
@@ -367,9 +381,9 @@ class _App:
         limit = self.web.max_body_bytes
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and not (declared.isascii() and declared.isdigit()):
-            raise ApiError(400, "bad_length", f"Content-Length is not a whole number of bytes: {declared[:40]!r}")
+            raise BadArgument(f"Content-Length is not a whole number of bytes: {declared[:40]!r}", code="bad_length")
         if declared is not None and int(declared) > limit:
-            raise ApiError(413, "too_large", f"the request body is {declared} bytes; at most {limit} are accepted")
+            raise TooLarge(f"the request body is {declared} bytes; at most {limit} are accepted")
         chunks, size = [], 0
         try:
             with anyio.move_on_after(self.web.read_timeout_s) as timer:
@@ -381,17 +395,18 @@ class _App:
                     size += len(chunk)
                     self._body_bytes_in_flight += len(chunk)
                     if size > limit:
-                        raise ApiError(413, "too_large", f"the request body exceeds {limit} bytes")
+                        raise TooLarge(f"the request body exceeds {limit} bytes")
                     if self._body_bytes_in_flight > self.web.max_body_bytes_in_flight:
-                        raise ApiError(503, "too_busy", "other requests' bodies fill what this app receives at "
-                                                        "once; try again shortly")
+                        raise Busy("other requests' bodies fill what this app receives at once; try again shortly",
+                                   code="too_busy")
                     chunks.append(chunk)
                     if not message.get("more_body", False):
                         break
         finally:
             self._body_bytes_in_flight -= size
         if timer.cancelled_caught:
-            raise ApiError(408, "body_timeout", f"the request body did not arrive within {self.web.read_timeout_s:g} s")
+            raise HttpRefusal(408, "body_timeout",
+                              f"the request body did not arrive within {self.web.read_timeout_s:g} s")
         return b"".join(chunks)
 
     async def _events(self, scope, receive, send) -> None:
@@ -448,7 +463,7 @@ class _App:
                 headers={"Allow": "POST", "Connection": "close"})(scope, receive, send)
             return
         if self._mcp is None:
-            raise ApiError(503, "mcp_unavailable", self._mcp_missing)
+            raise HttpRefusal(503, "mcp_unavailable", self._mcp_missing)
         body = await self._body(scope, receive)
         message, answer = self._mcp_screen.screen(body)
         if message is None:  # answered here, or dropped as JSON-RPC drops it: the mcp library would fail on it
@@ -480,14 +495,13 @@ class _Asgi:
             await self.handler(scope, receive, sending)
         except _ClientGone:
             pass
-        except ApiError as exc:
+        except HttpRefusal as exc:
             if not started:
-                await _error_response(exc, scope)(scope, receive, send)
-        except Exception as exc:  # never a traceback to the client, never a dead server
-            log.exception("web: %s %s failed", scope["method"], scope["path"])
+                await _refusal_response(exc.status, exc.code, exc.message, scope)(scope, receive, send)
+        except Exception as exc:  # a refusal as every door words it; never a traceback, never a dead server
+            status, answer = error_answer(exc, f"web: {scope['method']} {scope['path']}")
             if not started:
-                await _json_response(500, {"error": {"code": "internal", "message": "internal error: "
-                                                     f"{type(exc).__name__}"}}, close=True)(scope, receive, send)
+                await _error_response(status, answer, scope)(scope, receive, send)
 
 
 def _route(method: str, scope, matchers: list) -> tuple:
@@ -510,22 +524,16 @@ def _route(method: str, scope, matchers: list) -> tuple:
         return route, args
     shown = path if len(path) <= 200 else path[:200] + "…"
     if allowed:
-        raise ApiError(405, "method_not_allowed", f"{shown} takes {' or '.join(allowed)}, not {method}")
-    raise ApiError(404, "not_found", f"no such path: {shown}")
+        raise HttpRefusal(405, "method_not_allowed", f"{shown} takes {' or '.join(allowed)}, not {method}")
+    raise NotFound(f"no such path: {shown}")
 
 
 def _json_object(raw: bytes) -> dict:
     if not raw.strip():  # a POST that lost its body must not act as one with no arguments
-        raise ApiError(400, "bad_json", "the request body is empty: send a JSON object ({} for no arguments)")
-    try:
-        body = json.loads(raw)
-    except RecursionError:
-        raise ApiError(400, "bad_json", "the request body nests too deeply to read; send the plan as JSON text "
-                                        "(graph as a string)") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ApiError(400, "bad_json", f"the request body is not JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise ApiError(400, "bad_json", f"the request body must be a JSON object, not {type(body).__name__}")
+        raise BadArgument("the request body is empty: send a JSON object ({} for no arguments)", code="bad_json")
+    body = parsed_json(raw, "the request body")
+    if not isinstance(body, dict):  # the path's arguments join the body's: it must be an object before any check
+        raise BadArgument(f"the request body must be a JSON object, not {type(body).__name__}", code="bad_json")
     return body
 
 
@@ -559,9 +567,14 @@ def _json_response(status: int, payload: dict, close: bool = False) -> Response:
                     headers={"Connection": "close"} if close else None)
 
 
-def _error_response(exc: ApiError, scope) -> Response:
-    # A refused request's body may be unread: the connection cannot carry another request.
-    return _json_response(exc.status, exc.as_dict(), close=scope["method"] not in ("GET", "HEAD"))
+def _refusal_response(status: int, code: str, message: str, scope) -> Response:
+    return _error_response(status, {"error": {"code": code, "message": message}}, scope)
+
+
+def _error_response(status: int, answer: dict, scope) -> Response:
+    # A refused request's body may be unread: the connection cannot carry another request. After a bug, nothing
+    # said on it can be trusted either.
+    return _json_response(status, answer, close=status == 500 or scope["method"] not in ("GET", "HEAD"))
 
 
 def _query_value(schema: dict | None, values: list[str]):

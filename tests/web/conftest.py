@@ -13,7 +13,8 @@ from console_page import Console, slow_script
 from headless_chromium import start_chromium
 
 import bt_exec
-from bt_exec.web import ControlApi, WebServer
+from bt_exec.control import ControlApi
+from bt_exec.web.server import WebServer
 
 try:
     from selenium.common.exceptions import WebDriverException

@@ -9,7 +9,7 @@ from rtdl_plans import do, envelope, par, seq
 
 from bt_exec.cli.dispatch import main
 from bt_exec.events.replay import find_run
-from bt_exec.web import WebServer
+from bt_exec.web.server import WebServer
 from bt_exec.web.replay_api import ReplayApi
 
 pytestmark = pytest.mark.skipif(os.environ.get("BT_EXEC_SCREENSHOTS") != "1",

@@ -8,7 +8,7 @@ from console_page import Console
 
 from bt_exec.cli.dispatch import main
 from bt_exec.events.replay import find_run
-from bt_exec.web import WebServer
+from bt_exec.web.server import WebServer
 from bt_exec.web.replay_api import ReplayApi
 
 RTDL = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "rtdl" / "snapshot_battery.json")
