@@ -84,6 +84,8 @@ def test_a_console_block_shows_what_its_commands_print(doc, line, body, tmp_path
         (tmp_path / shared).symlink_to(ROOT / shared)
     shown = sessions(body)
     printed = run_session([command for command, _ in shown], tmp_path)
+    # a command that ended the shell leaves the ones after it unrun: each command must have said it ended
+    assert len(printed) == len(shown), f"{doc.relative_to(ROOT)} line {line}: {len(printed)} of {len(shown)} ran"
     for (command, expected), actual in zip(shown, printed):
         assert matches(expected, actual), (
             f"{doc.relative_to(ROOT)} line {line}: `{command}` prints\n" + "\n".join(actual)

@@ -577,8 +577,12 @@ def test_mutated_qwen3(name, limits, data):
     executor.close(wait_ms=0)
 
 
+# The seeds their scene refuses (blocked, replan_required, invalid): nothing of them runs.
+REFUSED_QWEN3_SEEDS = {"blocked", "cap_without_vacuum", "example_cap_without_vacuum", "vacuum_released"}
+
+
 @fuzz(100)
-@given(name=st.sampled_from(sorted(QWEN3_SEEDS)), data=st.data())
+@given(name=st.sampled_from(sorted(set(QWEN3_SEEDS) - REFUSED_QWEN3_SEEDS)), data=st.data())
 def test_valid_looking_graphs_run_to_a_terminal(name, data):
     """Graphs that pass validation, on an executor whose sim scripts random outcomes per skill."""
     count("graphs_run")
@@ -594,9 +598,8 @@ def test_valid_looking_graphs_run_to_a_terminal(name, data):
     events = EventLog()
     executor.subscribe(events)
     answer = check_submit(executor, events, doc)
-    if answer["accepted"]:
-        record = executor.get_plan_result(answer["plan_id"])
-        assert record["terminal"] is not None
+    assert answer["accepted"], (name, answer["verdict"])
+    assert executor.get_plan_result(answer["plan_id"])["terminal"] is not None
     executor.close(wait_ms=0)
 
 
