@@ -18,7 +18,7 @@ from .compilers.call_guard import CallGuard, CallNames, load_call_guard
 from .compilers.dialects import DIALECTS, capability_catalog_of
 from .compilers.rtdl import id_text
 from .compilers.source import INT64_MAX, number_shown
-from .errors import ControlError, Issue
+from .errors import BadArgument, Conflict, ControlError, Issue, NotFound
 from .events import EventBus
 from .events.shapes import trace_view
 from .runtime.admission import Admission
@@ -128,10 +128,10 @@ class Executor:
 
     def set_scene(self, scene: Scene | dict | str) -> None:
         """Check step graphs against ``scene`` (a Scene, its dict, or a file path) from now on, e.g. once the cell
-        reported a new one; ControlError while a step graph holds the robot (its end moves the scene on). The
+        reported a new one; Conflict while a step graph holds the robot (its end moves the scene on). The
         backend's own idea of the world is its own: a simulating backend is given the scene by its owner."""
         if not self._admission.replace_scene(scene_of(scene)):
-            raise ControlError("set_scene: a step graph holds the robot; wait for it to end or cancel it first")
+            raise Conflict("set_scene: a step graph holds the robot; wait for it to end or cancel it first")
 
     @property
     def max_plans(self) -> int:
@@ -220,7 +220,8 @@ class Executor:
 
     def get_plan_status(self, plan_id: str | int, *, states=None, op_ids=None, summary: bool = False,
                         max_chars: int | None = None, with_args: bool = True) -> dict:
-        """Live state of every op of an in-flight plan; raises ControlError for any other plan.
+        """Live state of every op of an in-flight plan; NotFound for a plan never submitted, Conflict for one that
+        finished.
 
         Each call lists its ``cap`` and ``args`` (args past 4 KiB of JSON as a marker; the whole op is
         ``get_op``'s answer); ``with_args=False`` leaves both out.
@@ -231,7 +232,7 @@ class Executor:
         answer's compact JSON fits, with a ``truncated`` marker saying what to ask for next."""
         view = self._op_view("get_plan_status", states, op_ids, summary, max_chars)
         if type(with_args) is not bool:
-            raise ControlError(f"get_plan_status: with_args must be true or false, got {quote(with_args)}")
+            raise BadArgument(f"get_plan_status: with_args must be true or false, got {quote(with_args)}")
         return view.apply(self._plan_status(plan_id, None, with_args))
 
     def _plan_status(self, plan_id: str, max_bytes: int | None, with_args: bool = False) -> dict:
@@ -239,9 +240,9 @@ class Executor:
         built from its first ops only."""
         run = self._active_run(plan_id, "get_plan_status")
         if run is None:
-            raise ControlError(f"get_plan_status: no active plan {quote(plan_id)} (it already finished or was "
-                               "cancelled); call get_all_plans to list running plans, or get_plan_result for "
-                               "a finished plan's record")
+            raise Conflict(f"get_plan_status: no active plan {quote(plan_id)} (it already finished or was "
+                           "cancelled); call get_all_plans to list running plans, or get_plan_result for "
+                           "a finished plan's record")
         records = run.records.items()
         too_large = max_bytes is not None and run.status_size() > max_bytes
         if too_large:
@@ -286,8 +287,8 @@ class Executor:
                             trace=trace_view(record["trace"]))
             return view
         if run is None:
-            raise ControlError(f"get_plan_tree: no plan {quote(plan_id)} is running or kept (never submitted, or too "
-                               "old); call get_all_plans or get_finished_plans to list plans")
+            raise NotFound(f"get_plan_tree: no plan {quote(plan_id)} is running or kept (never submitted, or too "
+                           "old); call get_all_plans or get_finished_plans to list plans")
         return run.tree_view()
 
     def get_op(self, plan_id: str | int, op_id: str | int) -> dict:
@@ -308,18 +309,18 @@ class Executor:
                 found.update(run.pause_marks(op_id))
             running, stop_point = True, run.stop_point_of(op_id)
         else:
-            raise ControlError(f"get_op: no plan {quote(plan_id)} is running or kept (never submitted, or too "
-                               "old); call get_all_plans or get_finished_plans to list plans")
+            raise NotFound(f"get_op: no plan {quote(plan_id)} is running or kept (never submitted, or too "
+                           "old); call get_all_plans or get_finished_plans to list plans")
         if found is None:
-            raise ControlError(f"get_op: plan {quote(plan_id)} has no op {quote(op_id)}; call get_plan_status "
-                               "to see its op ids")
+            raise NotFound(f"get_op: plan {quote(plan_id)} has no op {quote(op_id)}; call get_plan_status "
+                           "to see its op ids")
         found["stop_point"] = stop_point
         return {"plan_id": plan_id, "running": running, "op": found}
 
     def get_finished_plans(self, limit: int = 50) -> dict:
         """The newest ``limit`` finished plans still kept, newest first: id, description, outcome, times."""
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-            raise ControlError(f"get_finished_plans: limit must be a non-negative integer, got {quote(limit)}")
+            raise BadArgument(f"get_finished_plans: limit must be a non-negative integer, got {quote(limit)}")
         plans = [{key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "outcome",
                                                    "cancel_reason", "error", "failed_op", "started_at", "ended_at",
                                                    "duration_s")}
@@ -351,8 +352,8 @@ class Executor:
             # Two levels deep is what callers edit; a deepcopy of 10k op results costs more than the run.
             return view.apply({**record, "ops": [dict(op) for op in record["ops"]]})
         if self._runner.active(plan_id) is not None:
-            raise ControlError(f"get_plan_result: plan {quote(plan_id)} is still running; use get_plan_status")
-        raise ControlError(f"get_plan_result: no record of plan {quote(plan_id)} (never submitted, or too old to be kept)")
+            raise Conflict(f"get_plan_result: plan {quote(plan_id)} is still running; use get_plan_status")
+        raise NotFound(f"get_plan_result: no record of plan {quote(plan_id)} (never submitted, or too old to be kept)")
 
     # --- control -------------------------------------------------------------------
 
@@ -368,7 +369,7 @@ class Executor:
         """
         plan_id, op_id, when = self._stop_point_args(plan_id, op_id, when, source, "stop_plan_at")
         if action not in STOP_ACTIONS:
-            raise ControlError(f"stop_plan_at: invalid action {quote(action)} (expected cancel or pause)")
+            raise BadArgument(f"stop_plan_at: invalid action {quote(action)} (expected cancel or pause)")
         run = self._active_run(plan_id, "stop_plan_at")
         if run is None:
             return {"success": True, "armed": False,
@@ -459,7 +460,7 @@ class Executor:
     def _control_run(self, plan_id, source: str, caller: str) -> tuple[str, PlanRun | None]:
         plan_id = _check_id(plan_id, "plan_id", caller)
         if source not in STOP_POINT_SOURCES:
-            raise ControlError(f"{caller}: invalid source {quote(source)} (expected {', '.join(STOP_POINT_SOURCES)})")
+            raise BadArgument(f"{caller}: invalid source {quote(source)} (expected {', '.join(STOP_POINT_SOURCES)})")
         return plan_id, self._active_checked(plan_id, caller)
 
     @staticmethod
@@ -467,17 +468,17 @@ class Executor:
         op_id = _check_id(op_id, "op_id", caller)
         plan_id = _check_id(plan_id, "plan_id", caller)
         if when not in STOP_WHENS:
-            raise ControlError(f"{caller}: invalid when {quote(when)} (expected on_enter or on_complete)")
+            raise BadArgument(f"{caller}: invalid when {quote(when)} (expected on_enter or on_complete)")
         if source not in STOP_POINT_SOURCES:
-            raise ControlError(f"{caller}: invalid source {quote(source)} (expected {', '.join(STOP_POINT_SOURCES)})")
+            raise BadArgument(f"{caller}: invalid source {quote(source)} (expected {', '.join(STOP_POINT_SOURCES)})")
         return plan_id, op_id, when
 
     @staticmethod
     def _op_record(run: PlanRun, op_id: str, caller: str):
         record = run.records.get(op_id)
         if record is None:
-            raise ControlError(f"{caller}: plan {quote(run.plan_id)} has no op {quote(op_id)}; "
-                               "call get_plan_status to see its op ids")
+            raise NotFound(f"{caller}: plan {quote(run.plan_id)} has no op {quote(op_id)}; "
+                           "call get_plan_status to see its op ids")
         return record
 
     def begin_cancel(self, plan_id: str | None, reason: str) -> "Cancellation":
@@ -530,10 +531,10 @@ class Executor:
         """Tick (or wait for the tick loop) until the plan finished; return its final record."""
         plan_id = _check_id(plan_id, "plan_id", "run_until_complete")
         if self._runner.in_tick():
-            raise ControlError("run_until_complete: cannot wait for a plan from inside a tick (an event subscriber)")
+            raise Conflict("run_until_complete: cannot wait for a plan from inside a tick (an event subscriber)")
         run = self._runner.live(plan_id)
         if run is not None and not self._runner.run_until_done(run, timeout):
-            raise ControlError(f"run_until_complete: plan {quote(plan_id)} still running after {timeout} s")
+            raise Conflict(f"run_until_complete: plan {quote(plan_id)} still running after {timeout} s")
         return self.get_plan_result(plan_id)
 
     def wait_for_plan(self, plan_id: str | int, timeout_s: float = 30.0, *, states=None, op_ids=None,
@@ -545,15 +546,15 @@ class Executor:
         caller = "wait_for_plan"
         plan_id = _check_id(plan_id, "plan_id", caller)
         if type(timeout_s) not in (int, float) or not 0 <= timeout_s < float("inf"):
-            raise ControlError(f"{caller}: timeout_s must be a non-negative number of seconds, got {quote(timeout_s)}")
+            raise BadArgument(f"{caller}: timeout_s must be a non-negative number of seconds, got {quote(timeout_s)}")
         view = self._op_view(caller, states, op_ids, summary, max_chars)
         if self._runner.in_tick():  # the plan waited for could only finish once this tick ends
-            raise ControlError(f"{caller}: cannot wait for a plan from inside a tick (an event subscriber)")
+            raise Conflict(f"{caller}: cannot wait for a plan from inside a tick (an event subscriber)")
         waited = min(timeout_s, MAX_WAIT_FOR_PLAN_S)
         run = self._runner.live(plan_id)
         if run is None and self._runner.finished_record(plan_id) is None:
-            raise ControlError(f"{caller}: no plan {quote(plan_id)} is running or kept (never submitted, or too "
-                               "old); call get_all_plans or get_finished_plans to list plans")
+            raise NotFound(f"{caller}: no plan {quote(plan_id)} is running or kept (never submitted, or too "
+                           "old); call get_all_plans or get_finished_plans to list plans")
         if run is not None and not run.done.wait(waited):  # waits only: the tick loop (or another thread) ticks
             capped = f" (timeout_s capped at {MAX_WAIT_FOR_PLAN_S:g})" if waited < timeout_s else ""
             return {"plan_id": plan_id, "finished": False,
@@ -573,7 +574,7 @@ class Executor:
         """Cancel every plan (control-only ones too), then stop the tick loop (``wait_ms``: 0 to 30,000)."""
         wait_ms = self._wait_of(wait_ms, "close")
         if self._runner.in_tick():
-            raise ControlError("close: cannot close the executor from inside a tick (an event subscriber)")
+            raise Conflict("close: cannot close the executor from inside a tick (an event subscriber)")
         runs = self._runner.active_runs()
         for run in runs:
             run.request_cancel("executor closed")
@@ -596,23 +597,23 @@ class Executor:
     # --- helpers --------------------------------------------------------------------
 
     def _active_run(self, plan_id: str, caller: str) -> PlanRun | None:
-        """The in-flight run; None for a plan that finished; ControlError for one never seen (or no id)."""
+        """The in-flight run; None for a plan that finished; NotFound for one never seen, BadArgument for no id."""
         return self._active_checked(_check_id(plan_id, "plan_id", caller), caller)
 
     def _active_checked(self, plan_id: str, caller: str) -> PlanRun | None:
         """``_active_run`` of an id already checked."""
         run = self._runner.active(plan_id)
         if run is None and not self._admission.ever_submitted(plan_id):
-            raise ControlError(f"{caller}: no plan {quote(plan_id)} was ever submitted to this executor; "
-                               "call get_all_plans to list running plans")
+            raise NotFound(f"{caller}: no plan {quote(plan_id)} was ever submitted to this executor; "
+                           "call get_all_plans to list running plans")
         return run
 
     def _wait_of(self, wait_ms: object, caller: str) -> int:
-        """The milliseconds a cancel waits: ``wait_ms`` capped at ``Limits.max_wait_ms``; ControlError for
+        """The milliseconds a cancel waits: ``wait_ms`` capped at ``Limits.max_wait_ms``; BadArgument for
         anything but a non-negative integer."""
         if type(wait_ms) is not int or not 0 <= wait_ms <= INT64_MAX:
-            raise ControlError(f"{caller}: wait_ms must be a non-negative integer (milliseconds, int64; at most "
-                               f"{self.limits.max_wait_ms} are waited), got {number_shown(wait_ms)}")
+            raise BadArgument(f"{caller}: wait_ms must be a non-negative integer (milliseconds, int64; at most "
+                              f"{self.limits.max_wait_ms} are waited), got {number_shown(wait_ms)}")
         return min(wait_ms, self.limits.max_wait_ms)
 
     def _op_view(self, caller: str, states, op_ids, summary, max_chars) -> OpView:
@@ -642,8 +643,8 @@ class Executor:
                 feedback["path"] = record["path"]
             return feedback
         if run is None:
-            raise ControlError(f"get_plan_feedback: no plan {quote(plan_id)} is running or kept (never submitted, "
-                               "or too old); call get_all_plans or get_finished_plans to list plans")
+            raise NotFound(f"get_plan_feedback: no plan {quote(plan_id)} is running or kept (never submitted, "
+                           "or too old); call get_all_plans or get_finished_plans to list plans")
         calls = []
         for op_id, op in run.records.items():
             state, ended_at = op.state, op.ended_at  # read once: the ticking thread moves them on
@@ -728,11 +729,11 @@ class Cancellation:
 
 def _check_id(value: object, name: str, caller: str) -> str:
     """A plan or op id as text, as plans write them: a non-empty string as it is, a non-negative integer (up to
-    int64, as Robonix's Pilot writes ids) as its decimal string; ControlError naming ``caller`` otherwise."""
+    int64, as Robonix's Pilot writes ids) as its decimal string; BadArgument naming ``caller`` otherwise."""
     issues: list[Issue] = []
     text = id_text(value, name, "", issues)
     if text is None:
-        raise ControlError(f"{caller}: {issues[0].message}")
+        raise BadArgument(f"{caller}: {issues[0].message}")
     return text
 
 

@@ -213,10 +213,11 @@ class TestHttp:
         assert status == 400 and answer["error"]["code"] == "bad_arguments"
         assert all(word in answer["error"]["message"] for word in words), answer
 
-    def test_an_unknown_plan_is_a_409_saying_what_to_call(self, serve_web):
+    def test_an_unknown_plan_is_a_404_saying_what_to_call(self, serve_web):
         _executor, server = serve_web(SCRIPT)
         status, answer = get(server, "/api/plans/" + urllib.parse.quote("no such") + "/feedback")
-        assert status == 409 and "get_finished_plans" in answer["error"]["message"]
+        assert (status, answer["error"]["code"]) == (404, "not_found")
+        assert "get_finished_plans" in answer["error"]["message"]
 
 
 def running_op(executor, plan_id):

@@ -16,7 +16,9 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.shared.exceptions import McpError  # noqa: E402
 
-from bt_exec.control import ControlApi  # noqa: E402
+from bt_exec.control import ControlApi, error_answer  # noqa: E402
+from bt_exec.errors import ControlError  # noqa: E402
+from bt_exec.web.client import HttpApi  # noqa: E402
 from bt_exec.web.server import WebServer  # noqa: E402
 from bt_exec.web.mcp_server import MAX_LINE_BYTES  # noqa: E402
 
@@ -117,7 +119,7 @@ def test_bad_plans_and_refused_control_come_back_as_actionable_answers(tmp_path)
     report, refused, unknown, wrong_when, no_such_tool, cancelled = run_session([], body)["value"]
     assert not report["valid"] and report["issues"][0]["path"].startswith("/rtdl/children/1")
     assert not refused["accepted"] and refused["issues"] == report["issues"]
-    assert unknown.startswith("control_refused:") and "get_all_plans" in unknown
+    assert unknown.startswith("not_found:") and "get_all_plans" in unknown
     assert wrong_when.startswith("bad_arguments:") and "when" in wrong_when
     assert "reboot_robot" in no_such_tool
     assert cancelled["count"] == 0
@@ -227,7 +229,7 @@ def test_lone_surrogates_and_unreadable_lines_never_stop_the_stdio_server(tmp_pa
         process.stdin.close()
         process.wait(timeout=20)
     assert submitted["id"] == 1 and submitted["result"]["content"]  # accepted or refused: an answer
-    assert unknown["result"]["isError"] and "control_refused" in unknown["result"]["content"][0]["text"]
+    assert unknown["result"]["isError"] and unknown["result"]["content"][0]["text"].startswith("not_found:")
     assert unreadable["error"]["code"] == -32700 and too_deep["error"]["code"] == -32700
     assert too_long["error"]["code"] == -32600 and "bytes" in too_long["error"]["message"]
     assert listed["id"] == 3 and not listed["result"].get("isError")
@@ -307,6 +309,56 @@ def test_an_agent_drives_the_web_app_over_mcp_at_its_own_address(web_app):
     assert wrong.startswith("bad_arguments:") and "wait_ms" in wrong
     assert "graph as a string" in str(too_deep)
     assert as_text["valid"] and as_text["stats"]["ops"] == 110
+
+
+def http_answer(server, method, path, body=None):
+    """``(status, answer)`` of one raw HTTP request to the app, with its token."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request(method, path, body=None if body is None else json.dumps(body),
+                       headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    return response.status, answer
+
+
+def test_every_door_refuses_the_same_input_with_the_same_status_code_and_words(web_app):
+    """The dispatcher's typed error, the HTTP answer, the HTTP client's error and the MCP tool error of one bad
+    request: one status per type (404 not found, 400 bad argument, 409 conflict), one code, one message."""
+    executor, server = web_app()
+    plan_id = executor.submit(envelope(seq(do("reach"), do("place"))))["plan_id"]  # held running
+    cases = [  # operation, arguments, the HTTP request that asks the same, status, code
+        ("get_plan_status", {"plan_id": "999"}, "GET", "/api/plans/999/status", None, 404, "not_found"),
+        ("get_op", {"plan_id": plan_id, "op_id": "99"}, "GET", f"/api/plans/{plan_id}/ops/99", None, 404,
+         "not_found"),
+        ("cancel_plan", {"plan_id": "999", "wait_ms": 0}, "POST", "/api/plans/999/cancel", {"wait_ms": 0}, 404,
+         "not_found"),
+        ("stop_plan_at", {"plan_id": plan_id, "op_id": "2", "when": "sometime"}, "POST",
+         f"/api/plans/{plan_id}/stop_at", {"op_id": "2", "when": "sometime"}, 400, "bad_arguments"),
+        ("get_finished_plans", {"limit": -1}, "GET", "/api/finished?limit=-1", None, 400, "bad_arguments"),
+        ("get_plan_result", {"plan_id": plan_id}, "GET", f"/api/plans/{plan_id}/result", None, 409,
+         "control_refused"),
+    ]
+    direct, over_http, over_client = {}, {}, {}
+    for name, args, method, path, body, status, code in cases:
+        with pytest.raises(ControlError) as refused:
+            server.api.call(name, args)
+        direct[name] = error_answer(refused.value)
+        over_http[name] = http_answer(server, method, path, body)
+        with pytest.raises(ControlError) as relayed:
+            HttpApi(server.url, token=TOKEN).call(name, args)
+        over_client[name] = error_answer(relayed.value)
+        assert (direct[name][0], direct[name][1]["error"]["code"]) == (status, code), name
+    assert over_http == direct and over_client == direct
+
+    async def body(session):
+        return {name: await refusal(session, name, **args) for name, args, *_ in cases + [("reboot", {}, *[None] * 5)]}
+
+    over_mcp = run_http_session(server.url + "mcp", body)["value"]
+    expected = {name: f"{answer['error']['code']}: {answer['error']['message']}"
+                for name, (_, answer) in direct.items()}
+    assert {name: text for name, text in over_mcp.items() if name != "reboot"} == expected
+    assert over_mcp["reboot"].startswith("unknown_operation: no operation 'reboot'")
 
 
 def mcp_post(server, headers, body=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'):
@@ -617,7 +669,7 @@ def test_an_agent_pauses_before_a_risky_op_looks_then_resumes(tmp_path):
     assert status["paused"] and held == ["4"]
     assert not paused_again["paused"] and resumed["resumed"] and stepped["success"]
     assert record["outcome"] == "succeeded", "a step on a plan that ends behind its last op leaves nothing held"
-    assert unknown.startswith("control_refused: resume_plan: no plan '42'")
+    assert unknown.startswith("not_found: resume_plan: no plan '42'")
 
 
 def test_ctrl_c_while_the_mcp_package_loads_waits_for_it_then_interrupts():

@@ -377,4 +377,4 @@ def test_waits_are_capped_as_the_live_app_caps_them(tmp_path, serve_replay):
         wait.join(60)
     assert [(status, answer["outcome"]) for status, answer in answers] == [(200, "succeeded")] * 2
     status, refused = request(server, "GET", "/api/plans/1/wait?timeout_s=nan")
-    assert status == 409 and "timeout_s must be a non-negative number" in refused["error"]["message"]
+    assert status == 400 and "timeout_s must be a non-negative number" in refused["error"]["message"]

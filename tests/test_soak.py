@@ -605,7 +605,7 @@ def http_hostile(client: HttpClient, doors: Doors, rng: random.Random, recent) -
         ("huge wait_ms", "POST", f"/api/plans/{plan_id}/cancel", b'{"wait_ms": 1e13}', TOKEN, {}, (400,)),
         ("float wait_ms", "POST", f"/api/plans/{plan_id}/cancel", {"wait_ms": 1.0}, TOKEN, {}, (400,)),
         ("wide wait_ms", "POST", "/api/cancel_all", {"wait_ms": 2 ** 63}, TOKEN, {}, (400,)),  # past int64
-        ("unknown plan id", "GET", "/api/plans/987654321/status", None, None, {}, (409,)),
+        ("unknown plan id", "GET", "/api/plans/987654321/status", None, None, {}, (404,)),
         ("long plan id", "GET", "/api/plans/" + "9" * 5000 + "/result", None, None, {}, (400,)),
         ("bad token", "POST", "/api/cancel_all", {"wait_ms": 0}, "wrong", {}, (401,)),
         ("no token", "POST", f"/api/plans/{plan_id}/cancel", {"wait_ms": 0}, None, {}, (401,)),
@@ -701,16 +701,17 @@ def http_door(port, executor, doors, rng, stop) -> None:
             _, listed = client.request("GET", "/api/plans", name="list")
             if listed and listed["plans"]:
                 plan_id = rng.choice(listed["plans"])["plan_id"]
-                status, answer = client.request("GET", f"/api/plans/{plan_id}/status", expect=(200, 409),
+                status, answer = client.request("GET", f"/api/plans/{plan_id}/status", expect=(200, 404, 409),
                                                 name="status")
                 if status == 200:
                     client.request("POST", f"/api/plans/{plan_id}/stop_at",
                                    {"op_id": rng.choice(answer["ops"])["op_id"],
-                                    "when": rng.choice(["on_enter", "on_complete"])}, expect=(200, 409), name="stop")
+                                    "when": rng.choice(["on_enter", "on_complete"])},
+                                   expect=(200, 404, 409), name="stop")
                     doors.count("http: stop points")
         elif roll < 0.55 and recent:
             client.request("POST", f"/api/plans/{rng.choice(recent)}/cancel", {"wait_ms": rng.choice([0, 10])},
-                           expect=(200, 409), name="cancel")
+                           expect=(200, 404, 409), name="cancel")
             doors.count("http: cancels")
         elif roll < 0.56:
             client.request("POST", "/api/cancel_all", {"wait_ms": 0}, name="cancel_all")
@@ -718,7 +719,7 @@ def http_door(port, executor, doors, rng, stop) -> None:
             plan_id = rng.choice(recent or ["1"])
             path = rng.choice([f"/api/plans/{plan_id}/result", f"/api/plans/{plan_id}/tree", "/api/finished?limit=20",
                                "/api/events/recent", "/api/info", "/api/plans"])
-            client.request("GET", path, token=None, expect=(200, 409), name="read")
+            client.request("GET", path, token=None, expect=(200, 404, 409), name="read")
             doors.count("http: reads")
         else:
             http_hostile(client, doors, rng, recent)

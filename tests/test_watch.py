@@ -354,7 +354,7 @@ def test_an_unknown_plan_is_refused_with_exit_2(app, once):
     result = watch("--url", url, "--plan", "42", *(["--once"] if once else []))
     assert result.returncode == 2
     assert result.stderr.startswith(f"bt-exec: the app at {url} refused get_plan_tree: get_plan_tree: no plan '42'")
-    assert "(control_refused)" in result.stderr and "Traceback" not in result.stderr
+    assert "(not_found)" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_beyond_loopback_the_watch_sends_the_token_from_the_environment(make_executor):

@@ -10,7 +10,7 @@ from held_clock import HeldClock
 from rtdl_plans import do, envelope, seq
 
 from bt_exec.control import ROUTES, ControlApi, Unreachable, error_answer, without_plan_shape
-from bt_exec.errors import BadArgument, Busy, ConfigError, ControlError
+from bt_exec.errors import BadArgument, Busy, ConfigError, NotFound
 from bt_exec.web.client import HttpApi
 from bt_exec.web.server import WebServer
 
@@ -100,8 +100,8 @@ def test_run_id_makes_a_submission_idempotent(app):
     ("GET", "/api/nowhere", None, 404, "not_found"),
     ("GET", "/api/plans/1/stop_at", None, 405, "method_not_allowed"),
     ("DELETE", "/api/plans", None, 405, "method_not_allowed"),
-    ("POST", "/api/plans/7/cancel", {}, 409, "control_refused"),
-    ("GET", "/api/plans/7/status", None, 409, "control_refused"),
+    ("POST", "/api/plans/7/cancel", {}, 404, "not_found"),
+    ("GET", "/api/plans/7/status", None, 404, "not_found"),
     ("POST", "/api/plans/1/cancel", {"wait_ms": "soon"}, 400, "bad_arguments"),
     ("POST", "/api/plans/1/stop_at", {"op_id": "2", "when": "later"}, 400, "bad_arguments"),
     ("POST", "/api/plans", {}, 400, "bad_arguments"),
@@ -276,9 +276,9 @@ def test_the_http_client_drives_a_remote_app_like_a_local_one(app):
     assert answer["accepted"]
     assert remote.call("get_plan_status", {"plan_id": answer["plan_id"]})["ops"][0]["op_id"] == "1"
     assert remote.call("cancel_plan", {"plan_id": answer["plan_id"], "wait_ms": 5000})["finished"]
-    with pytest.raises(ControlError) as refused:
+    with pytest.raises(NotFound) as refused:  # the app's 404, the type it was answered for
         remote.call("get_plan_status", {"plan_id": "42"})
-    assert error_answer(refused.value)[0] == 409 and "was ever submitted" in refused.value.message
+    assert refused.value.code == "not_found" and "was ever submitted" in refused.value.message
     with pytest.raises(BadArgument) as unauthorised:  # a refusal of HTTP's own: the caller's to mend
         HttpApi(server.url).call("cancel_all", {})
     assert unauthorised.value.code == "token_required"
@@ -387,7 +387,7 @@ def test_wait_for_plan_answers_the_record_or_not_finished_at_the_timeout(app):
     status, again = request(server, "GET", f"/api/plans/{plan_id}/wait?timeout_s=0")
     assert status == 200 and again["outcome"] == "succeeded" and len(again["ops"]) == 3
     status, never = request(server, "GET", "/api/plans/77/wait")
-    assert status == 409 and "get_all_plans" in never["error"]["message"]
+    assert status == 404 and "get_all_plans" in never["error"]["message"]
     status, refused = request(server, "GET", f"/api/plans/{plan_id}/wait?timeout_s=-1")
     assert status == 400 and "timeout_s" in refused["error"]["message"]
 
@@ -449,7 +449,7 @@ def test_pause_resume_step_and_pause_points_over_http(app):
     assert status == 200 and resumed["resumed"]
     assert executor.run_until_complete(plan_id, timeout=10)["outcome"] == "succeeded"
     status, refused = request(server, "POST", "/api/plans/77/pause", {})
-    assert status == 409 and refused["error"]["message"].startswith("pause_plan: no plan '77'")
+    assert status == 404 and refused["error"]["message"].startswith("pause_plan: no plan '77'")
     sources = [(e["event"], e["source"]) for e in events if e["event"] in ("pause_point", "paused", "resumed")]
     assert sources == [("pause_point", "http"), ("paused", "http"), ("resumed", "http"), ("paused", "http"),
                        ("resumed", "http")]

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from ..errors import BtExecError, ControlError
+from ..errors import BadArgument, BtExecError, Conflict, NotFound
 from ..runtime.budgets import BoundedTable, json_size, quote, shown
 from ..runtime.op_views import MAX_WAIT_FOR_PLAN_S, op_view
 from .journal import RUN_HEADER, _parse
@@ -407,8 +407,9 @@ class ReplayedPlans:
         with self._lock:
             plan = self._active.get(str(plan_id))
             if plan is None:
-                raise ControlError(f"get_plan_status: no active plan {quote(plan_id)} in the replay (it already "
-                                   "finished, or has not started yet); get_plan_result has a finished plan's record")
+                refusal = Conflict if self._finished.get(str(plan_id)) is not None else NotFound
+                raise refusal(f"get_plan_status: no active plan {quote(plan_id)} in the replay (it already "
+                              "finished, or has not started yet); get_plan_result has a finished plan's record")
             ops = []
             for op in plan["ops"].values():
                 entry = {key: op[key] for key in ("op_id", "kind", "description", "state")}
@@ -429,10 +430,10 @@ class ReplayedPlans:
             plan = self._finished.get(str(plan_id))
             if plan is None:
                 if str(plan_id) in self._active:
-                    raise ControlError(f"get_plan_result: plan {quote(plan_id)} is still running in the replay; use "
-                                       "get_plan_status")
-                raise ControlError(f"get_plan_result: no record of plan {quote(plan_id)} in the replay (not started "
-                                   "yet, or too old to be kept)")
+                    raise Conflict(f"get_plan_result: plan {quote(plan_id)} is still running in the replay; use "
+                                   "get_plan_status")
+                raise NotFound(f"get_plan_result: no record of plan {quote(plan_id)} in the replay (not started "
+                               "yet, or too old to be kept)")
             record = _record(plan)
         return view.apply(record)
 
@@ -441,8 +442,8 @@ class ReplayedPlans:
             plan = self._plan(plan_id, "get_op")
             op = plan["ops"].get(str(op_id))
             if op is None:
-                raise ControlError(f"get_op: plan {quote(plan_id)} has no op {quote(op_id)}; call get_plan_status "
-                                   "to see its op ids")
+                raise NotFound(f"get_op: plan {quote(plan_id)} has no op {quote(op_id)}; call get_plan_status "
+                               "to see its op ids")
             found = {**op, **_points(plan, op)}
             return {"plan_id": plan["plan_id"], "running": plan["running"], "op": found}
 
@@ -450,8 +451,8 @@ class ReplayedPlans:
         """The plan's record once it completed in the replay, or ``{plan_id, finished: false, message}``.
         ``timeout_s`` from 0 to 60, as the executor takes it (longer is waited 60 s)."""
         if type(timeout_s) not in (int, float) or not 0 <= timeout_s < math.inf:
-            raise ControlError(f"wait_for_plan: timeout_s must be a non-negative number of seconds, got "
-                               f"{quote(timeout_s)}")
+            raise BadArgument(f"wait_for_plan: timeout_s must be a non-negative number of seconds, got "
+                              f"{quote(timeout_s)}")
         waited = min(timeout_s, MAX_WAIT_FOR_PLAN_S)
         deadline = time.monotonic() + waited
         with self._changed:
@@ -467,8 +468,8 @@ class ReplayedPlans:
     def _plan(self, plan_id: str, caller: str) -> dict:
         plan = self._active.get(str(plan_id)) or self._finished.get(str(plan_id))
         if plan is None:
-            raise ControlError(f"{caller}: no plan {quote(plan_id)} in the replay (not started yet, or too old to be "
-                               "kept); call get_all_plans or get_finished_plans to list plans")
+            raise NotFound(f"{caller}: no plan {quote(plan_id)} in the replay (not started yet, or too old to be "
+                           "kept); call get_all_plans or get_finished_plans to list plans")
         return plan
 
 

@@ -8,7 +8,7 @@ for; an error is cut to the limit (at most a message's length) with a note of ho
 """
 from __future__ import annotations
 
-from ..errors import ControlError
+from ..errors import BadArgument
 from .budgets import MESSAGE_CHARS, cut_text, json_preview, json_size, quote
 
 OUTPUT_CHARS = 2000        # default limit on one output in feedback
@@ -21,8 +21,8 @@ _MARKER_KEYS = frozenset(("truncated", "bytes", "preview"))
 def check_output_chars(value: object, caller: str) -> None:
     """The limit must be a whole number of characters within the range every door takes."""
     if type(value) is not int or not MIN_OUTPUT_CHARS <= value <= MAX_OUTPUT_CHARS:
-        raise ControlError(f"{caller}: max_output_chars must be an integer from {MIN_OUTPUT_CHARS} to "
-                           f"{MAX_OUTPUT_CHARS} (characters of one output's JSON), got {quote(value)}")
+        raise BadArgument(f"{caller}: max_output_chars must be an integer from {MIN_OUTPUT_CHARS} to "
+                          f"{MAX_OUTPUT_CHARS} (characters of one output's JSON), got {quote(value)}")
 
 
 def op_feedback(op_id: str, cap: str, state: str, result: object, detail: str | None, max_chars: int) -> dict:

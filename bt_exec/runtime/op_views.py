@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ControlError
+from ..errors import BadArgument
 from .budgets import QUOTE_CHARS, cut_text, json_size, quote
 
 OP_STATES = ("pending", "running", "paused", "succeeded", "failed", "canceled", "timeout")
@@ -58,22 +58,22 @@ class OpView:
 
 def op_view(caller: str, states=None, op_ids=None, summary: bool = False, max_chars: int | None = None,
             id_of=None) -> OpView:
-    """The view these arguments ask for; ControlError naming ``caller`` and the argument when one is wrong.
-    ``id_of(value, name)`` turns one op id into its text (raising ControlError)."""
+    """The view these arguments ask for; BadArgument naming ``caller`` and the argument when one is wrong.
+    ``id_of(value, name)`` turns one op id into its text (raising BadArgument)."""
     if states is not None:
         if not isinstance(states, (list, tuple)) or any(state not in OP_STATES for state in states):
-            raise ControlError(f"{caller}: states must be a list of op states ({', '.join(OP_STATES)}), "
-                               f"got {quote(states)}")
+            raise BadArgument(f"{caller}: states must be a list of op states ({', '.join(OP_STATES)}), "
+                              f"got {quote(states)}")
         states = frozenset(states)
     if op_ids is not None:
         if not isinstance(op_ids, (list, tuple)):
-            raise ControlError(f"{caller}: op_ids must be a list of op ids, got {quote(op_ids)}")
+            raise BadArgument(f"{caller}: op_ids must be a list of op ids, got {quote(op_ids)}")
         op_ids = frozenset(id_of(op_id, "op_ids") for op_id in op_ids)
     if type(summary) is not bool:
-        raise ControlError(f"{caller}: summary must be true or false, got {quote(summary)}")
+        raise BadArgument(f"{caller}: summary must be true or false, got {quote(summary)}")
     if max_chars is not None and (type(max_chars) is not int or not MIN_VIEW_CHARS <= max_chars <= MAX_VIEW_CHARS):
-        raise ControlError(f"{caller}: max_chars must be an integer from {MIN_VIEW_CHARS} to {MAX_VIEW_CHARS}, "
-                           f"got {quote(max_chars)}")
+        raise BadArgument(f"{caller}: max_chars must be an integer from {MIN_VIEW_CHARS} to {MAX_VIEW_CHARS}, "
+                          f"got {quote(max_chars)}")
     return OpView(states, op_ids, summary, max_chars)
 
 

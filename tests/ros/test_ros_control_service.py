@@ -33,6 +33,11 @@ def test_the_control_service_answers_as_the_web_app_does(ros, start_node, sim_sc
         success, control_status, over_ros = control(ros, node, operation, args)
         assert (control_status, over_ros) == (status, over_http), operation
         assert success == (status == 200)
+    # The status follows from the refusal's type, as on every door: an unknown plan is not found, not a conflict.
+    success, status, unknown = control(ros, node, "get_plan_status", {"plan_id": "999"})
+    assert (success, status, unknown["error"]["code"]) == (False, 404, "not_found")
+    success, status, conflict = control(ros, node, "get_plan_result", {"plan_id": plan_id})
+    assert (success, status, conflict["error"]["code"]) == (False, 409, "control_refused")
 
     # What a ROS door adds: who asked (named by the events), and its own refusals.
     success, _status, armed = control(ros, node, "stop_plan_at", {"plan_id": plan_id, "op_id": "3",
@@ -46,7 +51,8 @@ def test_the_control_service_answers_as_the_web_app_does(ros, start_node, sim_sc
     events = call_http(port, "GET", "/api/events/recent")[1]["events"]
     assert [e["source"] for e in events if e["event"] == "stop_point"] == ["mcp", "ros"]
 
-    assert control(ros, node, "", {})[:2] == (False, 404)  # the empty request: refused, nothing changes
+    success, status, answer = control(ros, node, "", {})  # the empty request: refused, nothing changes
+    assert (success, status, answer["error"]["code"]) == (False, 404, "unknown_operation")
     success, status, answer = control(ros, node, "get_all_plans", args_json="{not json")
     assert (success, status, answer["error"]["code"]) == (False, 400, "bad_json")
     success, status, answer = control(ros, node, "submit_plan", args_json='"x' + "y" * (40 * 1024 * 1024) + '"')

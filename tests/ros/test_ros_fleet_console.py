@@ -130,7 +130,7 @@ def test_the_fleet_console_forwards_each_operation_to_the_robot_it_names(ros, st
 
     # Refusals: the robot's own, passed on (status, code, message), and the fleet's for robots it does not know.
     status, refused = app.call("GET", app.robot_path(robot_of(first), "plans/999/status"))
-    assert status == 409 and refused["error"]["code"] == "control_refused" and "'999'" in refused["error"]["message"]
+    assert status == 404 and refused["error"]["code"] == "not_found" and "'999'" in refused["error"]["message"]
     status, bad = app.call("POST", app.robot_path(robot_of(first), "plans/1/stop_at"), {"op_id": "2", "when": "x"})
     assert status == 400 and bad["error"]["code"] == "bad_arguments" and "'x' is not one of" in bad["error"]["message"]
     status, unknown = app.call("GET", app.robot_path("no_such_robot", "plans"))

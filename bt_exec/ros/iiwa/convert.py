@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 from ...compilers import Scene
-from ...errors import ConfigError, ControlError, Issue, PlanError
+from ...errors import BadArgument, ConfigError, Issue, PlanError
 from ...events import finite_json
 
 MAX_RUN_ID_CHARS = 256  # run ids are remembered per node: each stays small
@@ -84,10 +84,10 @@ def msg_to_submit(request, max_input_bytes: int) -> SubmitValue:
 
 
 def msg_to_run_id(request) -> str:
-    """A ``~/cancel`` request's run id; ControlError when it is not one."""
+    """A ``~/cancel`` request's run id; BadArgument when it is not one."""
     run_id = request.value.strip()
     if problem := _run_id_problem(run_id):
-        raise ControlError(f"cancel: value: {problem}")
+        raise BadArgument(f"cancel: value: {problem}")
     return run_id
 
 
