@@ -68,8 +68,10 @@ setup(
                       "uvicorn>=0.31.1,<1", "starlette>=0.37,<2", "sse-starlette>=2.1,<4", "anyio>=4"],
     extras_require={
         "mcp": ["mcp>=1.10,<2"],
-        # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them)
-        "test": ["pytest>=7", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20", "import-linter>=2.12,<3"],
+        # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them);
+        # ruff is the linter tests/test_lint.py runs (a minor release of ruff can add rules to the families chosen)
+        "test": ["pytest>=7", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20", "import-linter>=2.12,<3",
+                 "ruff>=0.17,<0.18"],
     },
     zip_safe=True,
     entry_points={"console_scripts": [

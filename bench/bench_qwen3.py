@@ -95,7 +95,8 @@ def grant_scene(vacuum_on_flange: bool = False, holding_cap: bool = False) -> di
     state = {"vacuum": "patron" if vacuum_on_flange else "vacuum_socket", "cap": "cap_storage"}
     return {"scene_revision": SCENE_REVISION,
             "objects": ["vacuum", "cap"] + [f"screw_{k}" for k in range(1, SCREWS + 1)],
-            "targets": ["work", "hatch_seat", "vacuum_socket", "cap_storage"] + [f"hole_{k}" for k in range(1, SCREWS + 1)],
+            "targets": ["work", "hatch_seat", "vacuum_socket", "cap_storage"]
+                       + [f"hole_{k}" for k in range(1, SCREWS + 1)],
             "state": state, "holding": "cap" if holding_cap else None}
 
 
@@ -186,7 +187,8 @@ def grant_graph(n_steps: int, seed: int = 3, variant: str = "ok") -> dict:
                     unknown="operator_required")
             b.edges(s["grab_c"], success=s["move_c"], grasp_failed=i_["grab_c"], timeout=i_["grab_c"],
                     failed="operator_required", collision="stop")
-            b.edges(i_["grab_c"], holding=s["move_c"], empty=s["grab_c"], placed=s["grab_c"], unknown="operator_required")
+            b.edges(i_["grab_c"], holding=s["move_c"], empty=s["grab_c"], placed=s["grab_c"],
+                    unknown="operator_required")
             b.edges(s["move_c"], success=s["put_c"], failed=i_["move_c"], timeout=i_["move_c"], collision=crash)
             b.edges(i_["move_c"], holding=s["move_c"], empty=s["grab_c"], placed=s["grab_c"], unknown="stop")
             b.edges(s["put_c"], success=s["move_v"], failed=i_["put_c"], timeout=i_["put_c"], collision="stop")
@@ -335,8 +337,8 @@ def figures(args, detail: list[str] | None = None) -> list[Figure]:
                                                for label, _bar, r in rows))
     detail.append("qwen3 growth: 'ok' against the scene it was planned on; 'replan' against the scene where the hand "
                   "holds the cap; 'x prev': time against the previous size's")
-    header = f"{'steps':>6} {'transitions':>11} {'steps+trans':>11} {'ok: median':>11} {'x prev':>6} {'per element':>11} " \
-             f"{'replan: median':>14} {'x prev':>6} {'issues':>6} {'per element':>11}"
+    header = f"{'steps':>6} {'transitions':>11} {'steps+trans':>11} {'ok: median':>11} {'x prev':>6} " \
+             f"{'per element':>11} {'replan: median':>14} {'x prev':>6} {'issues':>6} {'per element':>11}"
     detail.append(header)
     detail.append("-" * len(header))
     per_ok, per_replan, last = {}, {}, None

@@ -573,8 +573,8 @@ def figures(args, detail: list[str] | None = None) -> list[Figure]:
     detail.append(f"ros: ROS 2 {os.environ.get('ROS_DISTRO', 'jazzy')} "
                   f"({rclpy.utilities.get_rmw_implementation_identifier()}), ROS_DOMAIN_ID {domain_id}, node "
                   f"{node.name} at {args.tick_rate_hz:g} Hz; 1: {args.repeats} submits of a {SUBMIT_OPS}-op plan "
-                  f"({trip['bytes'] / 1024:.0f} KiB), each to an idle node; 2: {events['plans']} plans of {STEP_OPS + 1} "
-                  f"ops ({events['per_plan']} events each, {STEP_S * 1e3:g} ms per op) submitted over "
+                  f"({trip['bytes'] / 1024:.0f} KiB), each to an idle node; 2: {events['plans']} plans of "
+                  f"{STEP_OPS + 1} ops ({events['per_plan']} events each, {STEP_S * 1e3:g} ms per op) submitted over "
                   f"{events['submitted_s']:.1f} s, events over {events['span_s']:.1f} s")
     notes = []
     if events["refused"]:

@@ -20,7 +20,8 @@ Figures:
    on_enter) on the last do op, which is never reached; submitted to an ``Executor`` and ticked
    until steady (that op running). One ``tick_once()`` of our compiled tree's root, taken from
    ``ex.behaviour_trees()[plan_id]`` and ticked directly (the guard of the armed stop point is in
-   the tree; the running call's news comes from the runner's poll, so the tick asks no backend), vs one ``root.tick_once()`` of the raw tree, ticked to the same steady state.
+   the tree; the running call's news comes from the runner's poll, so the tick asks no backend), vs one
+   ``root.tick_once()`` of the raw tree, ticked to the same steady state.
 2. Idle tick. On the same executor: one ``Executor.tick_once()`` when nothing changed (the
    executor skips the py_trees tick), vs the same raw ``root.tick_once()``. Gated on the flat
    1000-op plan; also shown (info) for flat plans of 100 and 10,000 ops: the idle tick follows
@@ -30,8 +31,9 @@ Figures:
    on a fresh ``Executor(backend=SimBackend())`` (made untimed; the sim answers every call at
    once) vs building the raw tree (a sequence of 2000 ``Success``) + ``root.tick_once()`` until
    SUCCESS. 3b: the same with a ``JsonlJournal`` to a temporary file subscribed
-   (``ex.subscribe_batches(journal.write_batch)``: one call per tick); the journal writes on its own thread while the plan runs, and its close
-   (writing what is still queued) is not timed: the detail line gives its median.
+   (``ex.subscribe_batches(journal.write_batch)``: one call per tick); the journal writes on its own thread
+   while the plan runs, and its close (writing what is still queued) is not timed: the detail line gives its
+   median.
 4. Load + validate + compile a 10,000-op nested plan: ``bt_exec.load(text)`` +
    ``bt_exec.validate(plan)`` + ``bt_exec.compile_plan(plan)`` vs building the raw tree of the
    same shape, for the nested-tree (envelope) input (4) and the wire-arena input of the same plan
@@ -499,7 +501,8 @@ def figures(args, detail: list[str] | None = None) -> list[Figure]:
             f"raw tick {' / '.join(fmt_time(t) for t in raw)}",
             f"rtdl: JSONL journal close after plan_complete (untimed in 3b): median "
             f"{fmt_time(statistics.median(journal_close_s))}",
-            f"rtdl: the catalog check adds {paired(compiled, 'catalog')['ratio'] - paired(compiled, 'tree')['ratio']:+.2f}x "
+            f"rtdl: the catalog check adds "
+            f"{paired(compiled, 'catalog')['ratio'] - paired(compiled, 'tree')['ratio']:+.2f}x "
             "of the raw build to the tree input",
             f"rtdl: memory per op: compiled tree {fmt_value(memory['tree'], 'B')}, Plan included "
             f"{fmt_value(memory['with plan'], 'B')}, raw py_trees {fmt_value(memory['raw'], 'B')}",

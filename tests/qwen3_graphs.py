@@ -11,7 +11,8 @@ def scene(vacuum="vacuum_socket", cap="cap_storage", holding=None, revision=REVI
     state.update(extra)
     return {"scene_revision": revision,
             "objects": ["cap", "vacuum"] + [f"screw_{n}" for n in range(1, screws + 1)],
-            "targets": ["work", "hatch_seat", "vacuum_socket", "cap_storage"] + [f"hole_{n}" for n in range(1, holes + 1)],
+            "targets": ["work", "hatch_seat", "vacuum_socket", "cap_storage"]
+                       + [f"hole_{n}" for n in range(1, holes + 1)],
             "state": state, "holding": holding}
 
 
@@ -79,7 +80,8 @@ def vacuum_to_work():
 
 def vacuum_released_at_work():
     """grab(vacuum) -> transfer(vacuum, work) -> release(vacuum): invalid, release carries no tool anywhere."""
-    return graph([step("s1", "grab", "vacuum"), step("s2", "transfer", "vacuum", "work"), step("s3", "release", "vacuum")],
+    return graph([step("s1", "grab", "vacuum"), step("s2", "transfer", "vacuum", "work"),
+                  step("s3", "release", "vacuum")],
                  {"s1": {"success": "s2", "grasp_failed": "stop"}, "s2": {"success": "s3"},
                   "s3": {"success": "completed"}})
 

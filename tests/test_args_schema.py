@@ -6,7 +6,8 @@ from hypothesis import given, settings, strategies as st
 from bt_exec.compilers.args_schema import ArgsSchema
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-5, 5, allow_nan=False) | st.sampled_from(["", "a", "ab c", "x1"]),
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-5, 5, allow_nan=False)
+    | st.sampled_from(["", "a", "ab c", "x1"]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["step", "name", "n", "x"]), inner,
                                                                 max_size=3),
     max_leaves=8)

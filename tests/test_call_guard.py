@@ -314,7 +314,8 @@ class TestOneVerdictPerCapability:
         from qwen3_graphs import scene
         guard = rules({"name": "grab-needs-charge", "effect": "deny", "cap": "pick", "state": {"battery": {"lt": 20}}})
         for battery, state in ((12, "failed"), (64, "succeeded")):
-            sim = bt_exec.SimBackend.in_scene({"state": {"battery": battery}}, scene=bt_exec.compilers.scene_of(scene()))
+            sim = bt_exec.SimBackend.in_scene({"state": {"battery": battery}},
+                                              scene=bt_exec.compilers.scene_of(scene()))
             with executor_of(backend=sim, scene=scene(), call_guard=guard) as ex:
                 _, record = run_plan(ex, one_step_graph("grab"))
             (step,) = record["ops"]

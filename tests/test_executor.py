@@ -29,8 +29,9 @@ class TestSemantics:
         assert [call.op_id for call in ex.backend.calls] == ["2", "3"]
         assert record["outcome"] == "failed" and record["any_failed"] and not record["cancelled"]
         failed = [e for e in events.of(plan_id) if e.get("op_id") == "3" and e["state"] == "failed"][0]
-        assert failed["result"] == {"success": False, "output": {"sim": True, "cap": "sim.fail"}, "error": "broken gripper",
-                                    "cap": "sim.fail", "call_id": f"{plan_id}:3", "event": "failure"}
+        assert failed["result"] == {"success": False, "output": {"sim": True, "cap": "sim.fail"},
+                                    "error": "broken gripper", "cap": "sim.fail", "call_id": f"{plan_id}:3",
+                                    "event": "failure"}
         root_done = [e for e in events.of(plan_id) if e.get("op_id") == "1" and e["state"] == "failed"][0]
         assert root_done["detail"] == "child 3 failed after 1 of 4 succeeded; 2 skipped"
 
@@ -63,7 +64,8 @@ class TestSemantics:
         assert events.of(plan_id)[0]["description"] == "idle"
 
     def test_sim_list_outcomes_and_timeout_state(self, make_executor):
-        ex = make_executor({"caps": {"sim.flaky": {"outcome": ["failure", "success"]}, "sim.slow": {"outcome": "timeout"}}})
+        ex = make_executor({"caps": {"sim.flaky": {"outcome": ["failure", "success"]},
+                                     "sim.slow": {"outcome": "timeout"}}})
         _, first = run(ex, seq(do(cap="sim.flaky")))
         _, second = run(ex, seq(do(cap="sim.flaky")))
         _, third = run(ex, seq(do(cap="sim.flaky")))
@@ -120,7 +122,8 @@ class TestIdentity:
     def test_concurrent_submits_of_one_run_id_make_one_plan(self, make_executor):
         ex = make_executor({"default": {"duration_s": 0.05}})
         answers = []
-        threads = [threading.Thread(target=lambda: answers.append(ex.submit(seq(do()), run_id="same"))) for _ in range(8)]
+        threads = [threading.Thread(target=lambda: answers.append(ex.submit(seq(do()), run_id="same")))
+                   for _ in range(8)]
         for t in threads:
             t.start()
         for t in threads:

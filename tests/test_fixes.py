@@ -14,8 +14,8 @@ import bt_exec
 from bt_exec.cli.plan_commands import FIX_ROUNDS
 from bt_exec.compilers.fixes import PLACEHOLDER_DESCRIPTION, NameSearch, apply_fixes, fixable, pointer_of
 from bt_exec.errors import Issue
-from qwen3_graphs import (cap_to_hatch, cap_without_vacuum, edge_list, envelope as qwen3_envelope, graph, retry_loop, scene,
-                          screw_to_hole, spec_example, step, vacuum_to_work)
+from qwen3_graphs import (cap_to_hatch, cap_without_vacuum, edge_list, envelope as qwen3_envelope, graph, retry_loop,
+                          scene, screw_to_hole, spec_example, step, vacuum_to_work)
 from rtdl_plans import do, envelope, par, seq
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -504,7 +504,8 @@ def test_nearness_needs_one_clear_candidate():
 
 
 def test_issues_without_a_fix_keep_their_three_keys():
-    assert Issue("cycle", "nodes[0]", "a cycle").as_dict() == {"code": "cycle", "path": "nodes[0]", "message": "a cycle"}
+    assert Issue("cycle", "nodes[0]", "a cycle").as_dict() == {"code": "cycle", "path": "nodes[0]",
+                                                                "message": "a cycle"}
     answer = bt_exec.Executor(backend=bt_exec.SimBackend()).validate_plan(envelope(seq(do())))
     assert answer["issues"] == [] and "repair" not in answer
 

@@ -104,7 +104,8 @@ RTDL_SEEDS = {
     "example_snapshot": lambda: _example("rtdl/snapshot_battery.json"),
     "example_arena": lambda: _example("rtdl/three_commands_arena.json"),
     "example_cancel_all": lambda: _example("rtdl/cancel_all.json"),
-    "tree": lambda: seq(do("a", args={"text": "hi", "n": 1}), par(do("b"), do("c", cap="cam.snap")), description="root"),
+    "tree": lambda: seq(do("a", args={"text": "hi", "n": 1}), par(do("b"), do("c", cap="cam.snap")),
+                        description="root"),
     "envelope": lambda: envelope(seq(do("a"), par(do("b"), seq(do("c"), do("d"))))),
     "empty_sequence": lambda: envelope(seq(), description=""),
     "builtins": lambda: envelope(seq(do("list", cap="executor.builtin_get_all_plans"),
@@ -126,7 +127,8 @@ RTDL_CATALOG = bt_exec.CapabilityCatalog({
     "audio.speak_text": {"args_schema": {"type": "object", "required": ["text"],
                                          "properties": {"text": {"type": "string"}, "a/b~c": {"type": "null"}}}},
     "robonix/prim/act": {"args_schema": {"type": "object", "properties": {
-        "x": {"type": "array", "items": {"type": "integer", "maximum": 1}}, "y": {"type": "object", "required": ["q"]}}}},
+        "x": {"type": "array", "items": {"type": "integer", "maximum": 1}},
+        "y": {"type": "object", "required": ["q"]}}}},
 })
 SCENE = Scene.from_dict(scene())
 EXAMPLE_SCENE = Scene.from_file(ROOT / "examples" / "qwen3" / "scene.json")
@@ -308,7 +310,8 @@ def render(data, doc, dict_only=False):
         else:
             return doc
     try:
-        text = json.dumps(doc, ensure_ascii=data.draw(st.booleans(), label="ascii"), indent=2 if form == "pretty" else None)
+        text = json.dumps(doc, ensure_ascii=data.draw(st.booleans(), label="ascii"),
+                          indent=2 if form == "pretty" else None)
     except (RecursionError, ValueError):  # nested past what json.dumps takes: keep the dict
         return doc
     if form in ("bytes", "bom"):
@@ -512,7 +515,8 @@ def test_random_json_values(doc, dialect, limits, data):
 
 
 @fuzz(200)
-@given(text=st.text(max_size=60) | st.binary(max_size=60).map(bytes), dialect=st.sampled_from(["auto", "rtdl", "qwen3"]))
+@given(text=st.text(max_size=60) | st.binary(max_size=60).map(bytes),
+       dialect=st.sampled_from(["auto", "rtdl", "qwen3"]))
 def test_random_text_and_bytes(text, dialect):
     count("random_text")
     check_load_and_validate(text, None, dialect=dialect)
@@ -686,7 +690,8 @@ def test_random_graphs_of_catalog_words(drawn, data):
     source = render(data, the_graph)
     check_load_and_validate(source, the_graph, scene=the_scene, tally="random_graphs")
     check_load_and_validate(source, the_graph, scene=None)
-    outcomes = ["success", "failure", "timeout", "grasp_failed", "collision", "not_found", "holding", "empty", "unknown"]
+    outcomes = ["success", "failure", "timeout", "grasp_failed", "collision", "not_found", "holding", "empty",
+                "unknown"]
     script = {"default": {"outcome": data.draw(st.lists(st.sampled_from(outcomes), min_size=1, max_size=3),
                                                label="outcomes")}}
     from bt_exec.compilers.symbolic import World
@@ -708,7 +713,8 @@ class TestFoundByFuzzing:
     def test_a_key_that_is_no_string_is_a_type_issue(self):
         for doc in ({"op": "do", "op_id": 0, "description": "x", "cap": "a.b", 1: 2},
                     {**spec_example(), "plan": [{"id": "s1", "skill": "grab", "args": {1: "x"}}]},
-                    {"nodes": [{"node_kind": 0, "children": [], "op_id": "1", "description": "d", 5: 1}], "root_index": 0}):
+                    {"nodes": [{"node_kind": 0, "children": [], "op_id": "1", "description": "d", 5: 1}],
+                     "root_index": 0}):
             report = bt_exec.validate(doc)  # was AttributeError: 'int' object has no attribute 'replace'
             assert report.verdict == "invalid" and [i.code for i in report.issues] == ["type"]
 

@@ -91,7 +91,8 @@ class TestEachLimitJustOver:
         limits = bt_exec.Limits(max_graph_steps=6)
         assert bt_exec.load(detect_chain(6), limits=limits).op_count == 6
         assert issues_of(detect_chain(7), limits=limits) == [("too_many_steps", "/plan")]
-        assert issues_of(graph_envelope(detect_chain(7), as_text=True), limits=limits) == [("too_many_steps", "/response/plan")]
+        assert issues_of(graph_envelope(detect_chain(7), as_text=True), limits=limits) == [
+            ("too_many_steps", "/response/plan")]
 
     def test_limits_are_positive_integers(self):
         for name in ("max_input_bytes", "max_ops", "max_depth", "max_graph_steps", "max_string_chars"):

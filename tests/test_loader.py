@@ -56,7 +56,8 @@ class TestShapes:
         assert list(bt_exec.load(tree).ops) == ["1", "2"]
 
     def test_arena_keeps_its_op_ids_and_child_order(self):
-        plan = bt_exec.load(arena([arena_seq("4", [2, 1]), arena_do("5"), arena_do("6", args_json='{"command": "ls"}')]))
+        plan = bt_exec.load(arena([arena_seq("4", [2, 1]), arena_do("5"),
+                                   arena_do("6", args_json='{"command": "ls"}')]))
         assert plan.shape == "arena" and plan.root == "4"
         assert list(plan.ops) == ["4", "6", "5"]
         assert plan.ops["4"].children == ["6", "5"]
@@ -175,7 +176,8 @@ class TestTreeIssues:
 
 class TestArenaIssues:
     def test_index_out_of_range_names_the_child_slot(self):
-        assert issues_of(arena([arena_seq("1", [1, 5]), arena_do("2")])) == [("index_out_of_range", "nodes[0].children[1]")]
+        assert issues_of(arena([arena_seq("1", [1, 5]), arena_do("2")])) == [
+            ("index_out_of_range", "nodes[0].children[1]")]
 
     def test_root_index_out_of_range(self):
         assert issues_of(arena([arena_do("1")], root_index=3)) == [("index_out_of_range", "root_index")]
@@ -185,7 +187,8 @@ class TestArenaIssues:
         assert found == [("reached_twice", "nodes[1].children[0]")]
 
     def test_cycle_and_self_loop(self):
-        assert ("cycle", "nodes[1]") in issues_of(arena([arena_seq("1", [1]), arena_seq("2", [2]), arena_seq("3", [1])]))
+        assert ("cycle", "nodes[1]") in issues_of(arena([arena_seq("1", [1]), arena_seq("2", [2]),
+                                                         arena_seq("3", [1])]))
         assert issues_of(arena([arena_seq("1", [0])])) == [("cycle", "nodes[0].children[0]")]
 
     def test_unreachable_node(self):
@@ -198,7 +201,8 @@ class TestArenaIssues:
         nodes = [arena_seq("1", [1, 2, 3]), {"node_kind": 5, "children": [], "op_id": "2", "description": "x"},
                  arena_do("3", args_json="[1]"), {**arena_do("4"), "children": [0]}]
         assert sorted(issues_of(arena(nodes))) == sorted([
-            ("bad_value", "nodes[1].node_kind"), ("type", "nodes[2].call.args_json"), ("bad_value", "nodes[3].children"),
+            ("bad_value", "nodes[1].node_kind"), ("type", "nodes[2].call.args_json"),
+            ("bad_value", "nodes[3].children"),
             ("cycle", "nodes[0]"),  # 0 -> 3 -> 0: named as a cycle beside the nodes' own faults
         ])
 
@@ -244,14 +248,16 @@ class TestLimits:
 
 class TestCatalog:
     CATALOG = {
-        "tiago_camera.camera_snapshot": {"args_schema": {"type": "object", "additionalProperties": False}, "async": False},
+        "tiago_camera.camera_snapshot": {"args_schema": {"type": "object", "additionalProperties": False},
+                                         "async": False},
         "nav2.navigation_navigate": {"args_schema": {"type": "object", "required": ["x", "y"],
                                                      "properties": {"x": {"type": "number"}, "y": {"type": "number"}}},
                                      "async": True},
     }
 
     def test_unknown_caps_and_bad_args_are_invalid_only_with_a_catalog(self):
-        tree = seq(do(cap="tiago_camera.camera_snapshot"), do(cap="arm.wave"), do(cap="nav2.navigation_navigate", args={"x": "1"}))
+        tree = seq(do(cap="tiago_camera.camera_snapshot"), do(cap="arm.wave"),
+                   do(cap="nav2.navigation_navigate", args={"x": "1"}))
         assert bt_exec.validate(tree).verdict == "ok"
         report = bt_exec.validate(tree, catalog=self.CATALOG)
         assert report.verdict == "invalid"

@@ -24,7 +24,8 @@ from bt_exec.motion.skills import Goal, MotionError, PathConstraints
 def offline_seam():
     """A MoveItMotion whose MoveItPy is never started: only the message-building parts are used."""
     seam = MoveItMotion.__new__(MoveItMotion)
-    seam.group, seam.tcp_link, seam.flange_link, seam.frame, seam.joint7 = "arm", "tool0", "iiwa_link_ee", "world", "joint_7"
+    seam.group, seam.tcp_link, seam.flange_link = "arm", "tool0", "iiwa_link_ee"
+    seam.frame, seam.joint7 = "world", "joint_7"
     seam.geometry = {"cap": (0.02, 0.08)}
     seam.actuator = None
     import threading
@@ -37,7 +38,8 @@ def offline_seam():
 def test_path_constraints_hold_joint_7_and_the_tilt():
     constraints = offline_seam()._constraints(PathConstraints(0.0, math.pi / 2, 10.0))
     (j7,), (tilt,) = constraints.joint_constraints, constraints.orientation_constraints
-    assert (j7.joint_name, j7.position, j7.tolerance_above, j7.tolerance_below) == ("joint_7", 0.0, math.pi / 2, math.pi / 2)
+    assert (j7.joint_name, j7.position, j7.tolerance_above, j7.tolerance_below) == ("joint_7", 0.0, math.pi / 2,
+                                                                                    math.pi / 2)
     assert tilt.absolute_x_axis_tolerance == pytest.approx(math.radians(10.0))
     assert (tilt.orientation.x, tilt.orientation.w) == (1.0, 0.0)
 
@@ -59,7 +61,8 @@ def test_attached_geometry_message():
                                                                                          [0.02, 0.08])
 
 
-@pytest.mark.skipif(os.environ.get("BT_EXEC_MOVEIT_LIVE") != "1", reason="needs a running move_group (BT_EXEC_MOVEIT_LIVE=1)")
+@pytest.mark.skipif(os.environ.get("BT_EXEC_MOVEIT_LIVE") != "1",
+                    reason="needs a running move_group (BT_EXEC_MOVEIT_LIVE=1)")
 def test_live_plan_from_the_current_state():
     seam = MoveItMotion()
     seam.joint_states_received()

@@ -200,7 +200,7 @@ class TestStep:
         entered = []
         for expected in ["1", "2", "3", "4", "5", "6", "7", "8"]:
             assert "resumed until the next op" in ex.step_plan(plan_id)["message"]
-            tick_until(ex, lambda: ex.get_all_plans()["count"] == 0 or (
+            tick_until(ex, lambda expected=expected: ex.get_all_plans()["count"] == 0 or (
                 ex.get_plan_status(plan_id)["paused"] and states(ex, plan_id)[expected] != "pending"))
             if ex.get_all_plans()["count"]:
                 entered.append(expected)

@@ -46,7 +46,8 @@ def run(executor, source, **kwargs):
 
 
 def transitions(events, plan_id):
-    return [(e["step"], e["skill"], e["outcome"], e["next"]) for e in events.of(plan_id) if e["event"] == "step_transition"]
+    return [(e["step"], e["skill"], e["outcome"], e["next"]) for e in events.of(plan_id)
+            if e["event"] == "step_transition"]
 
 
 def called(backend):
@@ -257,7 +258,8 @@ class TestStops:
     def test_an_unmapped_outcome_stops_and_keeps_the_tool(self, make, events):
         ex = make(backend=sim({"ops": {"s2": {"outcome": "collision"}}}))
         plan_id, record = run(ex, vacuum_to_work())
-        assert transitions(events, plan_id) == [("s1", "grab", "success", "s2"), ("s2", "transfer", "collision", "stop")]
+        assert transitions(events, plan_id) == [("s1", "grab", "success", "s2"),
+                                                ("s2", "transfer", "collision", "stop")]
         assert (record["terminal"], record["terminal_reason"]) == ("stop", "outcome 'collision' of step 's2' has no "
                                                                            "transition")
         assert record["state"] == state(vacuum="patron", robot_at="vacuum")
@@ -340,7 +342,8 @@ class TestControl:
         ex.tick_once()
         assert ex.cancel_plan(plan_id, wait_ms=1000)["finished"]
         record = ex.get_plan_result(plan_id)
-        assert (record["outcome"], record["terminal"], record["terminal_reason"]) == ("cancelled", "stop", "cancel_plan")
+        assert (record["outcome"], record["terminal"], record["terminal_reason"]) == ("cancelled", "stop",
+                                                                                      "cancel_plan")
         assert record["path"] == ["s1", "stop"]
         assert record["state"] == state(vacuum="patron", robot_at="vacuum")
         assert list(ex.backend.cancelled) == ["sim-1"] and not ex.backend.active_calls()
@@ -477,8 +480,10 @@ def test_jsonl_journal_keeps_run_step_skill_event_next_state_and_terminal_reason
     _header, *lines = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     steps = [line for line in lines if line["event"] == "step_transition"]
     assert [(s["run_id"], s["plan_id"], s["step"], s["skill"], s["outcome"], s["next"]) for s in steps] == [
-        ("loop-1", plan_id, "s1", "grab", "grasp_failed", "s2"), ("loop-1", plan_id, "s2", "inspect_state", "placed", "s1"),
-        ("loop-1", plan_id, "s1", "grab", "success", "s3"), ("loop-1", plan_id, "s3", "transfer", "success", "completed")]
+        ("loop-1", plan_id, "s1", "grab", "grasp_failed", "s2"),
+        ("loop-1", plan_id, "s2", "inspect_state", "placed", "s1"),
+        ("loop-1", plan_id, "s1", "grab", "success", "s3"),
+        ("loop-1", plan_id, "s3", "transfer", "success", "completed")]
     assert [s["state"] for s in steps] == [t["state"] for t in record["trace"]]
     assert steps[0]["state"]["uncertain"] == ["vacuum"]
     (complete,) = [line for line in lines if line["event"] == "plan_complete"]
@@ -517,8 +522,10 @@ def test_a_blocked_answer_carries_the_planners_reason():
 
 def test_the_sims_generic_failure_is_the_skills_failed_event():
     scene = {"scene_revision": 1, "objects": ["cap"], "targets": ["work"]}
-    graph = {"status": "ok", "entry": "s1", "scene_revision": 1, "plan": [{"id": "s1", "skill": "detect", "object": "cap"}],
-             "transitions": {"s1": {"success": "completed", "not_found": "replan_required", "failed": "operator_required"}}}
+    graph = {"status": "ok", "entry": "s1", "scene_revision": 1,
+             "plan": [{"id": "s1", "skill": "detect", "object": "cap"}],
+             "transitions": {"s1": {"success": "completed", "not_found": "replan_required",
+                                    "failed": "operator_required"}}}
     catalog = bt_exec.SkillCatalog.named("grant")
     backend = bt_exec.SimBackend({"ops": {"s1": {"outcome": "failure"}}},
                                  world=World.from_scene(catalog, bt_exec.Scene.from_dict(scene)))

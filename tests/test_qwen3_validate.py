@@ -132,7 +132,8 @@ def _return_on_every_path():
 def _twice(skill, obj, target=None):
     return graph([step("s1", skill, obj, target), step("s2", skill, obj, target)],
                  {"s1": {"success": "s2", "grasp_failed": "stop"} if skill == "grab" else {"success": "s2"},
-                  "s2": {"success": "completed", "grasp_failed": "stop"} if skill == "grab" else {"success": "completed"}})
+                  "s2": {"success": "completed", "grasp_failed": "stop"} if skill == "grab"
+                  else {"success": "completed"}})
 
 
 INVALID = [
@@ -386,7 +387,8 @@ def test_edge_list_same_event_twice():
 
 
 def test_edge_list_malformed_edge():
-    the_graph = changed(vacuum_to_work(), lambda g: g.update(transitions=edge_list(g["transitions"]) + [{"from": "s1"}]))
+    the_graph = changed(vacuum_to_work(),
+                        lambda g: g.update(transitions=edge_list(g["transitions"]) + [{"from": "s1"}]))
     assert issues(check(the_graph)) == [("type", "/transitions/3", [])]
 
 
@@ -494,7 +496,8 @@ def test_load_with_the_qwen3_dialect_and_limits():
 
 
 def test_envelope_and_graph_revisions_must_agree():
-    graph = {"status": "ok", "entry": "s1", "scene_revision": 6, "plan": [{"id": "s1", "skill": "detect", "object": "cap"}],
+    graph = {"status": "ok", "entry": "s1", "scene_revision": 6,
+             "plan": [{"id": "s1", "skill": "detect", "object": "cap"}],
              "transitions": {"s1": {"success": "completed", "not_found": "replan_required"}}}
     with pytest.raises(bt_exec.PlanError) as refused:
         bt_exec.load({"run_id": "r", "scene_revision": 7, "response": graph})
@@ -504,7 +507,8 @@ def test_envelope_and_graph_revisions_must_agree():
 def test_validate_takes_a_scene_file(tmp_path):
     scene = tmp_path / "scene.json"
     scene.write_text(json.dumps({"scene_revision": 3, "objects": ["cap"], "targets": ["work"]}))
-    graph = {"status": "ok", "entry": "s1", "scene_revision": 3, "plan": [{"id": "s1", "skill": "detect", "object": "cap"}],
+    graph = {"status": "ok", "entry": "s1", "scene_revision": 3,
+             "plan": [{"id": "s1", "skill": "detect", "object": "cap"}],
              "transitions": {"s1": {"success": "completed", "not_found": "replan_required"}}}
     assert bt_exec.validate(graph, scene=str(scene)).verdict == "ok"
 

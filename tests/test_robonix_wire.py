@@ -316,7 +316,8 @@ class TestWaitCap:
 
 def test_well_formed_input_answers_as_before(executor):
     """No warnings key, the same verdicts: nothing changes for input that was already well formed."""
-    for path in (EXAMPLES / "snapshot_battery.json", EXAMPLES / "three_commands_arena.json", EXAMPLES / "cancel_all.json"):
+    for path in (EXAMPLES / "snapshot_battery.json", EXAMPLES / "three_commands_arena.json",
+                 EXAMPLES / "cancel_all.json"):
         assert "warnings" not in bt_exec.validate(path).as_dict()
         assert "warnings" not in executor.validate_plan(path.read_bytes())
 

@@ -69,7 +69,8 @@ def test_bad_graph_shows_issues_against_its_nodes(console, tmp_path):
     console.set_plan_text(json.dumps(BAD_PLAN, indent=2))
     console.css('[data-action="validate"]').click()
 
-    flagged = console.wait_for(lambda d: console.all('.outline-node.has-issue[data-path="/rtdl/children/1/children/0"]'))
+    flagged = console.wait_for(
+        lambda d: console.all('.outline-node.has-issue[data-path="/rtdl/children/1/children/0"]'))
     assert "args must be an object" in flagged[0].text
     assert "no 'cap'" in console.css('.outline-node[data-path="/rtdl/children/1/children/1"]').text
     assert "unknown op 'dance'" in console.css('.outline-node[data-path="/rtdl/children/2"]').text
@@ -351,8 +352,10 @@ def test_a_step_graph_shows_its_steps_and_transitions_live(console_factory):
     assert len(console.all("g.op.kind-step")) == 6
     for step in ("s0", "s1"):
         console.wait_op_class(step, "state-succeeded")
-        assert "taken" in console.css(f'text.transition[data-from="{step}"][data-outcome="success"]').get_attribute("class")
-    assert "taken" not in console.css('text.transition[data-from="s0"][data-outcome="grasp_failed"]').get_attribute("class")
+        taken = console.css(f'text.transition[data-from="{step}"][data-outcome="success"]')
+        assert "taken" in taken.get_attribute("class")
+    not_taken = console.css('text.transition[data-from="s0"][data-outcome="grasp_failed"]')
+    assert "taken" not in not_taken.get_attribute("class")
     # Drawn as a graph: one edge per (step, next) pair, each outcome a label on it, terminals as nodes.
     transitions = console.executor.get_plan_tree(plan_id)["transitions"]
     pairs = {(step, next_) for step, edges in transitions.items() for next_ in edges.values()}
