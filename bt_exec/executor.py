@@ -16,7 +16,7 @@ from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits,
                         dialect_of, scene_of, skill_catalog_of)
 from .compilers.call_guard import CallGuard, CallNames, load_call_guard
 from .compilers.dialects import DIALECTS, capability_catalog_of
-from .compilers.rtdl import id_text
+from .compilers.control_values import id_text
 from .compilers.source import INT64_MAX, number_shown
 from .errors import BadArgument, Conflict, ControlError, Issue, NotFound
 from .events import EventBus

@@ -14,8 +14,8 @@ from bt_exec.errors import ConfigError, Issue, Issues
 
 from .args_schema import ArgsSchema
 from .config_files import check_schema, read_json_file
+from .control_values import MAX_WAIT_MS
 from .ir import Op, Plan
-from .rtdl import MAX_WAIT_MS
 from .source import INT64_MAX
 from .skill_catalog import SkillCatalog
 

@@ -16,12 +16,13 @@ from bt_exec.errors import ConfigError, Issue, Issues
 
 from .call_guard import CallGuard
 from .catalog import CapabilityCatalog, check_plan, is_control_only
+from .control_values import MAX_WAIT_MS
 from .fixes import plan_fixes
 from .ir import ControlRequest, Plan
 from .qwen3 import load_qwen3, looks_like_qwen3
 from .qwen3_check import check_graph, verdict_of
 from .report import Report
-from .rtdl import MAX_WAIT_MS, detect_shape, load_arena_within_limits, load_envelope_within_limits, load_rtdl
+from .rtdl import detect_shape, load_arena_within_limits, load_envelope_within_limits, load_rtdl
 from .scene import Scene
 from .skill_catalog import TERMINALS, SkillCatalog
 from .source import Limits

@@ -12,15 +12,13 @@ import networkx as nx
 
 from bt_exec.errors import Issue, Issues, PlanError
 
+from .control_values import id_text
 from .ir import STOP_WHENS, ControlRequest, Op, Plan
 from .report import PartlyRead
-from .source import (DEFAULT_LIMITS, INT64_MAX, INT64_MIN, MAX_INT_BITS, STRICT_JSON as _DECODER, Limits,
+from .source import (INT64_MAX, INT64_MIN, MAX_INT_BITS, STRICT_JSON as _DECODER, Limits,
                      check_document, encodable, has_digit_run, number_shown as _number_shown)
 
 META_OPS = ("cancel_plan", "cancel_all", "stop_plan_at")
-# Longest a cancel may wait for the plans to end by default, as Robonix's Pilot caps it: a meta op asking
-# for more waits this long (Limits.max_wait_ms).
-MAX_WAIT_MS = DEFAULT_LIMITS.max_wait_ms
 TREE_OPS = ("sequence", "parallel", "do")
 ARENA_KINDS = {0: "sequence", 1: "parallel", 2: "do"}
 TASK_STATUSES = ("in_progress", "done", "succeeded", "failed")
@@ -381,18 +379,6 @@ def _required_id(node: dict, key: str, path: str, issues: list[Issue]) -> str | 
         issues.append(Issue("required", path, f"{node['op']} needs '{key}'"))
         return None
     return id_text(node[key], key, f"{path}/{key}", issues)
-
-
-def id_text(value: object, key: str, path: str, issues: list[Issue]) -> str | None:
-    """A plan or op id as text: a non-empty string as it is, a non-negative integer (as Robonix's Pilot
-    writes ids) as its decimal string; anything else is an issue at ``path``."""
-    if type(value) is str and value.strip():
-        return value
-    if _is_int(value) and 0 <= value <= INT64_MAX:
-        return str(value)
-    issues.append(Issue("bad_value", path, f"{key} must be a non-empty string or a non-negative integer, got "
-                                           f"{_number_shown(value)}"))
-    return None
 
 
 def _builtin_ids_as_text(args: dict, path: str, issues: list[Issue]) -> dict:

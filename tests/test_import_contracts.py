@@ -20,6 +20,10 @@ PLANTS = {
     "behaviours": ("behaviours/wait_all.py", "from bt_exec.compilers import ir"),
     "web": ("bt_exec/web/client.py", "from bt_exec.ros import node"),
     "facade": ("bt_exec/__init__.py", "from bt_exec.executor import Executor"),
+    "control": ("bt_exec/control.py", "import argparse"),
+    "web_stack": ("bt_exec/motion/backend.py", "import uvicorn"),
+    "doors": ("bt_exec/terminal/render.py", "from bt_exec.runtime import budgets"),
+    "dialect_free_runtime": ("bt_exec/runtime/runner.py", "import bt_exec.compilers.rtdl"),
 }
 
 
@@ -96,6 +100,26 @@ def test_importing_the_package_or_the_compilers_loads_no_executor_and_no_sim(mod
     runtime = {"bt_exec.executor", "bt_exec.runtime", "bt_exec.runtime.plan_run", "bt_exec.sim"}
     assert not runtime & set(first), f"import {module} loaded {sorted(runtime & set(first))}"
     assert runtime <= set(after_asking)
+
+
+# What a door brings: a web server and its stack, the MCP package, ROS.
+DOOR_STACKS = ("uvicorn", "starlette", "sse_starlette", "anyio", "mcp", "rclpy")
+
+
+@pytest.mark.parametrize("probe", [
+    "import bt_exec.control",
+    "import bt_exec.web, bt_exec.web.client, bt_exec.web.mcp_server, bt_exec.web.fleet_api, bt_exec.web.replay_api",
+    "from bt_exec.cli import main; assert main(['validate', sys.argv[1]]) == 0",
+], ids=["control", "web package without its server", "bt-exec validate"])
+def test_the_control_surface_and_validate_load_no_web_server_and_no_ros(probe, tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"rtdl": {"op": "do", "description": "look", "cap": "camera.capture", "args": {}}}))
+    code = (f"import json, sys\n{probe}\n"
+            f"print(json.dumps(sorted(m for m in {DOOR_STACKS!r} if m in sys.modules)))\n")
+    ran = subprocess.run([sys.executable, "-c", code, str(plan)], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout.splitlines()[-1]) == []
 
 
 def test_the_package_still_hands_out_every_public_name():

@@ -9,7 +9,7 @@ import time
 import pytest
 from rtdl_plans import do, envelope, par, seq
 
-from bt_exec.compilers.rtdl import MAX_WAIT_MS
+from bt_exec.compilers.control_values import MAX_WAIT_MS
 
 SLOW = {"default": {"outcome": "success", "duration_s": 2.0}}
 TOKEN = "hostile-test-token"

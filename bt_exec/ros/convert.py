@@ -11,10 +11,10 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from ..compilers.rtdl import MAX_WAIT_MS
+from ..compilers.control_values import MAX_WAIT_MS
+from ..control import OUTPUT_CHARS
 from ..errors import Issue
 from ..events import finite_json
-from ..runtime.feedback import OUTPUT_CHARS
 
 DIALECT_OF_REQUEST = {"": "auto", "auto": "auto", "rtdl": "rtdl", "qwen3": "qwen3"}
 
