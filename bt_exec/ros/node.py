@@ -78,13 +78,9 @@ SUBMIT_WORKERS = 2
 # A submit up to this many characters is validated and compiled in the service callback (a few ms for 256 ops): handing it
 # to a worker and back costs two more thread switches, each a wait for the GIL while the tick thread runs.
 INLINE_SUBMIT_CHARS = 64 * 1024
-# How long a thread holds the GIL while another waits for it (CPython's default is 5 ms). An accepted plan
-# starts at once in the tick thread; short slices let the service thread send the answer meanwhile.
-GIL_SWITCH_INTERVAL_S = 0.0001
-# A plan accepted over ~/submit starts (its first tick, its events) once the submit's answer has been sent, or after
+# A plan accepted over ~/submit is held (Executor.submit's hold_start_s) until the submit's answer has been sent, or
 # this long: started beside the answer, the two shared one GIL and the answer waited for most of the plan's start.
 ANSWER_FIRST_S = 0.02
-MAX_ANSWERS_DUE = 1000  # submit answers a plan's start may wait for; beyond this, plans start without waiting
 SHUTDOWN_CANCEL_MS = 2000  # of shutdown_timeout_s, the most spent waiting for plans to finish
 LAST_EVENTS_S = 1.0        # of shutdown_timeout_s, what is kept for the last events to reach the subscribers
 ACK_SLICE_S = 0.05         # the longest one wait for those acknowledgements holds the interpreter
@@ -126,7 +122,6 @@ class ExecutorNode(Node):
         self._plan_lock = threading.Lock()
         self._plan_texts: collections.OrderedDict[str, str] = collections.OrderedDict()  # run_id -> text to publish
         self._run_ids_seen: collections.OrderedDict[str, None] = collections.OrderedDict()
-        self._answers_due: dict[str, threading.Event] = {}  # run_id -> set once its submit answer is sent
         self._in_flight = 0  # async service callbacks running (submit, cancel)
         self._in_flight_lock = threading.Lock()
         self._tree_dirty = threading.Event()
@@ -140,11 +135,7 @@ class ExecutorNode(Node):
         self.plan_publisher = self.create_publisher(String, "~/plan", PLAN_QOS)
         self.status_publisher = self.create_publisher(String, "~/status", STATUS_QOS)
         self.tree_publisher = self.create_publisher(String, "~/tree", TREE_QOS)
-        submit_service = self.create_service(Submit, "~/submit", self._on_submit, qos_profile=SERVICE_QOS,
-                                             callback_group=self._group)
-        send_submit_answer = submit_service.send_response
-        submit_service.send_response = lambda response, header: self._send_submit_answer(send_submit_answer,
-                                                                                          response, header)
+        self.create_service(Submit, "~/submit", self._on_submit, qos_profile=SERVICE_QOS, callback_group=self._group)
         for srv_type, name, callback in ((StopAt, "~/stop_at", self._on_stop_at), (Disarm, "~/disarm", self._on_disarm),
                                          (PlanControl, "~/pause", self._plan_control("pause", self.bt.pause_plan)),
                                          (PlanControl, "~/resume", self._plan_control("resume", self.bt.resume_plan)),
@@ -364,7 +355,6 @@ class ExecutorNode(Node):
     def _on_event(self, event: dict) -> None:
         kind = event.get("event")
         if kind == "plan_started":
-            self._await_answer(event.get("run_id"))
             self._publish_plan_text(event.get("run_id"))
         self._outbox.put(dict(event))
         if kind in TREE_EVENTS:
@@ -375,15 +365,6 @@ class ExecutorNode(Node):
         self._tree_dirty.set()
         if self.watcher is not None:
             self.watcher.mark_changed()
-
-    def _await_answer(self, run_id: str | None) -> None:
-        """Hold the tick thread, at most ANSWER_FIRST_S, until the answer to the submit of ``run_id`` was sent."""
-        with self._plan_lock:
-            due = self._answers_due.get(run_id)
-        if due is not None and not due.wait(ANSWER_FIRST_S):
-            with self._plan_lock:
-                if self._answers_due.get(run_id) is due:
-                    del self._answers_due[run_id]
 
     def _publish_plan_text(self, run_id: str | None) -> None:
         """``~/plan``: the graph text, once per run_id, as the plan starts (before its first tick)."""
@@ -439,14 +420,15 @@ class ExecutorNode(Node):
                     self._plan_texts[run_id] = submission.text
                     while len(self._plan_texts) > REMEMBER_RUN_IDS:
                         self._plan_texts.popitem(last=False)
-                    if len(self._answers_due) < MAX_ANSWERS_DUE:
-                        self._answers_due.setdefault(run_id, threading.Event())
             if len(submission.source) <= INLINE_SUBMIT_CHARS and '"wait_ms"' not in submission.source:
-                answer = self.bt.submit(submission.source, run_id=run_id, dialect=submission.dialect)
+                answer = self.bt.submit(submission.source, run_id=run_id, dialect=submission.dialect,
+                                        hold_start_s=ANSWER_FIRST_S)
             else:  # a large plan, or a meta op that may wait: off the executor's threads
                 answer = await self._offload(self.bt.submit, submission.source, run_id=run_id,
-                                             dialect=submission.dialect)
-            if fresh and not (answer.get("accepted") and answer.get("plan_id")):
+                                             dialect=submission.dialect, hold_start_s=ANSWER_FIRST_S)
+            if answer.get("accepted") and answer.get("plan_id"):
+                self._start_after_answer(answer["plan_id"])
+            elif fresh:
                 with self._plan_lock:
                     self._plan_texts.pop(run_id, None)  # a refusal or a meta op: nothing is published
             return convert.answer_to_submit_msg(answer, response, run_id)
@@ -458,15 +440,16 @@ class ExecutorNode(Node):
             with self._in_flight_lock:
                 self._in_flight -= 1
 
-    def _send_submit_answer(self, send, response, header) -> None:
-        """rclpy's send of a ~/submit answer; then the plan it accepted may start."""
-        try:
-            send(response, header)
-        finally:
-            with self._plan_lock:
-                due = self._answers_due.pop(response.run_id, None)
-            if due is not None:
-                due.set()
+    def _start_after_answer(self, plan_id: str) -> None:
+        """Release the held start of ``plan_id`` once this ~/submit callback's answer has been sent.
+
+        The release is a task of the rclpy executor that runs this callback. rclpy sends a service's answer in
+        the callback's own task, right after the callback returns; a SingleThreadedExecutor (the process's)
+        runs the next task only after that one: so the plan's first tick comes after the answer. Not spinning
+        (a callback called by hand), the hold runs out by itself after ANSWER_FIRST_S."""
+        ros_executor = self.executor
+        if ros_executor is not None:
+            ros_executor.create_task(self.bt.release_start, plan_id)
 
     def _offload(self, function, *args, **kwargs) -> Future:
         """Run ``function`` in the worker pool; an rclpy Future to await (no executor thread is held)."""
@@ -651,11 +634,11 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
         except (ConfigError, ValueError) as exc:
             return fail(f"cannot start: {exc}", 2)
         started.append(node)
-        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         # One thread: a callback runs where the request was taken, with no hand-over to a worker thread and no
         # wait set rebuilt beside it (about 0.4 ms of a submit's answer). So no callback may block: one that waits
         # (a cancel's wait_ms, a large submit) awaits a Future (``_offload``, ``_await_cancel``); a blocking one
-        # would stall every service, and the action backend's goal answers, for as long as it waits.
+        # would stall every service, and the action backend's goal answers, for as long as it waits. One thread
+        # also orders a submitted plan's start after its answer (``_start_after_answer``).
         ros_executor = SingleThreadedExecutor()
         ros_executor.add_node(node)
         if node.watcher is not None and node.watcher.own_node is not None:
