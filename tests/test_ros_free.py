@@ -3,6 +3,7 @@
 These run everywhere (no rclpy needed); the ROS tests proper are in tests/ros.
 """
 import json
+import pathlib
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ import bt_exec
 from bt_exec.ros.outbox import Outbox
 from bt_exec.ros.tree_watcher import Mirror, MirrorHost
 
+REPO = pathlib.Path(__file__).resolve().parents[1]
 ROS_COMMANDS = [["serve"], ["sim-robot"], ["submit", "examples/rtdl/snapshot_battery.json"], ["plans"],
                 ["status", "1"], ["stop-at", "1", "2"], ["stop-at", "1", "2", "--pause"], ["disarm", "1", "2"],
                 ["pause", "1"], ["resume", "1"], ["step", "1"], ["cancel"], ["robots"], ["plans", "--robot", "robot1"],
@@ -24,7 +26,8 @@ ROS_COMMANDS = [["serve"], ["sim-robot"], ["submit", "examples/rtdl/snapshot_bat
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    """``python -c CODE`` from the repository's root: a fresh interpreter, for what imports must not load."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
 
 
 def test_the_core_and_the_cli_import_no_rclpy():
@@ -55,15 +58,30 @@ def test_the_motion_package_imports_no_ros_and_no_moveit():
     assert {"backend", "cell", "policy", "skills"} <= set(names) and ros_modules == []
 
 
-@pytest.mark.parametrize("args", ROS_COMMANDS, ids=lambda args: args[0])
-def test_ros_commands_without_rclpy_say_how_to_set_it_up(args):
-    # rclpy hidden (None in sys.modules makes its import fail), whether or not it is installed here
-    result = run_python("import sys; sys.modules['rclpy'] = None; from bt_exec.cli import main; "
-                        f"sys.exit(main({args!r}))")
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert "ROS 2 is not set up here" in result.stderr
-    assert "bash scripts/setup-ros.sh && . build/ros/env.sh" in result.stderr
-    assert "Traceback" not in result.stderr
+@pytest.fixture(scope="module")
+def ros_commands_without_rclpy():
+    """Each of ROS_COMMANDS run by ``main`` in one fresh interpreter where rclpy is hidden (None in sys.modules
+    makes its import fail), whether or not it is installed here: [exit code, stderr] per command."""
+    result = run_python("import contextlib, io, json, sys\n"
+                        "sys.modules['rclpy'] = None\n"
+                        "from bt_exec.cli import main\n"
+                        "answers = []\n"
+                        f"for args in {ROS_COMMANDS!r}:\n"
+                        "    err = io.StringIO()\n"
+                        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):\n"
+                        "        answers.append([main(args), err.getvalue()])\n"
+                        "print(json.dumps(answers))")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("index", range(len(ROS_COMMANDS)), ids=[args[0] for args in ROS_COMMANDS])
+def test_ros_commands_without_rclpy_say_how_to_set_it_up(ros_commands_without_rclpy, index):
+    code, stderr = ros_commands_without_rclpy[index]
+    assert code == 2, (ROS_COMMANDS[index], stderr)
+    assert "ROS 2 is not set up here" in stderr
+    assert "bash scripts/setup-ros.sh && . build/ros/env.sh" in stderr
+    assert "Traceback" not in stderr
 
 
 def test_ros_args_belong_to_ros_commands(capsys):
