@@ -586,4 +586,5 @@ def _describe(error: jsonschema.ValidationError) -> str:
         message = f"{where or 'arguments'}: must be {' or '.join(_types(error.schema))}, got {shown}"
     else:
         message = f"{where or 'arguments'}: {error.message}"
-    return message if len(message) <= 300 else message[:300] + "…"  # messages quote the value, which may be a whole plan
+    # Messages quote the value, which may be a whole plan.
+    return message if len(message) <= 300 else message[:300] + "…"

@@ -79,9 +79,11 @@ class Executor:
         (None: a pause lasts until resumed)."""
         if tick_rate_hz <= 0:
             raise ValueError(f"tick_rate_hz must be positive, got {tick_rate_hz}")
-        if op_timeout_s is not None and not (isinstance(op_timeout_s, (int, float)) and 0 < op_timeout_s < float("inf")):
+        if op_timeout_s is not None and not (isinstance(op_timeout_s, (int, float))
+                                             and 0 < op_timeout_s < float("inf")):
             raise ValueError(f"op_timeout_s must be a positive number of seconds or None, got {op_timeout_s!r}")
-        if pause_timeout_s is not None and not (type(pause_timeout_s) in (int, float) and 0 < pause_timeout_s < float("inf")):
+        if pause_timeout_s is not None and not (type(pause_timeout_s) in (int, float)
+                                                and 0 < pause_timeout_s < float("inf")):
             raise ValueError(f"pause_timeout_s must be a positive number of seconds or None, got {pause_timeout_s!r}")
         if not isinstance(max_plans, int) or isinstance(max_plans, bool) or max_plans < 1:
             raise ValueError(f"max_plans must be an integer >= 1, got {max_plans!r}")
@@ -373,7 +375,8 @@ class Executor:
         run = self._active_run(plan_id, "stop_plan_at")
         if run is None:
             return {"success": True, "armed": False,
-                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); no stop point needed."}
+                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); "
+                               "no stop point needed."}
         record = self._op_record(run, op_id, "stop_plan_at")
         run.arm(op_id, when, in_tick=self._runner.in_tick(), source=source, action=action)
         shown_op = cut_text(op_id, QUOTE_CHARS)
@@ -382,7 +385,8 @@ class Executor:
         else:
             message = (f"Pause point set: plan {quote(plan_id)} will pause {when} op_id={shown_op} (once; "
                        "resume_plan or step_plan goes on).")
-        too_late = record.state != "pending" if when == "on_enter" else record.state not in ("pending", "running", "paused")
+        too_late = record.state != "pending" if when == "on_enter" else \
+            record.state not in ("pending", "running", "paused")
         if too_late:
             message += f" Note: op {op_id} is already {record.state}, so this stop point will not fire."
         return {"success": True, "armed": True, "message": message}
@@ -395,7 +399,8 @@ class Executor:
         run = self._active_run(plan_id, "disarm_stop_point")
         if run is None:
             return {"success": True, "disarmed": False,
-                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); nothing to disarm."}
+                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); "
+                               "nothing to disarm."}
         self._op_record(run, op_id, "disarm_stop_point")
         shown = cut_text(op_id, QUOTE_CHARS)
         if not run.disarm(op_id, when, source=source):
@@ -412,7 +417,8 @@ class Executor:
         plan_id, run = self._control_run(plan_id, source, "pause_plan")
         if run is None:
             return {"success": True, "paused": False,
-                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); nothing to pause."}
+                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); "
+                               "nothing to pause."}
         if not run.pause(source):
             return {"success": True, "paused": False,
                     "message": f"plan {quote(plan_id)} is already paused; resume_plan or step_plan goes on."}
@@ -435,7 +441,8 @@ class Executor:
         plan_id, run = self._control_run(plan_id, source, "resume_plan")
         if run is None:
             return {"success": True, "resumed": False,
-                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); nothing to resume."}
+                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); "
+                               "nothing to resume."}
         ended = run.resume(source)
         if ended is None:
             return {"success": True, "resumed": False,
@@ -452,7 +459,8 @@ class Executor:
         plan_id, run = self._control_run(plan_id, source, "step_plan")
         if run is None:
             return {"success": True,
-                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); nothing to step."}
+                    "message": f"plan {quote(plan_id)} is not running (already finished or cancelled); "
+                               "nothing to step."}
         was_paused = run.resume(source, step=True) == "pause"
         state = "resumed until" if was_paused else "not paused; it pauses behind"
         return {"success": True, "message": f"plan {quote(plan_id)} {state} the next op it enters, then pauses."}

@@ -268,7 +268,8 @@ class TestBuiltins:
 
     def test_builtin_errors_fail_the_op_with_the_reason(self, make_executor):
         ex = make_executor()
-        record = finish(ex, ex.submit(seq(do(cap="executor.builtin_get_plan_status", args={"plan_id": "40"})))["plan_id"])
+        plan = seq(do(cap="executor.builtin_get_plan_status", args={"plan_id": "40"}))
+        record = finish(ex, ex.submit(plan)["plan_id"])
         assert record["outcome"] == "failed" and "was ever submitted" in record["ops"][1]["result"]["error"]
 
     def test_arena_builtin_contracts_are_served_in_process(self, make_executor):
@@ -302,7 +303,8 @@ class TestThreadSafety:
                 action = rng.random()
                 try:
                     if action < 0.3:
-                        ex.stop_plan_at(plan_id, str(int(plan_id) * 6 - rng.randrange(6)), rng.choice(["on_enter", "on_complete"]))
+                        ex.stop_plan_at(plan_id, str(int(plan_id) * 6 - rng.randrange(6)),
+                                        rng.choice(["on_enter", "on_complete"]))
                     elif action < 0.5:
                         ex.cancel_plan(plan_id, wait_ms=rng.choice([0, 50]))
                     elif action < 0.7:

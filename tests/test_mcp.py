@@ -475,7 +475,7 @@ def test_the_stdio_server_answers_every_request_with_its_json_rpc_error_and_says
         process.wait(timeout=20)
     assert_answers(early, 0, -32600)
     assert "before initialize" in early["error"]["message"]
-    for answer, (body, request_id, code) in zip(answers, MISFITS):
+    for answer, (_body, request_id, code) in zip(answers, MISFITS):
         assert_answers(answer, request_id, code)
     assert after == [{"jsonrpc": "2.0", "id": "after", "result": {}}] * len(UNANSWERED)
     assert listed["id"] == 99 and {tool["name"] for tool in listed["result"]["tools"]} == TOOLS
@@ -582,7 +582,8 @@ def test_ctrl_c_stops_the_stdio_server_started_by_hand():
 
 def test_mcp_over_http_answers_in_text_to_every_client_and_structured_to_those_that_read_it(web_app):
     _, server = web_app()
-    call_body = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_all_plans", "arguments": {}}}'
+    call_body = (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", '
+                 b'"params": {"name": "get_all_plans", "arguments": {}}}')
     bearer = {"Authorization": f"Bearer {TOKEN}"}
     status, old = mcp_post(server, bearer, call_body)  # no protocol header: a 2025-03-26 client
     status, new = mcp_post(server, {**bearer, "MCP-Protocol-Version": "2025-06-18"}, call_body)

@@ -215,7 +215,8 @@ def test_events_are_pushed_as_they_happen(app):
     reader = threading.Thread(target=lambda: received.extend(read_events(server, 4)))
     reader.start()
     deadline = time.monotonic() + 5
-    while not server.api.events.stream_count and time.monotonic() < deadline:  # the stream is open before the plan starts
+    # The stream is open before the plan starts.
+    while not server.api.events.stream_count and time.monotonic() < deadline:
         time.sleep(0.01)
     release(executor)
     executor.submit(envelope(do()))

@@ -417,10 +417,11 @@ class ReplayedPlans:
                 if with_args and "cap" in op:
                     entry.update(cap=op["cap"], args=shown(op["args"]))
                 ops.append(entry)
-            status = {"plan_id": plan["plan_id"], "running": True, "paused": plan["paused"], "cancelled": plan["cancelled"],
-                      "description": plan["description"], "ops": ops}
+            status = {"plan_id": plan["plan_id"], "running": True, "paused": plan["paused"],
+                      "cancelled": plan["cancelled"], "description": plan["description"], "ops": ops}
             if plan["transitions"] is not None:
-                status.update(run_id=plan["run_id"], state=plan["state"], path=[entry["step"] for entry in plan["trace"]])
+                status.update(run_id=plan["run_id"], state=plan["state"],
+                              path=[entry["step"] for entry in plan["trace"]])
         return view.apply(status)
 
     def get_plan_result(self, plan_id: str, *, states=None, op_ids=None, summary: bool = False,
@@ -501,8 +502,8 @@ def _new_plan(event: dict, shape: dict) -> dict:
             "description": event.get("description", ""), "dialect": event.get("dialect"),
             "root": shape.get("root"), "ops": ops, "transitions": shape.get("transitions"),
             "running": True, "cancelled": False, "any_failed": False, "cancel_reason": None, "outcome": None,
-            "failed_op": None, "started_at": event.get("time"), "ended_at": None, "stop_points": {}, "pause_points": {}, "paused": False,
-            "trace": [], "state": None, "terminal": None, "terminal_reason": None}
+            "failed_op": None, "started_at": event.get("time"), "ended_at": None, "stop_points": {}, "pause_points": {},
+            "paused": False, "trace": [], "state": None, "terminal": None, "terminal_reason": None}
 
 
 def _path(plan: dict) -> list:

@@ -173,7 +173,8 @@ class RosFleet:
                     if success and isinstance(value, dict):
                         answers[robot.name] = value
                         robot.matched = True
-                elif now - sent_at.get(robot.name, -PROBE_RESEND_S) >= PROBE_RESEND_S and robot.client.service_is_ready():
+                elif now - sent_at.get(robot.name, -PROBE_RESEND_S) >= PROBE_RESEND_S \
+                        and robot.client.service_is_ready():
                     try:
                         self._send(robot, "get_all_plans", {}, "ros", answer)
                     except Exception:  # the robot left the graph meanwhile

@@ -250,7 +250,8 @@ def test_an_agent_drives_any_robot_of_the_fleet_over_mcp(ros, start_node, sim_sc
             await anyio.sleep(0.2)
         return await tool(session, "get_all_plans", robot=robot_of(second))
 
-    assert mcp_session(stdio_client(server, errlog=sys.__stderr__), over_stdio) == json.loads(ros.call(second.name, "list_plans").plans_json)
+    listed = json.loads(ros.call(second.name, "list_plans").plans_json)
+    assert mcp_session(stdio_client(server, errlog=sys.__stderr__), over_stdio) == listed
 
 
 # --- the console ------------------------------------------------------------------------------------------------------
