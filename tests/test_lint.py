@@ -7,11 +7,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 # Files with findings still to fix, left out of the check until they are fixed; nothing else may join them.
 NOT_YET_CLEAN = [
     "behaviours/action.py",
-    "bt_exec/control.py",
-    "bt_exec/events/replay.py",
-    "bt_exec/executor.py",
     "bt_exec/ros/attached_watcher.py",
-    "bt_exec/ros/fleet.py",
     "bt_exec/ros/iiwa/node.py",
     "bt_exec/ros/moveit_seam.py",
     "bt_exec/ros/node.py",
@@ -28,12 +24,8 @@ NOT_YET_CLEAN = [
     "compilers/skill_catalog.py",
     "compilers/source.py",
     "launch/bt_exec.launch.py",
-    "tests/ros/test_ros_fleet_console.py",
     "tests/ros/test_ros_shutdown.py",
     "tests/ros/test_ros_web.py",
-    "tests/test_control.py",
-    "tests/test_mcp.py",
-    "tests/test_web_api.py",
 ]
 
 
@@ -62,5 +54,9 @@ def test_the_rules_catch_what_they_are_for():
     assert {"F401", "E501", "B006"} <= found, ran.stdout
 
 
-def test_the_files_left_out_still_exist():
+def test_each_file_left_out_still_has_findings():
+    """A file fixed leaves NOT_YET_CLEAN, so that the check covers it from then on."""
     assert [path for path in NOT_YET_CLEAN if not (REPO / path).is_file()] == []
+    ran = ruff("check", "--output-format=concise", *NOT_YET_CLEAN)
+    with_findings = {line.split(":", 1)[0] for line in ran.stdout.splitlines() if ":" in line}
+    assert [path for path in NOT_YET_CLEAN if path not in with_findings] == [], "clean now: take them off the list"
