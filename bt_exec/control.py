@@ -161,11 +161,13 @@ class Route:
 
     @property
     def schema(self) -> dict:
+        """The JSON Schema of the arguments: an object of ``properties``, ``required`` ones, nothing else."""
         return {"type": "object", "properties": self.properties, "required": list(self.required),
                 "additionalProperties": False}
 
     @property
     def path_params(self) -> tuple[str, ...]:
+        """The arguments ``path`` holds (``{plan_id}``), in the order of ``properties``."""
         return tuple(name for name in self.properties if "{" + name + "}" in self.path)
 
     @functools.cached_property

@@ -17,7 +17,7 @@ import bt_exec
 
 from ..compilers import DIALECT_NAMES
 from ..compilers.ir import STOP_WHENS
-from ..control import OUTPUT_CHARS, expected_wait_s
+from ..control import OUTPUT_CHARS, Unreachable, expected_wait_s
 from ..errors import Issue, PlanError
 from ..terminal.render import one_line, printable
 from .arguments import non_negative_int, positive_seconds
@@ -196,7 +196,7 @@ def _call(args: argparse.Namespace, service: str, fill=None, extra_wait_s: float
             fill(request)
         try:
             return client.call(service, request, extra_wait_s, repeatable)
-        except client_module.Unreachable as exc:
+        except Unreachable as exc:  # no node serves the service, or it gave no answer in time
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
             raise
