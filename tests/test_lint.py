@@ -10,7 +10,6 @@ NOT_YET_CLEAN = [
     "bt_exec/ros/attached_watcher.py",
     "bt_exec/ros/iiwa/node.py",
     "bt_exec/ros/moveit_seam.py",
-    "bt_exec/ros/node.py",
     "bt_exec/ros/sim_robot.py",
     "bt_exec/runtime/admission.py",
     "bt_exec/runtime/budgets.py",

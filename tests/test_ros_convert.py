@@ -10,6 +10,8 @@ import pytest
 from interface_messages import String, service
 
 import bt_exec
+from bt_exec.control import ControlCalls, error_answer
+from bt_exec.errors import Busy, NotFound
 from bt_exec.ros import convert
 
 Submit, StopAt, Disarm, PlanControl, Cancel, GetStatus, ListPlans = (service(name) for name in (
@@ -44,15 +46,16 @@ def test_qwen3_with_a_scene_revision_is_wrapped():
 
 
 def test_request_numbers_land_in_the_loaders_ranges():
-    """Whatever an int64 scene_revision or a uint32 wait_ms holds, the plan or cancel built from it is in range."""
+    """Whatever an int64 scene_revision or a uint32 wait_ms holds, the plan or cancel built from it is taken: the
+    executor caps the wait, and says so, as it does for every door."""
     graph = '{"status": "ok", "entry": "s0", "plan": [{"id": "s0", "skill": "inspect_state"}], "transitions": {}}'
     for revision in (0, 2 ** 63 - 1):
         sub = convert.msg_to_submission(submit(graph_json=graph, dialect="qwen3", scene_revision=revision), LIMIT)
         assert bt_exec.load(sub.source).meta["scene_revision"] == revision
+    calls = ControlCalls(bt_exec.Executor(backend=bt_exec.SimBackend()))
     for asked in (0, 30_000, 30_001, 2 ** 32 - 1):
-        _, wait_ms, capped = convert.msg_to_cancel(Cancel.Request(wait_ms=asked))
-        assert capped == (asked > 30_000)
-        assert bt_exec.load({"op": "cancel_all", "wait_ms": wait_ms}).wait_ms == min(asked, 30_000)
+        answer = calls.call(*convert.msg_to_cancel(Cancel.Request(wait_ms=asked)), "ros")
+        assert answer["message"] == "cancelled 0 plan(s)" + (" (wait_ms capped at 30000)" if asked > 30_000 else "")
 
 
 def test_an_envelope_names_its_run_id():
@@ -66,56 +69,80 @@ def test_an_envelope_names_its_run_id():
 
 
 def test_answers_to_submit_responses():
-    accepted = convert.answer_to_submit_msg({"accepted": True, "run_id": "r", "plan_id": "3", "verdict": "ok",
-                                             "issues": [], "message": "plan 3 accepted:\n 2 ops"},
+    accepted = convert.answer_to_submit_msg(200, {"accepted": True, "run_id": "r", "plan_id": "3", "verdict": "ok",
+                                                  "issues": [], "message": "plan 3 accepted:\n 2 ops"},
                                             Submit.Response(), "r")
     assert (accepted.accepted, accepted.plan_id, accepted.message, accepted.issues_json) == (
         True, "3", "plan 3 accepted: 2 ops", "[]")
-    refused = convert.answer_to_submit_msg({"accepted": False, "run_id": None, "plan_id": None, "verdict": "invalid",
-                                            "issues": [{"code": "json_syntax", "path": "", "message": "\ud800"}],
-                                            "message": "refused"}, Submit.Response(), "made")
+    refused = convert.answer_to_submit_msg(200, {"accepted": False, "run_id": None, "plan_id": None,
+                                                 "verdict": "invalid", "message": "refused",
+                                                 "issues": [{"code": "json_syntax", "path": "", "message": "\ud800"}]},
+                                           Submit.Response(), "made")
     assert (refused.run_id, refused.plan_id) == ("made", "")
     assert refused.issues_json.isascii() and json.loads(refused.issues_json)[0]["message"] == "\ud800"
-    internal = convert.refusal_to_submit_msg(Submit.Response(), "r", "internal", "boom")
-    assert not internal.accepted and json.loads(internal.issues_json)[0]["code"] == "internal"
-    assert json.loads(accepted.warnings_json) == [] and json.loads(internal.warnings_json) == []
+    assert json.loads(accepted.warnings_json) == [] and json.loads(refused.warnings_json) == []
+
+
+@pytest.mark.parametrize("error, verdict, code, message", [
+    (RuntimeError("boom"), "invalid", "internal", "internal error: RuntimeError"),
+    (Busy("the node is stopping", code="stopping"), "busy", "stopping", "the node is stopping")])
+def test_a_refused_submit_call_is_a_refused_submit(error, verdict, code, message):
+    """The dispatcher's refusal, worded by control.error_answer, as the response's one issue; busy when it may pass
+    later."""
+    response = convert.answer_to_submit_msg(*error_answer(error), Submit.Response(), "r")
+    assert (response.accepted, response.run_id, response.plan_id, response.verdict, response.message) == (
+        False, "r", "", verdict, f"refused ({verdict}): {message}")
+    assert json.loads(response.issues_json) == [{"code": code, "path": "", "message": message}]
 
 
 def test_warnings_of_reading_the_input_reach_the_submit_response():
     warning = {"code": "text_skipped", "path": "", "message": "text around the JSON was skipped"}
     answer = {"accepted": True, "run_id": "r", "plan_id": "3", "verdict": "ok", "issues": [], "message": "ok",
               "warnings": [warning]}
-    response = convert.answer_to_submit_msg(answer, Submit.Response(), "r")
+    response = convert.answer_to_submit_msg(200, answer, Submit.Response(), "r")
     assert json.loads(response.warnings_json) == [warning] and response.warnings_json.isascii()
 
 
-def test_feedback_and_snapshot_requests():
-    assert convert.msg_to_status_request(GetStatus.Request(plan_id="2")) == ("2", None)
-    assert convert.msg_to_status_request(GetStatus.Request(plan_id="2", feedback=True)) == ("2", 2000)
+def test_status_feedback_and_snapshot_requests():
+    assert convert.msg_to_status_request(GetStatus.Request(plan_id="2")) == ("get_plan_status", {"plan_id": "2"})
+    assert convert.msg_to_status_request(GetStatus.Request(plan_id="2", feedback=True)) == (
+        "get_plan_feedback", {"plan_id": "2"})  # 0: the operation's default
     assert convert.msg_to_status_request(GetStatus.Request(plan_id="2", feedback=True, feedback_chars=150)) == (
-        "2", 150)
-    assert convert.msg_to_plans_request(ListPlans.Request()) is False
-    assert convert.msg_to_plans_request(ListPlans.Request(ops=True)) is True
+        "get_plan_feedback", {"plan_id": "2", "max_output_chars": 150})
+    assert convert.msg_to_plans_request(ListPlans.Request()) == ("get_all_plans", {})
+    assert convert.msg_to_plans_request(ListPlans.Request(ops=True)) == ("get_plans_snapshot", {})
+
+
+NOT_FOUND = error_answer(NotFound("no plan\n'9'"))
 
 
 def test_control_requests_and_answers():
+    """Empty fields ask for the operation's defaults; ids and waits go as they came (the dispatcher checks them)."""
     assert convert.msg_to_stop_at(StopAt.Request(plan_id="1", op_id="2", when="")) == (
-        "1", "2", "on_complete", "cancel")
+        "stop_plan_at", {"plan_id": "1", "op_id": "2"})
     assert convert.msg_to_stop_at(StopAt.Request(plan_id="1", op_id="2", when="on_enter", action=" pause ")) == (
-        "1", "2", "on_enter", "pause")
-    assert convert.msg_to_disarm(Disarm.Request(plan_id="1", op_id="2")) == ("1", "2", "on_complete")
-    assert convert.msg_to_disarm(Disarm.Request(plan_id="1", op_id="2", when="on_enter"))[2] == "on_enter"
-    assert convert.msg_to_cancel(Cancel.Request(plan_id="", wait_ms=100)) == (None, 100, False)
-    assert convert.msg_to_cancel(Cancel.Request(plan_id="4", wait_ms=4_000_000_000)) == ("4", 30_000, True)
-    assert convert.msg_to_cancel(Cancel.Request(plan_id="4", wait_ms=30_000)) == ("4", 30_000, False)
-    answer = convert.cancel_to_msg(True, False, "a\nb", Cancel.Response())
+        "stop_plan_at", {"plan_id": "1", "op_id": "2", "when": "on_enter", "action": "pause"})
+    assert convert.msg_to_disarm(Disarm.Request(plan_id="1", op_id="2")) == (
+        "disarm_stop_point", {"plan_id": "1", "op_id": "2"})
+    assert convert.msg_to_disarm(Disarm.Request(plan_id="1", op_id="2", when="on_enter"))[1]["when"] == "on_enter"
+    assert convert.msg_to_cancel(Cancel.Request(plan_id="", wait_ms=100)) == ("cancel_all", {"wait_ms": 100})
+    assert convert.msg_to_cancel(Cancel.Request(plan_id="4", wait_ms=4_000_000_000)) == (
+        "cancel_plan", {"plan_id": "4", "wait_ms": 4_000_000_000})
+    answer = convert.cancel_to_msg(200, {"finished": False, "message": "a\nb"}, Cancel.Response())
     assert (answer.success, answer.finished, answer.message) == (True, False, "a b")
-    found = convert.status_to_msg({"plan_id": "1"}, None, GetStatus.Response())
+    refused = convert.cancel_to_msg(*NOT_FOUND, Cancel.Response())
+    assert (refused.success, refused.finished, refused.message) == (False, False, "no plan '9'")
+    stop = convert.stop_at_to_msg(*NOT_FOUND, StopAt.Response())
+    assert (stop.success, stop.message) == (False, "no plan '9'")
+    found = convert.status_to_msg(200, {"plan_id": "1"}, GetStatus.Response())
     assert found.found and json.loads(found.status_json) == {"plan_id": "1"}
-    missing = convert.status_to_msg(None, "no plan '9'", GetStatus.Response())
-    assert not missing.found and json.loads(missing.status_json) == {"error": "no plan '9'"}
-    plans = convert.plans_to_msg({"count": 0, "plans": []}, ListPlans.Response())
+    missing = convert.status_to_msg(*NOT_FOUND, GetStatus.Response())
+    assert not missing.found and json.loads(missing.status_json) == {"error": "no plan '9'", "code": "not_found"}
+    plans = convert.plans_to_msg(200, {"count": 0, "plans": []}, ListPlans.Response())
     assert json.loads(plans.plans_json) == {"count": 0, "plans": []}
+    broken = convert.plans_to_msg(*error_answer(RuntimeError("boom")), ListPlans.Response())
+    assert json.loads(broken.plans_json) == {"count": 0, "plans": [], "error": "internal error: RuntimeError",
+                                             "code": "internal"}
 
 
 def test_topic_messages():
@@ -129,9 +156,10 @@ def test_topic_messages():
 def test_a_replan_answer_carries_the_scene():
     scene = {"scene_revision": 12, "objects": ["cap"], "targets": ["work"], "state": {}, "holding": None}
     answer = {"accepted": False, "verdict": "replan_required", "message": "plan again", "issues": [], "scene": scene}
-    response = convert.answer_to_submit_msg(answer, Submit.Response(), "r1")
+    response = convert.answer_to_submit_msg(200, answer, Submit.Response(), "r1")
     assert json.loads(response.scene_json) == scene
-    assert convert.answer_to_submit_msg({"accepted": True, "plan_id": "1"}, Submit.Response(), "r2").scene_json == ""
+    assert convert.answer_to_submit_msg(200, {"accepted": True, "plan_id": "1"}, Submit.Response(),
+                                        "r2").scene_json == ""
 
 
 def test_the_messages_refuse_what_the_interfaces_do_not_have():
@@ -145,18 +173,22 @@ def test_the_messages_refuse_what_the_interfaces_do_not_have():
 
 
 def test_disarm_and_plan_control_answers():
-    disarmed = convert.disarm_to_msg({"success": True, "disarmed": True, "message": "Stop point\ndisarmed"},
+    disarmed = convert.disarm_to_msg(200, {"success": True, "disarmed": True, "message": "Stop point\ndisarmed"},
                                      Disarm.Response())
     assert (disarmed.success, disarmed.disarmed, disarmed.message) == (True, True, "Stop point disarmed")
-    refused = convert.disarm_to_msg({"success": False, "message": "no op '9'"}, Disarm.Response())
-    assert (refused.success, refused.disarmed, refused.message) == (False, False, "no op '9'")
-    answers = {"pause": {"success": True, "paused": True, "message": "paused"},
-               "resume": {"success": True, "resumed": False, "message": "not paused"},
-               "step": {"success": True, "message": "stepped"}}
-    filled = {service: convert.plan_control_to_msg(service, answer, PlanControl.Response())
-              for service, answer in answers.items()}
-    assert [(r.success, r.changed, r.message) for r in filled.values()] == [
+    refused = convert.disarm_to_msg(*NOT_FOUND, Disarm.Response())
+    assert (refused.success, refused.disarmed, refused.message) == (False, False, "no plan '9'")
+    answers = {"pause_plan": {"success": True, "paused": True, "message": "paused"},
+               "resume_plan": {"success": True, "resumed": False, "message": "not paused"},
+               "step_plan": {"success": True, "message": "stepped"}}
+    assert convert.msg_to_plan_control("step_plan", PlanControl.Request(plan_id="3")) == (
+        "step_plan", {"plan_id": "3"})
+    filled = [convert.plan_control_to_msg(operation, 200, answer, PlanControl.Response())
+              for operation, answer in answers.items()]
+    assert [(r.success, r.changed, r.message) for r in filled] == [
         (True, True, "paused"), (True, False, "not paused"), (True, False, "stepped")]
+    unknown = convert.plan_control_to_msg("pause_plan", *NOT_FOUND, PlanControl.Response())
+    assert (unknown.success, unknown.changed, unknown.message) == (False, False, "no plan '9'")
 
 
 def test_the_executor_takes_ros_text_ids_as_it_takes_integer_ids():
@@ -164,13 +196,13 @@ def test_the_executor_takes_ros_text_ids_as_it_takes_integer_ids():
     try:
         rtdl = {"op": "sequence", "op_id": 1, "description": "s", "children": [
             {"op": "do", "op_id": 2, "description": "d", "cap": "sim.act", "args": {}}]}
+        calls = ControlCalls(executor)
         plan_id = executor.submit(json.dumps({"rtdl_description": "ids", "rtdl": rtdl}))["plan_id"]
-        plan_id_text, op_id, when, action = convert.msg_to_stop_at(
-            StopAt.Request(plan_id=str(plan_id), op_id="2", when="on_enter", action="pause"))
-        assert executor.stop_plan_at(plan_id_text, op_id, when, source="ros", action=action)["armed"]
+        assert calls.call(*convert.msg_to_stop_at(
+            StopAt.Request(plan_id=str(plan_id), op_id="2", when="on_enter", action="pause")), "ros")["armed"]
         assert executor.get_op(int(plan_id), 2)["op"]["pause_point"] == "on_enter"
-        assert executor.disarm_stop_point(*convert.msg_to_disarm(
-            Disarm.Request(plan_id=str(plan_id), op_id="2", when="on_enter")), source="ros")["disarmed"]
+        assert calls.call(*convert.msg_to_disarm(
+            Disarm.Request(plan_id=str(plan_id), op_id="2", when="on_enter")), "ros")["disarmed"]
     finally:
         executor.close(wait_ms=1000)
 

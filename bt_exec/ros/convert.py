@@ -1,9 +1,12 @@
-"""Pure conversions between bt_exec's API (dicts) and bt_exec_interfaces / std_msgs messages.
+"""Pure conversions between the interface messages and the control operations they ask for.
 
-No node, no I/O, no clock, no ROS import: each ``msg_to_x`` reads a request,
-each ``x_to_msg`` fills the response or message it is given and returns it.
-JSON text put in messages is ASCII (``ensure_ascii``), so a lone surrogate
-from plan text can never make a message unencodable.
+No node, no I/O, no clock, no ROS import: each ``msg_to_x`` reads a request as a call of the control surface,
+``(operation name, args)`` for ``bt_exec.control``'s dispatcher; each ``x_to_msg`` fills the response or message
+it is given from the dispatcher's ``(status, answer)`` and returns it. ``status`` is 200 with the operation's
+answer, or the status ``control.error_answer`` gives the refusal's type with ``{"error": {code, message}}``:
+``success``, ``found`` and ``accepted`` follow from it, the words are the refusal's own. A field left empty asks
+for the operation's default. JSON text put in messages is ASCII (``ensure_ascii``), so a lone surrogate from plan
+text can never make a message unencodable.
 """
 from __future__ import annotations
 
@@ -11,12 +14,14 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from ..compilers.control_values import MAX_WAIT_MS
-from ..control import OUTPUT_CHARS
-from ..errors import Issue
+from ..control import STATUS_OF_TYPE
+from ..errors import Busy, Issue
 from ..events import finite_json
 
 DIALECT_OF_REQUEST = {"": "auto", "auto": "auto", "rtdl": "rtdl", "qwen3": "qwen3"}
+OK = 200  # the dispatcher's status of an answer; any other is a refusal's
+# The statuses of refusals that may pass if asked again later (Busy and its kinds): a submit is refused as busy.
+RETRY_LATER = frozenset(status for kind, status in STATUS_OF_TYPE if issubclass(kind, Busy))
 
 
 def to_json(value: object) -> str:
@@ -27,11 +32,17 @@ def one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
+def message_of(status: int, answer: dict) -> str:
+    """The message of an answer, or of a refusal ``{"error": {code, message}}``, on one line."""
+    said = answer.get("message") if status == OK else answer["error"]["message"]
+    return one_line(said or "")
+
+
 # --- Submit ---------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Submission:
-    """What a Submit request asks the executor: ``Executor.submit(source, run_id=run_id, dialect=dialect)``.
+    """What a Submit request asks for: ``submit_plan`` with ``args``.
 
     ``text`` is the request's ``graph_json`` unchanged (what ``~/plan`` publishes);
     ``source`` is what is submitted (the text itself, or a Qwen3 submit envelope
@@ -45,11 +56,16 @@ class Submission:
     dialect: str
     run_id_made: bool
 
+    @property
+    def args(self) -> dict:
+        """The arguments of its ``submit_plan`` call."""
+        return {"graph": self.source, "run_id": self.run_id, "dialect": self.dialect}
+
 
 def msg_to_submission(request, max_input_bytes: int) -> Submission:
-    """A Submit request as a submission. Never raises for bad content: the executor refuses it with issues.
+    """A Submit request as a submission. Never raises for bad content: the dispatcher or the executor refuses it.
 
-    * ``dialect``: empty means auto-detection; an unknown name is passed on (and refused: unknown_dialect).
+    * ``dialect``: empty means auto-detection; an unknown name is passed on (and refused).
     * ``run_id``: empty means the node makes one: the ``run_id`` of a Qwen3 submit envelope in
       ``graph_json`` when there is one, else a fresh ``uuid4().hex``.
     * Qwen3 with ``scene_revision >= 0``: ``graph_json`` (a bare graph, or model output text holding
@@ -80,8 +96,15 @@ def envelope_run_id(text: str, max_input_bytes: int) -> str | None:
     return run_id if isinstance(run_id, str) and run_id.strip() else None
 
 
-def answer_to_submit_msg(answer: dict, response, run_id: str):
-    """Fill a Submit response from ``Executor.submit``'s answer (``run_id``: what was submitted)."""
+def answer_to_submit_msg(status: int, answer: dict, response, run_id: str):
+    """Fill a Submit response from ``submit_plan``'s answer (``run_id``: what was submitted). A refusal of the
+    call itself (a bad argument, the node stopping) is not accepted, verdict ``busy`` when it may pass later,
+    else ``invalid``, with the refusal as its one issue."""
+    if status != OK:
+        error = answer["error"]
+        verdict = "busy" if status in RETRY_LATER else "invalid"
+        answer = {"accepted": False, "verdict": verdict, "message": f"refused ({verdict}): {error['message']}",
+                  "issues": [Issue(error["code"], "", error["message"]).as_dict()]}
     response.accepted = bool(answer.get("accepted"))
     response.run_id = answer.get("run_id") or run_id or ""
     response.plan_id = answer.get("plan_id") or ""
@@ -93,90 +116,101 @@ def answer_to_submit_msg(answer: dict, response, run_id: str):
     return response
 
 
-def refusal_to_submit_msg(response, run_id: str, code: str, message: str, verdict: str = "invalid"):
-    """A Submit response refusing without the executor (e.g. an internal error in the node)."""
-    return answer_to_submit_msg({"accepted": False, "verdict": verdict, "message": f"refused ({verdict}): {message}",
-                                 "issues": [Issue(code, "", message).as_dict()]}, response, run_id)
-
-
 # --- StopAt, Disarm, PlanControl, Cancel, GetStatus, ListPlans ------------------
 
-def msg_to_stop_at(request) -> tuple[str, str, str, str]:
-    """(plan_id, op_id, when, action); an empty ``when`` means on_complete, an empty ``action`` cancel.
+def _given(**fields: str) -> dict:
+    """The text fields that were filled in (stripped): an empty one asks for the operation's default."""
+    return {name: value.strip() for name, value in fields.items() if value.strip()}
+
+
+def msg_to_stop_at(request) -> tuple[str, dict]:
+    """``stop_plan_at`` with the request's plan_id, op_id, when and action.
 
     The ids are passed as they came: the fields are text, and the executor takes an id given as text
     unchanged (an integer id is written as its decimal string), so ``"3"`` is op 3 on every door."""
-    return request.plan_id, request.op_id, request.when.strip() or "on_complete", request.action.strip() or "cancel"
+    return "stop_plan_at", {"plan_id": request.plan_id, "op_id": request.op_id,
+                            **_given(when=request.when, action=request.action)}
 
 
-def stop_at_to_msg(success: bool, message: str, response):
-    response.success = bool(success)
-    response.message = one_line(message)
+def stop_at_to_msg(status: int, answer: dict, response):
+    response.success = status == OK
+    response.message = message_of(status, answer)
     return response
 
 
-def msg_to_disarm(request) -> tuple[str, str, str]:
-    """(plan_id, op_id, when); an empty ``when`` means on_complete."""
-    return request.plan_id, request.op_id, request.when.strip() or "on_complete"
+def msg_to_disarm(request) -> tuple[str, dict]:
+    """``disarm_stop_point`` with the request's plan_id, op_id and when."""
+    return "disarm_stop_point", {"plan_id": request.plan_id, "op_id": request.op_id, **_given(when=request.when)}
 
 
-def disarm_to_msg(answer: dict, response):
-    """A Disarm response from ``Executor.disarm_stop_point``'s answer (or a refusal: ``{success: False, message}``)."""
-    response.success = bool(answer.get("success"))
-    response.disarmed = bool(answer.get("disarmed"))
-    response.message = one_line(answer.get("message") or "")
+def disarm_to_msg(status: int, answer: dict, response):
+    """A Disarm response: ``disarmed`` is the answer's flag (false when nothing was armed there)."""
+    response.success = status == OK
+    response.disarmed = status == OK and bool(answer.get("disarmed"))
+    response.message = message_of(status, answer)
     return response
 
 
-PLAN_CONTROL_CHANGED = {"pause": "paused", "resume": "resumed"}  # the answer's flag of each; step has none
+PLAN_CONTROL_CHANGED = {"pause_plan": "paused", "resume_plan": "resumed"}  # the answer's flag of each; a step has none
 
 
-def plan_control_to_msg(service: str, answer: dict, response):
-    """A PlanControl response (``~/pause``, ``~/resume``, ``~/step``) from the executor's answer:
-    ``changed`` is its ``paused`` / ``resumed`` flag, always false for a step."""
-    response.success = bool(answer.get("success"))
-    response.changed = bool(answer.get(PLAN_CONTROL_CHANGED.get(service, ""), False))
-    response.message = one_line(answer.get("message") or "")
+def msg_to_plan_control(operation: str, request) -> tuple[str, dict]:
+    """``operation`` (``pause_plan``, ``resume_plan`` or ``step_plan``: ``~/pause``, ``~/resume``, ``~/step``) of
+    the request's plan."""
+    return operation, {"plan_id": request.plan_id}
+
+
+def plan_control_to_msg(operation: str, status: int, answer: dict, response):
+    """A PlanControl response: ``changed`` is the answer's ``paused`` / ``resumed`` flag, always false for a step."""
+    response.success = status == OK
+    response.changed = status == OK and bool(answer.get(PLAN_CONTROL_CHANGED.get(operation, ""), False))
+    response.message = message_of(status, answer)
     return response
 
 
-def msg_to_cancel(request) -> tuple[str | None, int, bool]:
-    """(plan_id or None for every plan, wait_ms capped at MAX_WAIT_MS, whether it was capped).
+def msg_to_cancel(request) -> tuple[str, dict]:
+    """``cancel_plan`` of the request's plan, or ``cancel_all`` when plan_id is empty, waiting ``wait_ms``."""
+    if request.plan_id:
+        return "cancel_plan", {"plan_id": request.plan_id, "wait_ms": request.wait_ms}
+    return "cancel_all", {"wait_ms": request.wait_ms}
 
-    MAX_WAIT_MS is the most a cancel meta op may ask for: the same wait, whichever door asks for it."""
-    wait_ms = int(request.wait_ms)
-    return (request.plan_id or None), min(wait_ms, MAX_WAIT_MS), wait_ms > MAX_WAIT_MS
 
-
-def cancel_to_msg(success: bool, finished: bool, message: str, response):
-    response.success = bool(success)
-    response.finished = bool(finished)
-    response.message = one_line(message)
+def cancel_to_msg(status: int, answer: dict, response):
+    response.success = status == OK
+    response.finished = status == OK and bool(answer.get("finished"))
+    response.message = message_of(status, answer)
     return response
 
 
-def msg_to_status_request(request) -> tuple[str, int | None]:
-    """(plan_id, feedback_chars): ``feedback_chars`` is None for the status, else the feedback's output limit
-    (``request.feedback_chars``, its default when 0)."""
+def msg_to_status_request(request) -> tuple[str, dict]:
+    """``get_plan_status`` of the request's plan, or with ``feedback`` ``get_plan_feedback`` (its outputs cut at
+    ``feedback_chars``; 0 asks for the default)."""
     if not request.feedback:
-        return request.plan_id, None
-    return request.plan_id, int(request.feedback_chars) or OUTPUT_CHARS
+        return "get_plan_status", {"plan_id": request.plan_id}
+    chars = request.feedback_chars
+    return "get_plan_feedback", {"plan_id": request.plan_id, **({"max_output_chars": chars} if chars else {})}
 
 
-def status_to_msg(status: dict | None, error: str | None, response):
-    """A GetStatus response: the plan's live status or final record, or ``{"error": ...}`` when not found."""
-    response.found = status is not None
-    response.status_json = to_json(status if status is not None else {"error": one_line(error or "not found")})
+def status_to_msg(status: int, answer: dict, response):
+    """A GetStatus response: the plan's live status, final record or feedback, or ``{"error", "code"}`` when
+    refused (``found`` false)."""
+    response.found = status == OK
+    response.status_json = to_json(answer if status == OK else {"error": message_of(status, answer),
+                                                                "code": answer["error"]["code"]})
     return response
 
 
-def msg_to_plans_request(request) -> bool:
-    """Whether the plans are listed with their ops (the snapshot for the planner's next prompt)."""
-    return bool(request.ops)
+def msg_to_plans_request(request) -> tuple[str, dict]:
+    """``get_plans_snapshot`` (the plans with their ops, for the planner's next prompt) when ``ops``, else
+    ``get_all_plans``."""
+    return ("get_plans_snapshot" if request.ops else "get_all_plans"), {}
 
 
-def plans_to_msg(plans: dict, response):
-    response.plans_json = to_json(plans)
+def plans_to_msg(status: int, answer: dict, response):
+    """A ListPlans response: the answer, or no plans with ``error`` and ``code`` when refused."""
+    response.plans_json = to_json(answer if status == OK else {"count": 0, "plans": [],
+                                                               "error": message_of(status, answer),
+                                                               "code": answer["error"]["code"]})
     return response
 
 
@@ -216,7 +250,7 @@ def msg_to_control_call(request) -> tuple[str, str, str]:
 
 def control_answer_to_msg(status: int, answer: dict, response):
     """``status`` 200: ``answer`` is the operation's; else it is ``{"error": {"code", "message"}}``."""
-    response.success = status == 200
+    response.success = status == OK
     response.status = status
     response.answer_json = finite_json.dumps(answer, default=str, ensure_ascii=True)
     return response

@@ -1,8 +1,10 @@
 """The ``bt_exec`` ROS 2 node: services, topics and parameters over ``bt_exec.Executor``.
 
-A thin layer: every service maps onto one public Executor method through the
-pure conversions in ``convert``; the executor ticks in its own loop
-(``Executor.start()``), never in an rclpy timer. See docs/ros.md for the API.
+A thin layer: every typed service is a codec over ``bt_exec.control``, the one control surface of every
+door: the pure conversions in ``convert`` read its request as an operation and its arguments, the
+dispatcher runs it (``ControlCalls.call``, with ``door="ros"``), and its answer or typed refusal
+(``control.error_answer``) fills the response. The executor ticks in its own loop (``Executor.start()``),
+never in an rclpy timer. See docs/ros.md for the API.
 
 Services (all in one reentrant callback group; the process spins them in a SingleThreadedExecutor):
 ``~/submit``, ``~/stop_at``, ``~/disarm``, ``~/pause``, ``~/resume``, ``~/step``, ``~/cancel``,
@@ -10,8 +12,8 @@ Services (all in one reentrant callback group; the process spins them in a Singl
 web app answers it: ``control_service``). Whatever they arm, disarm, pause or resume is done with
 ``source="ros"``, so the executor's events name this door.
 Submit and cancel are ``async``: submit validates and compiles in the callback
-(a large text, or one that may wait, in a small worker pool), cancel waits for
-the executor's Cancellation on an rclpy Future, so neither holds an executor
+(a large text, or one that may wait, in a small worker pool), a cancel that waits
+runs in a pool of its own, awaited on an rclpy Future, so neither holds an executor
 thread while it waits.
 
 Topics: ``~/plan`` (each accepted graph's text, published from the tick thread
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import functools
 import gc
 import logging
 import os
@@ -46,14 +49,14 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
-from rclpy.task import Future
 from rclpy.utilities import remove_ros_args
 from std_msgs.msg import String
 
 from .. import CapabilityCatalog, Executor, JsonlJournal, Limits, Scene, SimBackend, SkillCatalog
-from ..errors import ConfigError, ControlError
+from ..control import ControlCalls, error_answer, expected_wait_s
+from ..errors import Busy, ConfigError, ControlError, Conflict
 from . import convert, params, tree_watcher
-from .awaiting import offload, settle, waitable
+from .awaiting import offload
 from .control_service import ControlService
 from .outbox import Outbox
 from .process import SpinThread, release, stop_on_signals
@@ -75,8 +78,8 @@ DROP_REPORT_PERIOD_S = 1.0
 STATUS_QUEUE = params.STATUS_QUEUE  # default of status_queue: events waiting for the ~/status publisher
 REMEMBER_RUN_IDS = 10_000  # as many as the executor remembers answers for
 SUBMIT_WORKERS = 2
-# A submit up to this many characters is validated and compiled in the service callback (a few ms for 256 ops): handing it
-# to a worker and back costs two more thread switches, each a wait for the GIL while the tick thread runs.
+# A submit up to this many characters is validated and compiled in the service callback (a few ms for 256 ops): handing
+# it to a worker and back costs two more thread switches, each a wait for the GIL while the tick thread runs.
 INLINE_SUBMIT_CHARS = 64 * 1024
 # A plan accepted over ~/submit is held (Executor.submit's hold_start_s) until the submit's answer has been sent, or
 # this long: started beside the answer, the two shared one GIL and the answer waited for most of the plan's start.
@@ -116,9 +119,12 @@ class ExecutorNode(Node):
             self.destroy_node()
             raise
         self._group = ReentrantCallbackGroup()
-        self._cancel_futures: set[Future] = set()  # waiting cancels, answered 'not finished' by close()
-        self._cancel_futures_lock = threading.Lock()
+        self._calls = ControlCalls(_StartsHeld(self.bt))
         self._pool = concurrent.futures.ThreadPoolExecutor(SUBMIT_WORKERS, thread_name_prefix="bt_exec-submit")
+        # A waiting cancel holds one of these threads: one for each plan there may be and one for a cancel of
+        # all, so a cancel is never queued behind the waits of others (only behind a cancel of the same plans).
+        self._cancel_pool = concurrent.futures.ThreadPoolExecutor(self.bt.max_plans + 1,
+                                                                  thread_name_prefix="bt_exec-cancel")
         self._plan_lock = threading.Lock()
         self._plan_texts: collections.OrderedDict[str, str] = collections.OrderedDict()  # run_id -> text to publish
         self._run_ids_seen: collections.OrderedDict[str, None] = collections.OrderedDict()
@@ -135,14 +141,19 @@ class ExecutorNode(Node):
         self.plan_publisher = self.create_publisher(String, "~/plan", PLAN_QOS)
         self.status_publisher = self.create_publisher(String, "~/status", STATUS_QOS)
         self.tree_publisher = self.create_publisher(String, "~/tree", TREE_QOS)
-        self.create_service(Submit, "~/submit", self._on_submit, qos_profile=SERVICE_QOS, callback_group=self._group)
-        for srv_type, name, callback in ((StopAt, "~/stop_at", self._on_stop_at), (Disarm, "~/disarm", self._on_disarm),
-                                         (PlanControl, "~/pause", self._plan_control("pause", self.bt.pause_plan)),
-                                         (PlanControl, "~/resume", self._plan_control("resume", self.bt.resume_plan)),
-                                         (PlanControl, "~/step", self._plan_control("step", self.bt.step_plan)),
-                                         (Cancel, "~/cancel", self._on_cancel),
-                                         (GetStatus, "~/get_status", self._on_get_status),
-                                         (ListPlans, "~/list_plans", self._on_list_plans)):
+        # The typed services: (type, name, request -> (operation, args), (status, answer) -> response, whether an
+        # answer changes what ~/tree shows).
+        codecs = ((StopAt, "~/stop_at", convert.msg_to_stop_at, convert.stop_at_to_msg, True),
+                  (Disarm, "~/disarm", convert.msg_to_disarm, convert.disarm_to_msg, True),
+                  *((PlanControl, f"~/{verb}", functools.partial(convert.msg_to_plan_control, f"{verb}_plan"),
+                     functools.partial(convert.plan_control_to_msg, f"{verb}_plan"), True)
+                    for verb in ("pause", "resume", "step")),
+                  (ListPlans, "~/list_plans", convert.msg_to_plans_request, convert.plans_to_msg, False))
+        for srv_type, name, to_call, to_msg, marks_tree in codecs:
+            self.create_service(srv_type, name, self._codec(name, to_call, to_msg, marks_tree),
+                                qos_profile=SERVICE_QOS, callback_group=self._group)
+        for srv_type, name, callback in ((Submit, "~/submit", self._on_submit), (Cancel, "~/cancel", self._on_cancel),
+                                         (GetStatus, "~/get_status", self._on_get_status)):
             self.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS, callback_group=self._group)
         # A plan travels in args_json as JSON text in a JSON string: allow for its escaping.
         self._control = ControlService(self, self.bt, 2 * self.bt.limits.max_input_bytes, SERVICE_QOS, self._group)
@@ -308,16 +319,13 @@ class ExecutorNode(Node):
             self.bt.close(wait_ms=min(SHUTDOWN_CANCEL_MS, _ms_left(deadline)))
         except Exception as exc:
             self.get_logger().error(f"closing the executor: {type(exc).__name__}: {exc}")
-        with self._cancel_futures_lock:
-            waiting, self._cancel_futures = self._cancel_futures, set()
-        for future in waiting:
-            settle(future, False)
         for unsubscribe in self._unsubscribes:
             unsubscribe()
         answers_due = min(deadline, time.monotonic() + 1.0)  # let waiting service callbacks send their answers
         while self._in_flight and time.monotonic() < answers_due:
             time.sleep(0.01)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._cancel_pool.shutdown(wait=False, cancel_futures=True)
         self._control.close()
         close_backend = getattr(self._backend, "close", None)
         if close_backend is not None:  # before node_shutdown: that event says the robot was told to stop
@@ -404,6 +412,36 @@ class ExecutorNode(Node):
 
     # --- services -----------------------------------------------------------------
 
+    def _answer(self, name: str, args: dict) -> tuple[int, dict]:
+        """Operation ``name`` run by the control dispatcher for this door: ``(200, its answer)``, or the status and
+        ``{"error": {code, message}}`` of its refusal (``control.error_answer``, which logs a bug)."""
+        try:
+            return convert.OK, self._calls.call(name, args, SOURCE)
+        except Exception as exc:
+            return error_answer(exc, f"{name} over ROS")
+
+    async def _answer_off_thread(self, pool, name: str, args: dict) -> tuple[int, dict]:
+        """``_answer`` in a thread of ``pool``, awaited on an rclpy Future (no executor thread is held)."""
+        try:
+            waiting = offload(pool, self.executor, self._answer, name, args)
+        except RuntimeError:  # the pool was shut down: the node is stopping
+            return error_answer(Busy("the node is stopping", code="stopping"))
+        return await waiting
+
+    def _codec(self, service: str, to_call, to_msg, marks_tree: bool):
+        """The callback of a typed service that never waits: the request as a call (``to_call``), answered here,
+        the answer as the response (``to_msg``)."""
+        def on_request(request, response):
+            try:
+                status, answer = self._answer(*to_call(request))
+                if marks_tree and status == convert.OK:
+                    self._mark_tree_changed()
+                return to_msg(status, answer, response)
+            except Exception as exc:  # a conversion's bug: the caller hears it and the service lives on
+                return to_msg(*error_answer(exc, service), response)
+
+        return on_request
+
     async def _on_submit(self, request, response):
         run_id = request.run_id
         with self._in_flight_lock:
@@ -421,21 +459,17 @@ class ExecutorNode(Node):
                     while len(self._plan_texts) > REMEMBER_RUN_IDS:
                         self._plan_texts.popitem(last=False)
             if len(submission.source) <= INLINE_SUBMIT_CHARS and '"wait_ms"' not in submission.source:
-                answer = self.bt.submit(submission.source, run_id=run_id, dialect=submission.dialect,
-                                        hold_start_s=ANSWER_FIRST_S)
+                status, answer = self._answer("submit_plan", submission.args)
             else:  # a large plan, or a meta op that may wait: off the executor's threads
-                answer = await self._offload(self.bt.submit, submission.source, run_id=run_id,
-                                             dialect=submission.dialect, hold_start_s=ANSWER_FIRST_S)
-            if answer.get("accepted") and answer.get("plan_id"):
+                status, answer = await self._answer_off_thread(self._pool, "submit_plan", submission.args)
+            if status == convert.OK and answer.get("accepted") and answer.get("plan_id"):
                 self._start_after_answer(answer["plan_id"])
             elif fresh:
                 with self._plan_lock:
                     self._plan_texts.pop(run_id, None)  # a refusal or a meta op: nothing is published
-            return convert.answer_to_submit_msg(answer, response, run_id)
-        except Exception as exc:
-            self.get_logger().error(f"submit: {type(exc).__name__}: {exc}")
-            return convert.refusal_to_submit_msg(response, run_id, "internal",
-                                                 f"internal error: {type(exc).__name__}: {exc}")
+            return convert.answer_to_submit_msg(status, answer, response, run_id)
+        except Exception as exc:  # never a dead service
+            return convert.answer_to_submit_msg(*error_answer(exc, "~/submit"), response, run_id)
         finally:
             with self._in_flight_lock:
                 self._in_flight -= 1
@@ -451,116 +485,49 @@ class ExecutorNode(Node):
         if ros_executor is not None:
             ros_executor.create_task(self.bt.release_start, plan_id)
 
-    def _offload(self, function, *args, **kwargs) -> Future:
-        """Run ``function`` in the worker pool; an rclpy Future to await (no executor thread is held)."""
-        return offload(self._pool, self.executor, function, *args, **kwargs)
-
     async def _on_cancel(self, request, response):
         with self._in_flight_lock:
             self._in_flight += 1
         try:
-            plan_id, wait_ms, capped = convert.msg_to_cancel(request)
-            try:
-                cancellation = self.bt.begin_cancel(plan_id, "cancel_all" if plan_id is None else "cancel_plan")
-            except ControlError as exc:
-                return convert.cancel_to_msg(False, False, str(exc), response)
-            await self._await_cancel(cancellation, wait_ms)
-            answer = cancellation.answer(wait_ms)
-            message = answer["message"]
-            if capped:
-                message += f" (wait_ms capped at {convert.MAX_WAIT_MS})"
-            return convert.cancel_to_msg(True, answer["finished"], message, response)
-        except Exception as exc:
-            self.get_logger().error(f"cancel: {type(exc).__name__}: {exc}")
-            return convert.cancel_to_msg(False, False, f"internal error: {type(exc).__name__}: {exc}", response)
+            name, args = convert.msg_to_cancel(request)
+            if expected_wait_s(name, args, self.bt.limits) > 0:
+                status, answer = await self._answer_off_thread(self._cancel_pool, name, args)
+            else:
+                status, answer = self._answer(name, args)
+            return convert.cancel_to_msg(status, answer, response)
+        except Exception as exc:  # never a dead service
+            return convert.cancel_to_msg(*error_answer(exc, "~/cancel"), response)
         finally:
             with self._in_flight_lock:
                 self._in_flight -= 1
 
-    async def _await_cancel(self, cancellation, wait_ms: int) -> None:
-        """Wait up to ``wait_ms`` for the cancel's plans to finish, on a Future (holding no thread)."""
-        if wait_ms <= 0 or self._closed or cancellation.finished:
-            return
-        future = waitable(self.executor)
-        with self._cancel_futures_lock:
-            self._cancel_futures.add(future)
-        cancellation.add_done_callback(lambda: settle(future, True))  # at once if they finished meanwhile
-        timer = self.create_timer(wait_ms / 1000.0, lambda: settle(future, False), callback_group=self._group)
-        try:
-            await future
-        finally:
-            with self._cancel_futures_lock:
-                self._cancel_futures.discard(future)
-            self.destroy_timer(timer)
-
-    def _on_stop_at(self, request, response):
-        try:
-            plan_id, op_id, when, action = convert.msg_to_stop_at(request)
-            result = self.bt.stop_plan_at(plan_id, op_id, when, source=SOURCE, action=action)
-            self._mark_tree_changed()
-            return convert.stop_at_to_msg(result["success"], result["message"], response)
-        except ControlError as exc:
-            return convert.stop_at_to_msg(False, str(exc), response)
-        except Exception as exc:
-            self.get_logger().error(f"stop_at: {type(exc).__name__}: {exc}")
-            return convert.stop_at_to_msg(False, f"internal error: {type(exc).__name__}: {exc}", response)
-
-    def _on_disarm(self, request, response):
-        try:
-            plan_id, op_id, when = convert.msg_to_disarm(request)
-            answer = self.bt.disarm_stop_point(plan_id, op_id, when, source=SOURCE)
-            self._mark_tree_changed()
-            return convert.disarm_to_msg(answer, response)
-        except ControlError as exc:
-            return convert.disarm_to_msg({"success": False, "message": str(exc)}, response)
-        except Exception as exc:
-            self.get_logger().error(f"disarm: {type(exc).__name__}: {exc}")
-            return convert.disarm_to_msg({"success": False, "message": f"internal error: {type(exc).__name__}: {exc}"},
-                                         response)
-
-    def _plan_control(self, service: str, control):
-        """The callback of ``~/pause``, ``~/resume`` or ``~/step``: ``control(plan_id, source="ros")``."""
-        def on_request(request, response):
-            try:
-                answer = control(request.plan_id, source=SOURCE)
-                self._mark_tree_changed()
-                return convert.plan_control_to_msg(service, answer, response)
-            except ControlError as exc:
-                return convert.plan_control_to_msg(service, {"success": False, "message": str(exc)}, response)
-            except Exception as exc:
-                self.get_logger().error(f"{service}: {type(exc).__name__}: {exc}")
-                return convert.plan_control_to_msg(
-                    service, {"success": False, "message": f"internal error: {type(exc).__name__}: {exc}"}, response)
-
-        return on_request
-
     def _on_get_status(self, request, response):
-        plan_id, feedback_chars = convert.msg_to_status_request(request)
+        """The plan's live status; for a plan no longer running (``get_plan_status`` refuses it as a Conflict), its
+        final record; or its feedback."""
         try:
-            if feedback_chars is not None:
-                try:
-                    return convert.status_to_msg(self.bt.get_plan_feedback(plan_id, feedback_chars), None, response)
-                except ControlError as exc:
-                    return convert.status_to_msg(None, str(exc), response)
-            try:
-                return convert.status_to_msg(self.bt.get_plan_status(plan_id), None, response)
-            except ControlError:
-                pass  # not running: perhaps finished
-            try:
-                return convert.status_to_msg(self.bt.get_plan_result(plan_id), None, response)
-            except ControlError as exc:
-                return convert.status_to_msg(None, str(exc), response)
-        except Exception as exc:
-            self.get_logger().error(f"get_status: {type(exc).__name__}: {exc}")
-            return convert.status_to_msg(None, f"internal error: {type(exc).__name__}: {exc}", response)
+            name, args = convert.msg_to_status_request(request)
+            status, answer = self._answer(name, args)
+            if name == "get_plan_status" and status != convert.OK and answer["error"]["code"] == Conflict.code:
+                status, answer = self._answer("get_plan_result", args)
+            return convert.status_to_msg(status, answer, response)
+        except Exception as exc:  # never a dead service
+            return convert.status_to_msg(*error_answer(exc, "~/get_status"), response)
 
-    def _on_list_plans(self, request, response):
-        try:
-            plans = self.bt.get_plans_snapshot() if convert.msg_to_plans_request(request) else self.bt.get_all_plans()
-            return convert.plans_to_msg(plans, response)
-        except Exception as exc:
-            self.get_logger().error(f"list_plans: {type(exc).__name__}: {exc}")
-            return convert.plans_to_msg({"count": 0, "plans": [], "error": f"internal error: {exc}"}, response)
+
+class _StartsHeld:
+    """The executor as the node's typed services reach it through the control dispatcher: the same, but a plan
+    submitted here is admitted with its start held for ANSWER_FIRST_S (``Executor.submit``'s ``hold_start_s``),
+    which ``~/submit`` releases once its answer has been sent (``ExecutorNode._start_after_answer``)."""
+
+    def __init__(self, executor: Executor):
+        self._executor = executor
+
+    def __getattr__(self, name: str):
+        return getattr(self._executor, name)
+
+    def submit(self, source, run_id: str | None = None, dialect: str = "auto") -> dict:
+        """``Executor.submit``, the plan's start held."""
+        return self._executor.submit(source, run_id=run_id, dialect=dialect, hold_start_s=ANSWER_FIRST_S)
 
 
 # --- process --------------------------------------------------------------------
@@ -636,7 +603,7 @@ def main(argv: list[str] | None = None, prog: str = "bt_exec_node") -> int:
         started.append(node)
         # One thread: a callback runs where the request was taken, with no hand-over to a worker thread and no
         # wait set rebuilt beside it (about 0.4 ms of a submit's answer). So no callback may block: one that waits
-        # (a cancel's wait_ms, a large submit) awaits a Future (``_offload``, ``_await_cancel``); a blocking one
+        # (a cancel's wait_ms, a large submit) awaits a Future (``_answer_off_thread``); a blocking one
         # would stall every service, and the action backend's goal answers, for as long as it waits. One thread
         # also orders a submitted plan's start after its answer (``_start_after_answer``).
         ros_executor = SingleThreadedExecutor()

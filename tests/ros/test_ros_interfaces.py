@@ -36,15 +36,15 @@ def test_string_is_std_msgs_string():
 SUBMIT_ANSWER = {"accepted": False, "run_id": None, "plan_id": None, "verdict": "replan_required",
                  "message": "plan\nagain", "issues": [{"code": "stale_revision", "path": "", "message": "\ud800"}],
                  "scene": {"scene_revision": 12}}
+REFUSED = {"error": {"code": "not_found", "message": "no plan\n'9'"}}
 FILLS = {  # conversion: (service or None for String, arguments before the message, arguments after it)
-    "answer_to_submit_msg": ("Submit", (SUBMIT_ANSWER,), ("made",)),
-    "refusal_to_submit_msg": ("Submit", (), ("r", "internal", "boom")),
-    "stop_at_to_msg": ("StopAt", (True, "armed\nat 2"), ()),
-    "disarm_to_msg": ("Disarm", ({"success": True, "disarmed": True, "message": "disarmed\nat 2"},), ()),
-    "plan_control_to_msg": ("PlanControl", ("pause", {"success": True, "paused": True, "message": "paused"}), ()),
-    "cancel_to_msg": ("Cancel", (True, False, "still\ntearing down"), ()),
-    "status_to_msg": ("GetStatus", (None, "no plan '9'"), ()),
-    "plans_to_msg": ("ListPlans", ({"count": 0, "plans": []},), ()),
+    "answer_to_submit_msg": ("Submit", (200, SUBMIT_ANSWER), ("made",)),
+    "stop_at_to_msg": ("StopAt", (200, {"success": True, "message": "armed\nat 2"}), ()),
+    "disarm_to_msg": ("Disarm", (200, {"success": True, "disarmed": True, "message": "disarmed\nat 2"}), ()),
+    "plan_control_to_msg": ("PlanControl", ("pause_plan", 200, {"success": True, "paused": True, "message": "p"}), ()),
+    "cancel_to_msg": ("Cancel", (200, {"finished": False, "message": "still\ntearing down"}), ()),
+    "status_to_msg": ("GetStatus", (404, REFUSED), ()),
+    "plans_to_msg": ("ListPlans", (200, {"count": 0, "plans": []}), ()),
     "text_to_msg": (None, ("graph \u00e9",), ()),
     "event_to_msg": (None, ({"event": "plan_started", "time": 1.5},), ()),
     "snapshot_to_msg": (None, ({"time": 1.0, "plans": []},), ()),
@@ -70,8 +70,10 @@ def test_requests_read_from_the_generated_classes():
     submit = generated("Submit").Request(graph_json='{"plan": []}', dialect="QWEN3", scene_revision=3, run_id="h")
     assert convert.msg_to_submission(submit, 1024).source.startswith('{"run_id": "h", "scene_revision": 3')
     assert convert.msg_to_stop_at(generated("StopAt").Request(plan_id="1", op_id="2")) == (
-        "1", "2", "on_complete", "cancel")
-    assert convert.msg_to_stop_at(generated("StopAt").Request(plan_id="1", op_id="2", action="pause"))[3] == "pause"
+        "stop_plan_at", {"plan_id": "1", "op_id": "2"})
+    assert convert.msg_to_stop_at(generated("StopAt").Request(plan_id="1", op_id="2", action="pause"))[1][
+        "action"] == "pause"
     assert convert.msg_to_disarm(generated("Disarm").Request(plan_id="1", op_id="2", when="on_enter")) == (
-        "1", "2", "on_enter")
-    assert convert.msg_to_cancel(generated("Cancel").Request(wait_ms=4_000_000_000)) == (None, 30_000, True)
+        "disarm_stop_point", {"plan_id": "1", "op_id": "2", "when": "on_enter"})
+    assert convert.msg_to_cancel(generated("Cancel").Request(wait_ms=4_000_000_000)) == (
+        "cancel_all", {"wait_ms": 4_000_000_000})
