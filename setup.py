@@ -64,6 +64,7 @@ setup(
     install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18", "fastjsonschema>=2.19,<3",
                       "pyyaml>=5.4",
                       "jsonpatch>=1.32",  # applies the repairs validation reports as JSON Patch
+                      "jsonpointer>=1.11",  # escape and unescape: the keys of the JSON pointers issues and fixes name
                       # the web app (console, API, event stream, MCP over HTTP); the mcp package needs them too
                       "uvicorn>=0.31.1,<1", "starlette>=0.37,<2", "sse-starlette>=2.1,<4", "anyio>=4"],
     extras_require={

@@ -14,6 +14,7 @@ from typing import Callable
 
 import fastjsonschema
 import jsonschema
+from jsonpointer import escape
 
 # Keywords with one meaning in Draft 7 and Draft 2020-12, and where their subschemas sit.
 _SUBSCHEMA = frozenset(("additionalProperties", "items", "contains", "propertyNames", "not", "if", "then", "else"))
@@ -38,7 +39,7 @@ class ArgsSchema:
             return []
         out = []
         for error in sorted(self.validator.iter_errors(instance), key=lambda e: list(e.absolute_path)):
-            pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
+            pointer = "".join("/" + escape(str(p)) for p in error.absolute_path)
             out.append((pointer, error.message))
         return out
 

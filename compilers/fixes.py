@@ -24,6 +24,7 @@ from typing import Callable
 
 import jsonpatch
 import jsonpointer
+from jsonpointer import escape, unescape
 
 from bt_exec.errors import MAX_ISSUES, Issue
 
@@ -317,7 +318,7 @@ class _Working:
         self.doc = self._own_copy(self.doc)
         container = self.doc
         for token in pointer[1:].split("/")[:-1]:
-            token = token.replace("~1", "/").replace("~0", "~")
+            token = unescape(token)
             if isinstance(container, dict) and token in container:
                 key = token
             elif isinstance(container, list) and token.isdigit() and int(token) < len(container):
@@ -343,7 +344,7 @@ def _place(issue: Issue, pointer: str | None) -> str | None:
     if named is None:
         return pointer
     field = named.group(1) or named.group(2)
-    return pointer if pointer.rsplit("/", 1)[-1] == field else f"{pointer}/{_escape(field)}"
+    return pointer if pointer.rsplit("/", 1)[-1] == field else f"{pointer}/{escape(field)}"
 
 
 def _one_or_several(found) -> tuple[list | None, list | None]:
@@ -364,7 +365,7 @@ def _get(doc: object, pointer: str) -> object:
         return doc
     value = doc
     for token in pointer[1:].split("/"):
-        token = token.replace("~1", "/").replace("~0", "~")
+        token = unescape(token)
         if isinstance(value, dict) and token in value:
             value = value[token]
         elif isinstance(value, list) and token.isdigit() and int(token) < len(value):
@@ -376,17 +377,13 @@ def _get(doc: object, pointer: str) -> object:
 
 def _parent(pointer: str) -> tuple[str, str]:
     head, _, last = pointer.rpartition("/")
-    return head, last.replace("~1", "/").replace("~0", "~")
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
+    return head, unescape(last)
 
 
 def _renamed(pointer: str, names) -> _Several | None:
     """Moves of the field at ``pointer`` to each known name it is nearest to."""
     head, key = _parent(pointer)
-    return _Several([{"op": "move", "from": pointer, "path": f"{head}/{_escape(name)}"}]
+    return _Several([{"op": "move", "from": pointer, "path": f"{head}/{escape(name)}"}]
                     for name in names) if names else None
 
 
@@ -411,7 +408,7 @@ def _fix_required(doc, pointer: str, issue: Issue, names: NameSearch):
     node = _get(doc, container_pointer)
     if not isinstance(node, dict) or field in node:
         return None
-    path = f"{container_pointer}/{_escape(field)}"
+    path = f"{container_pointer}/{escape(field)}"
     values = _placeholders(doc, container_pointer, node, field)
     if not values:
         return None
@@ -631,7 +628,7 @@ def _plan_place(issue: Issue, pointer: str | None) -> str | None:
         return None
     if issue.code == "missing_param":
         named = _MISSING.search(issue.message)
-        return f"{pointer}/{_escape(named.group(2))}" if named else None
+        return f"{pointer}/{escape(named.group(2))}" if named else None
     return pointer
 
 
@@ -726,7 +723,7 @@ def _edge_added(graph, source: str, event: str, target: str) -> dict:
     if graph.edge_list:
         return {"op": "add", "path": f"{graph.prefix}/transitions/-", "value": {"from": source, "event": event,
                                                                                  "to": target}}
-    return {"op": "add", "path": f"{graph.prefix}/transitions/{_escape(source)}/{_escape(event)}", "value": target}
+    return {"op": "add", "path": f"{graph.prefix}/transitions/{escape(source)}/{escape(event)}", "value": target}
 
 
 def _edge_target(graph, path: str) -> str:
@@ -806,7 +803,7 @@ def step_insertion(graph, before: str, path: list[str], skill: str, obj: str, ou
     if graph.edge_list:
         patch += [_edge_added(graph, new_id, event, target) for event, target in edges.items()]
     else:
-        patch.append({"op": "add", "path": f"{prefix}/transitions/{_escape(new_id)}", "value": edges})
+        patch.append({"op": "add", "path": f"{prefix}/transitions/{escape(new_id)}", "value": edges})
     if len(path) < 2:
         return [*patch, {"op": "replace", "path": f"{prefix}/entry", "value": new_id}]
     source = path[-2]

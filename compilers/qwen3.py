@@ -11,6 +11,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from jsonpointer import escape
+
 from bt_exec.errors import Issue, Issues, PlanError
 
 from .ir import Op, Plan
@@ -181,17 +183,17 @@ def _read_steps(doc: dict, graph: StepGraph, limits: Limits, issues: list[Issue]
 
 def _params(raw: dict, path: str, step_id: str, issues: list[Issue]) -> tuple[dict, dict]:
     params = {key: value for key, value in raw.items() if key not in _STEP_KEYS}
-    paths = {key: f"{path}/{_esc(key)}" for key in params}
+    paths = {key: f"{path}/{escape(key)}" for key in params}
     args = raw.get("args", {})
     if not isinstance(args, dict):
         issues.append(_issue("type", f"{path}/args", f"step {step_id!r}: args must be an object", [step_id]))
         args = {}
     for key, value in args.items():
         if key in params and params[key] != value:
-            issues.append(_issue("param_conflict", f"{path}/args/{_esc(key)}",
+            issues.append(_issue("param_conflict", f"{path}/args/{escape(key)}",
                                  f"step {step_id!r}: {key} is {params[key]!r} on the step but {value!r} in args", [step_id]))
         if key not in params:
-            params[key], paths[key] = value, f"{path}/args/{_esc(key)}"
+            params[key], paths[key] = value, f"{path}/args/{escape(key)}"
     refused = [key for key, value in params.items() if not isinstance(value, str) or not value.strip()]
     for key in refused:
         if not issues.dropped:
@@ -213,11 +215,11 @@ def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
     if isinstance(raw, dict):
         for source, by_event in raw.items():
             if not isinstance(by_event, dict):
-                issues.append(_issue("type", f"{prefix}/transitions/{_esc(source)}",
+                issues.append(_issue("type", f"{prefix}/transitions/{escape(source)}",
                                      f"transitions of step {source!r} must map events to next steps", [source]))
                 continue
-            here = f"{prefix}/transitions/{_esc(source)}"
-            edges += [(source, event, target, f"{here}/{_esc(event)}") for event, target in by_event.items()]
+            here = f"{prefix}/transitions/{escape(source)}"
+            edges += [(source, event, target, f"{here}/{escape(event)}") for event, target in by_event.items()]
     elif isinstance(raw, list):
         graph.edge_list = True
         for index, edge in enumerate(raw):
@@ -293,7 +295,3 @@ def _revision_issue(value: object, path: str) -> Issue | None:
     if not INT64_MIN <= value <= INT64_MAX:
         return _issue("bad_value", path, f"scene_revision must be a 64-bit signed integer, got {number_shown(value)}")
     return None
-
-
-def _esc(key: object) -> str:
-    return str(key).replace("~", "~0").replace("/", "~1")

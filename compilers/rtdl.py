@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import networkx as nx
+from jsonpointer import escape
 
 from bt_exec.errors import Issue, Issues, PlanError
 
@@ -226,7 +227,7 @@ def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue]) -
         return None
     allowed = _DO_FIELDS if kind == "do" else _COMPOSITE_FIELDS
     for key in _unknown_keys(node, allowed):
-        issues.append(Issue("unknown_field", f"{path}/{_escape(key)}",
+        issues.append(Issue("unknown_field", f"{path}/{escape(key)}",
                             f"field {key!r} is not allowed in a {kind} node (allowed: {', '.join(sorted(allowed))})"))
         if issues.dropped:
             break
@@ -340,7 +341,7 @@ def _load_meta(node: dict, path: str, limits: Limits) -> ControlRequest:
     kind = node["op"]
     allowed = _META_FIELDS[kind]
     for key in _unknown_keys(node, allowed):
-        issues.append(Issue("unknown_field", f"{path}/{_escape(key)}",
+        issues.append(Issue("unknown_field", f"{path}/{escape(key)}",
                             f"field {key!r} is not allowed in a {kind} meta op (allowed: {', '.join(sorted(allowed))})"))
         if issues.dropped:
             break
@@ -855,10 +856,6 @@ def _unknown_keys(node: dict, allowed: frozenset) -> list:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _type_name(value: object) -> str:

@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from jsonpointer import escape
+
 from bt_exec.errors import Issue, Issues, PlanError
 
 
@@ -530,7 +532,7 @@ def _path(where, arena: bool) -> str:
         keys.append(key)
     keys.reverse()
     if not arena:
-        return "".join("/" + (str(key) if isinstance(key, int) else _escape(str(key))) for key in keys)
+        return "".join("/" + (str(key) if isinstance(key, int) else escape(str(key))) for key in keys)
     out = ""
     for key in keys:
         if isinstance(key, int):
@@ -538,7 +540,3 @@ def _path(where, arena: bool) -> str:
         else:
             out += f".{key}" if out else str(key)
     return out
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")

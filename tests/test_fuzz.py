@@ -45,6 +45,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
+from jsonpointer import unescape
 from qwen3_graphs import (cap_to_hatch, cap_without_vacuum, detect_chain, edge_list, retry_loop, return_vacuum,
                           scene, screw_to_hole, spec_example, vacuum_released_at_work, vacuum_to_work)
 from qwen3_graphs import envelope as graph_envelope
@@ -366,7 +367,7 @@ def pointer_resolves(doc, pointer: str) -> bool:
     if pointer == "":
         return True
     assert pointer.startswith("/"), f"not a JSON pointer: {pointer!r}"
-    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    tokens = [unescape(token) for token in pointer.split("/")[1:]]
     value = doc
     for index, token in enumerate(tokens):
         if isinstance(value, str):
