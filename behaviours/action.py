@@ -194,7 +194,8 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
             return CallStatus("FAILED", error=f"backend status raised {type(exc).__name__}: {exc}")
         if not isinstance(status, CallStatus) or status.state not in OP_STATE_OF and status.state not in (
                 "PENDING", "RUNNING", "PAUSED"):
-            return CallStatus("FAILED", error=f"backend returned {_describe(status)} from status, expected a CallStatus")
+            return CallStatus("FAILED",
+                              error=f"backend returned {_describe(status)} from status, expected a CallStatus")
         if status.state == "PENDING":  # not started yet is still "running" to the plan
             return CallStatus("RUNNING", status.output, status.error, status.detail, status.event)
         return status

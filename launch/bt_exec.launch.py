@@ -1,6 +1,7 @@
 """Launch the bt_exec node, optionally a simulated robot and a tree viewer, in a namespace.
 
-    ros2 launch bt_exec bt_exec.launch.py [contract:=bt_exec|iiwa] [experiment_id:=N] [namespace:=robot1] [backend:=sim|ros|moveit] [sim_robot:=true|false]
+    ros2 launch bt_exec bt_exec.launch.py [contract:=bt_exec|iiwa] [experiment_id:=N] [namespace:=robot1]
+        [backend:=sim|ros|moveit] [sim_robot:=true|false]
         [sim_script:=FILE] [viewer:=none|web|py_trees|watcher] [terminal:='xterm -e']
         [web_port:=8080] [web_host:=127.0.0.1] [params_file:=FILE]
 

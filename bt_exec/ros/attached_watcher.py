@@ -90,7 +90,8 @@ class Attacher:
                 return 1
             if self.stopping.is_set():
                 return 0
-            self.child = subprocess.Popen([self.program, "--namespace-hint", self.hint] if self.hinted else [self.program])
+            command = [self.program, "--namespace-hint", self.hint] if self.hinted else [self.program]
+            self.child = subprocess.Popen(command)
             code = self._wait_for_child()
             if self.stopping.is_set() or code == 0:
                 return 0

@@ -47,7 +47,8 @@ class MoveItMotion:
                  clock: Callable[[], float] = time.monotonic, planning_time_s: float = 5.0):
         self.moveit = moveit if moveit is not None else MoveItPy(node_name="bt_exec_moveit")
         self.arm = self.moveit.get_planning_component(group)
-        self.group, self.tcp_link, self.flange_link, self.frame, self.joint7 = group, tcp_link, flange_link, frame, joint7
+        self.group, self.tcp_link, self.flange_link = group, tcp_link, flange_link
+        self.frame, self.joint7 = frame, joint7
         self.actuator = actuator  # gripper / vacuum / tool coupling (the cell's supervisor); None refuses every act
         self.geometry = dict(DEFAULT_GEOMETRY if geometry is None else geometry)
         self.clock = clock

@@ -27,7 +27,8 @@ CANCELED); so is one while the goal is paused. A goal whose ``args_json`` is not
 What happens is reported as one JSON line per event on stdout (``ready``,
 ``rejected``, ``accepted``, ``paused``, ``resumed``, ``succeeded``, ``failed``, ``timeout``,
 ``canceled``, ``aborted``, ``stopping``, ``stopped``), e.g.
-``{"sim_robot": "canceled", "goal_id": "...", "server": "/bt_exec/capabilities/sim", "plan_id": "1", "op_id": "2", "cap": "sim.wait"}``;
+``{"sim_robot": "canceled", "goal_id": "...", "server": "/bt_exec/capabilities/sim", "plan_id": "1",
+"op_id": "2", "cap": "sim.wait"}``;
 the node also counts them (``SimRobotNode.counts``). On SIGINT/SIGTERM, the clients
 get ``CLIENT_CANCEL_GRACE_S`` to cancel their goals (a bt_exec node stopped by
 the same Ctrl-C does); goals still running then are aborted (error ``sim

@@ -30,7 +30,8 @@ class SimRobotProcess:
         self.stderr = open(self.stderr_path, "wb")  # noqa: SIM115  (open while the process runs)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "bt_exec.cli", "sim-robot", "--ros-args", "-p", f"sim_script:={script}",
-             "-p", "providers:=[sim]", "-r", f"__ns:={namespace}"], stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=rosutil.REPO,
+             "-p", "providers:=[sim]", "-r", f"__ns:={namespace}"], stdout=subprocess.PIPE, stderr=self.stderr,
+            text=True, cwd=rosutil.REPO,
             env=dict(os.environ, PYTHONUNBUFFERED="1"))
         self.events: list[dict] = []
         self._cond = threading.Condition()

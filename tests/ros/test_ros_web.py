@@ -62,8 +62,8 @@ def test_the_node_serves_its_executor_over_http(ros, start_node, sim_script):
     assert tree["running"] and [op["op_id"] for op in tree["ops"]] == ["1", "2", "3"]
 
     # bt-exec watch reads the same
-    watched = subprocess.run([sys.executable, "-m", "bt_exec.cli", "watch", "--url", f"http://127.0.0.1:{port}/", "--once"],
-                             capture_output=True, text=True, timeout=60, cwd=rosutil.REPO)
+    watched = subprocess.run([sys.executable, "-m", "bt_exec.cli", "watch", "--url", f"http://127.0.0.1:{port}/",
+                              "--once"], capture_output=True, text=True, timeout=60, cwd=rosutil.REPO)
     assert watched.returncode == 0, watched.stderr
     assert "├─ ▶ 2 do running: call sim.slow — sim.slow()" in watched.stdout.splitlines()  # with the call it makes
 

@@ -139,7 +139,8 @@ class IiwaExecutorNode(Node):
         try:
             return self.declare_parameter(param.name, param.default, descriptor).value
         except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
-            kind = {float: "a floating point number (e.g. 5.0)", int: "an integer", str: "a string"}[type(param.default)]
+            kind = {float: "a floating point number (e.g. 5.0)", int: "an integer",
+                    str: "a string"}[type(param.default)]
             raise ConfigError(f"parameter {param.name} must be {kind}: {' '.join(str(exc).split())}") from None
 
     def _backend_maker(self):
