@@ -42,6 +42,7 @@ setup(
         f"{PACKAGE}.terminal",
         f"{PACKAGE}.web",
         f"{PACKAGE}.compilers",
+        f"{PACKAGE}.compilers.rtdl",
         f"{PACKAGE}.behaviours",
         f"{PACKAGE}.schemas",
     ],

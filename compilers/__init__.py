@@ -16,7 +16,7 @@ from .fixes import apply_fixes, document_fixes, issues_after_fixes, joined
 from .dialects import DIALECTS, FALLBACK_DIALECT, CheckContext, Dialect, dialect_of, scene_of, skill_catalog_of
 from .ir import ControlRequest, Op, Plan
 from .report import PartlyRead, Report
-from .rtdl import capped_wait_warnings
+from .rtdl.meta import capped_wait_warnings
 from .scene import Scene
 from .skill_catalog import SkillCatalog
 from .source import DEFAULT_LIMITS, Limits, check_document, parse_document

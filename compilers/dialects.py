@@ -22,7 +22,9 @@ from .ir import ControlRequest, Plan
 from .qwen3 import load_qwen3, looks_like_qwen3
 from .qwen3_check import check_graph, verdict_of
 from .report import Report
-from .rtdl import detect_shape, load_arena_within_limits, load_envelope_within_limits, load_rtdl
+from .rtdl import detect_shape, load_rtdl
+from .rtdl.arena import load_arena_within_limits
+from .rtdl.envelope import load_envelope_within_limits
 from .scene import Scene
 from .skill_catalog import TERMINALS, SkillCatalog
 from .source import Limits

@@ -30,7 +30,8 @@ from bt_exec.errors import MAX_ISSUES, Issue
 
 from .ir import Plan
 from .qwen3 import graph_in_response
-from .rtdl import ARENA_KINDS, META_OPS, STOP_WHENS, TREE_OPS
+from .ir import STOP_WHENS
+from .rtdl.ops import ARENA_KINDS, META_OPS, TREE_OPS
 from .skill_catalog import TERMINALS
 
 PLACEHOLDER_DESCRIPTION = "TODO: describe"

@@ -7,7 +7,9 @@ from hypothesis import given, settings, strategies as st
 
 import bt_exec
 from bt_exec.compilers.dialects import DIALECTS
-from bt_exec.compilers.rtdl import load_arena_within_limits, load_envelope_within_limits, load_rtdl
+from bt_exec.compilers.rtdl import load_rtdl
+from bt_exec.compilers.rtdl.arena import load_arena_within_limits
+from bt_exec.compilers.rtdl.envelope import load_envelope_within_limits
 from bt_exec.compilers.source import DEFAULT_LIMITS, Limits, check_document
 
 LIMITS = Limits(max_string_chars=40, max_ops=20)

@@ -14,7 +14,6 @@ NOT_YET_CLEAN = [
     "compilers/catalog.py",
     "compilers/qwen3.py",
     "compilers/qwen3_check.py",
-    "compilers/rtdl.py",
     "compilers/skill_catalog.py",
     "compilers/source.py",
 ]

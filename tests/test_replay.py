@@ -32,6 +32,17 @@ def test_a_replay_prints_what_run_printed_with_its_summary(tmp_path, capsys):
                         r"3 canceled, 1 pending", replayed.splitlines()[-1])  # the time is the recording machine's
 
 
+def test_a_run_whose_op_failed_replays_as_run_printed_it(tmp_path, capsys):
+    """plan_complete names the op that failed as the executor records it, {op_id, description, error}."""
+    script = tmp_path / "sim.json"
+    script.write_text(json.dumps({"ops": {"3": {"outcome": "failure", "error": "the battery reader is off"}}}))
+    journal, printed = recorded(tmp_path, capsys, "--sim-script", str(script))
+    complete = json.loads(journal.read_text().splitlines()[-1])
+    assert complete["event"] == "plan_complete" and complete["failed_op"]["op_id"] == "3"
+    main(["replay", str(journal), "--speed", "0"])
+    assert capsys.readouterr().out == printed
+
+
 class RecordedClock:
     """A clock that moves only when the replay waits on it: each wait is noted, and passes at once."""
 

@@ -74,6 +74,14 @@ def _ident_or_null(value: object) -> str | None:
     return None if value is None else _ident(value)
 
 
+def _failed_op(value: object) -> str | None:
+    """A plan_complete's ``failed_op``: null, or the op that failed as the executor records it."""
+    if value is None or isinstance(value, dict) and _ident(value.get("op_id")) is None \
+            and _text_or_null(value.get("description")) is None and _text_or_null(value.get("error")) is None:
+        return None
+    return "null or the op that failed, {op_id, description, error}"
+
+
 def _flag(value: object) -> str | None:
     return None if isinstance(value, bool) else "true or false"
 
@@ -140,7 +148,7 @@ FIELDS: dict[str, dict] = {
     "plan_complete": {"plan_id": (_ident, REQUIRED), "outcome": (_text_or_null, REQUIRED),
                       "any_failed": (_flag, OPTIONAL), "cancelled": (_flag, OPTIONAL),
                       "cancel_reason": (_text_or_null, OPTIONAL), "error": (_text_or_null, OPTIONAL),
-                      "failed_op": (_ident_or_null, OPTIONAL), "terminal": (_text_or_null, OPTIONAL),
+                      "failed_op": (_failed_op, OPTIONAL), "terminal": (_text_or_null, OPTIONAL),
                       "terminal_reason": (_text_or_null, OPTIONAL), "state": (_object, OPTIONAL),
                       "description": (_text, OPTIONAL)},
 }
