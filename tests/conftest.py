@@ -1,8 +1,16 @@
 """Fixtures shared by the tests: executors on the sim backend that record their events."""
+import signal
+
 import pytest
 from rtdl_plans import EventLog
 
 import bt_exec
+
+# A run started in the background by a shell without job control inherits SIGINT ignored, and so would every
+# process the tests spawn and then interrupt (Ctrl-C tests would wait out their timeouts). With a handler here,
+# spawned processes start with SIGINT at its default again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
