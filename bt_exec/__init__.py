@@ -12,7 +12,10 @@ The names are handed out on first use, so importing ``bt_exec.compilers`` or
 ``bt_exec.errors`` (which runs this file first) loads no executor and no sim.
 """
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
+
+from .version import VERSION
+
+__version__ = VERSION
 
 # public name -> the module that defines it
 _PUBLIC = {
@@ -25,13 +28,8 @@ _PUBLIC = {
     "Executor": ".executor",
     "JsonlJournal": ".events",
     "SimBackend": ".sim",
-    "dry_run": ".runtime.dry_run",
+    "dry_run": ".dry_runs",
 }
-
-try:
-    __version__ = version("bt_exec")  # the version lives in package.xml, read by setup.py
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
 
 __all__ = sorted(_PUBLIC)
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import collections
 
-from ..compilers import Plan, load
-from ..compilers.catalog import builtin_name
-from ..errors import Issue, PlanError
-from ..executor import Executor
-from ..sim import SimBackend
+from .compilers import Plan, load
+from .compilers.catalog import builtin_name
+from .errors import Issue, PlanError
+from .executor import Executor
+from .sim import SimBackend
 
 SUCCESS = "success"
 # A call's outcomes where the capability catalog declares none.

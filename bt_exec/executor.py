@@ -17,17 +17,18 @@ from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits,
 from .compilers.call_guard import CallGuard, CallNames, load_call_guard
 from .compilers.dialects import DIALECTS, capability_catalog_of
 from .compilers.control_values import id_text
-from .compilers.source import INT64_MAX, number_shown
+from .compilers.ir import STOP_WHENS
+from .compilers.limits import INT64_MAX, number_shown
 from .errors import BadArgument, Conflict, ControlError, Issue, NotFound
 from .events import EventBus
-from .events.shapes import trace_view
+from .events.shapes import FINAL_STATES, STOP_ACTIONS, trace_view
 from .runtime.admission import Admission
 from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote, shown
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
 from .runtime.feedback import OUTPUT_CHARS, call_entries, check_output_chars, snapshot_op
 from .runtime.op_views import MAX_WAIT_FOR_PLAN_S, OpView, op_view
-from .runtime.plan_run import FINAL_STATES, STOP_ACTIONS, STOP_POINT_SOURCES, STOP_WHENS, PlanRun
+from .runtime.plan_run import STOP_POINT_SOURCES, PlanRun
 from .runtime.runner import Runner
 from .sim import SimBackend
 

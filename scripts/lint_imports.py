@@ -27,14 +27,16 @@ from importlinter.application.ports.reporting import Report
 from importlinter.application.rendering import render_report
 from importlinter.application.use_cases import create_report, read_user_options
 from importlinter.contracts.forbidden import ForbiddenContract
+from importlinter.contracts.layers import LayersContract
 from importlinter.domain.contract import registry
 
 PACKAGE = "bt_exec"
 CONFIG = ".importlinter"
 
-# What import-linter's command line sets up before it reads a configuration (.importlinter uses one type).
+# What import-linter's command line sets up before it reads a configuration (the types .importlinter uses).
 configuration.configure()
 registry.register(ForbiddenContract, "forbidden")
+registry.register(LayersContract, "layers")
 
 
 class LayoutError(Exception):
@@ -63,11 +65,15 @@ def check(repo: Path) -> Report:
 
 def as_json(report) -> dict:
     """Each contract: whether it is kept and, when broken, every forbidden chain as ``[[importer, imported,
-    [line, ...]], ...]`` (the first link is the import that breaks the rule)."""
+    [line, ...]], ...]`` (the first link is the import that breaks the rule): a forbidden contract's chains, or a
+    layers contract's routes from a lower layer up to a higher one."""
     answer = {}
     for contract, contract_check in report.get_contracts_and_checks():
+        metadata = contract_check.metadata
+        found = [chain for pair in metadata.get("invalid_chains", ()) for chain in pair["chains"]]
+        found += [route["chain"] for pair in metadata.get("invalid_dependencies", ()) for route in pair["routes"]]
         chains = [[[link["importer"], link["imported"], list(link["line_numbers"])] for link in chain]
-                  for pair in contract_check.metadata.get("invalid_chains", ()) for chain in pair["chains"]]
+                  for chain in found]
         answer[contract.contract_options.get("id") or contract.name] = {
             "name": contract.name, "kept": contract_check.kept, "chains": chains}
     return answer

@@ -16,7 +16,7 @@ NOT_COPIED = shutil.ignore_patterns(".git", ".venv*", "build", "install", "log",
 # contract id -> (file, an import that contract forbids there)
 PLANTS = {
     "core": ("bt_exec/backends.py", "import rclpy"),
-    "compilers": ("compilers/ir.py", "from bt_exec.runtime.builtins import BuiltinBackend"),
+    "compilers": ("compilers/tree.py", "from bt_exec.runtime.builtins import BuiltinBackend"),
     "behaviours": ("behaviours/wait_all.py", "from bt_exec.compilers import ir"),
     "web": ("bt_exec/web/client.py", "from bt_exec.ros import node"),
     "facade": ("bt_exec/__init__.py", "from bt_exec.executor import Executor"),
@@ -24,6 +24,7 @@ PLANTS = {
     "web_stack": ("bt_exec/motion/backend.py", "import uvicorn"),
     "doors": ("bt_exec/terminal/render.py", "from bt_exec.runtime import budgets"),
     "dialect_free_runtime": ("bt_exec/runtime/runner.py", "import bt_exec.compilers.rtdl"),
+    "layers": ("bt_exec/events/bus.py", "from bt_exec.runtime import budgets"),
 }
 
 

@@ -11,12 +11,12 @@ import pytest
 
 from bt_exec.cli import dispatch
 from bt_exec.cli.dispatch import main
-from bt_exec.compilers.source import DEFAULT_LIMITS
+from bt_exec.compilers.limits import DEFAULT_LIMITS
 from bt_exec.errors import ControlError
 from bt_exec.events import replay_checks
 from bt_exec.events.finite_json import dumps
-from bt_exec.events.replay import MAX_BATCH, ReplayedPlans, ReplayError, find_run, paced, read_events
-from bt_exec.runtime.plan_run import STOP_WHENS
+from bt_exec.events.replay import MAX_BATCH, ReplayError, find_run, paced, read_events
+from bt_exec.replayed_plans import ReplayedPlans
 from bt_exec.web.server import WebServer
 from bt_exec.web.replay_api import ReplayApi
 
@@ -236,10 +236,6 @@ def test_events_only_a_door_sends_are_refused_in_a_journal(journals, tmp_path, c
     rtdl = journals["rtdl"]
     spoofed = rtdl[:3] + [{"event": kind, "message": "spoofed", "position": 0, "seq": rtdl[3]["seq"]}] + rtdl[4:]
     assert_refused_at(write(tmp_path / "door.jsonl", spoofed), capsys, 4, "only a door sends")
-
-
-def test_the_replays_stop_phases_are_the_executors():
-    assert replay_checks.STOP_WHENS == STOP_WHENS
 
 
 def test_a_python_caller_gets_the_speed_refused_too(journals, tmp_path):

@@ -6,8 +6,8 @@ import os
 import sys
 import threading
 
-from ..events.replay import (MAX_SPEED, MIN_SPEED, ReplayedPlans, ReplayError, checked_speed, find_run, paced,
-                             read_events)
+from ..events.replay import MAX_SPEED, MIN_SPEED, ReplayError, checked_speed, find_run, paced, read_events
+from ..replayed_plans import ReplayedPlans
 from ..terminal.render import event_line, printable
 from ..web.replay_api import ReplayApi
 from ..web_token import TOKEN_ENV

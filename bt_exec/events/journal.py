@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-import bt_exec
+from ..version import VERSION
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ class JsonlJournal:
 
     def _opening(self) -> str:
         """The run header, after a newline if the file ends mid-line."""
-        header = _line({"event": RUN_HEADER, "journal_run_id": self.run_id, "bt_exec_version": bt_exec.__version__,
+        header = _line({"event": RUN_HEADER, "journal_run_id": self.run_id, "bt_exec_version": VERSION,
                         "time": time.time()})
         if not self._ends_mid_line():
             return header

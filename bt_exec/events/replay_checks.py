@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 
-from ..compilers.source import DEFAULT_LIMITS, INT64_MAX
-from ..runtime.op_views import OP_STATES
+from ..compilers.ir import STOP_WHENS
+from ..compilers.limits import DEFAULT_LIMITS, INT64_MAX
+from .shapes import OP_STATES, STOP_ACTIONS
 
 # The latest time a journal may record: the end of year 9999 UTC, the last a calendar shows. Later ones are no
 # time.time() a run could have written.
@@ -27,9 +28,7 @@ MAX_PLANS_IN_FLIGHT = 64
 MAX_KEPT_BYTES = 64 * 1024 * 1024
 # Text as a live plan may hold it (ids included: a step graph's step ids are its input's text).
 MAX_TEXT_CHARS = DEFAULT_LIMITS.max_string_chars
-STOP_WHENS = ("on_enter", "on_complete")
 STOP_POINT_STATES = ("armed", "disarmed", "fired")
-STOP_ACTIONS = ("cancel", "pause")
 # Events only a door sends its listeners, never an executor: streamed from a journal they would tell the console
 # that events were lost, that the server closed, or where the replay is.
 DOOR_EVENTS = frozenset(("dropped", "server_closing", "replay_clock", "replay_seek"))

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import BadArgument
+from ..events.shapes import OP_STATES
 from .budgets import QUOTE_CHARS, cut_text, json_size, quote
 
-OP_STATES = ("pending", "running", "paused", "succeeded", "failed", "canceled", "timeout")
 SUMMARY_STATES = frozenset(("running", "paused", "failed", "timeout"))  # what an agent acts on: live or failed ops
 MIN_VIEW_CHARS = 1000  # room for a plan's own fields and the truncation marker
 MAX_VIEW_CHARS = 64 * 1024 * 1024

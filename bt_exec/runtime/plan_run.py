@@ -10,18 +10,15 @@ from py_trees.common import Status
 
 from bt_exec.behaviours import place_stop_guard
 from bt_exec.compilers import CompiledPlan, Plan
+from bt_exec.compilers.ir import STOP_WHENS
 from bt_exec.events import EventBus
-from bt_exec.events.shapes import PLAN_KEY, trace_view
+from bt_exec.events.shapes import FINAL_STATES, PLAN_KEY, trace_view
 
 from .budgets import MARKER_CHARS, MESSAGE_CHARS, cut_marker, cut_text, json_size, shown
 from .plan_tree import PlanTree
 
-FINAL_STATES = frozenset(("succeeded", "failed", "canceled", "timeout"))
-STOP_WHENS = ("on_enter", "on_complete")
 # Who arms or disarms a stop point: the Python API, a door, or a plan (a builtin call or a meta op).
 STOP_POINT_SOURCES = ("api", "http", "mcp", "ros", "builtin")
-# What a stop point does when reached: cancel the plan, or pause it.
-STOP_ACTIONS = ("cancel", "pause")
 _DESCRIPTION = attrgetter("description")
 _KIND = attrgetter("kind")
 _CAP = attrgetter("cap")

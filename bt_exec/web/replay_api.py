@@ -16,12 +16,13 @@ import logging
 import threading
 from typing import Callable, Iterator
 
-from ..compilers.source import INT64_MAX
+from ..compilers.limits import INT64_MAX
 from ..control import (MAX_WAITS, ROUTES, EventFanout, EventStream, Route, WaitSlots, internal_message, route_named,
                        without_plan_shape)
 from ..errors import BadArgument, Busy, Conflict
-from ..events.replay import (MAX_BATCH, MAX_SPEED, MIN_SPEED, JournalRun, ReplayedPlans, ReplayError, checked_speed,
-                             paced, read_events, run_span)
+from ..events.replay import (MAX_BATCH, MAX_SPEED, MIN_SPEED, JournalRun, ReplayError, checked_speed, paced,
+                             read_events, run_span)
+from ..replayed_plans import ReplayedPlans
 
 log = logging.getLogger(__name__)
 
