@@ -28,7 +28,7 @@ from typing import Callable, Protocol
 
 import jsonschema
 
-from .compilers.source import DEFAULT_LIMITS, INT64_MAX, Limits
+from .compilers.limits import DEFAULT_LIMITS, INT64_MAX, Limits
 from .errors import BadArgument, Busy, ControlError, NotFound
 from .events.shapes import PLAN_KEY
 from .runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS

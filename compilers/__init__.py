@@ -19,7 +19,9 @@ from .report import PartlyRead, Report
 from .rtdl.meta import capped_wait_warnings
 from .scene import Scene
 from .skill_catalog import SkillCatalog
-from .source import DEFAULT_LIMITS, Limits, check_document, parse_document
+from .limit_walk import check_document
+from .limits import DEFAULT_LIMITS, Limits
+from .source import parse_document
 from .tree import CompiledPlan
 
 DIALECT_NAMES = ("auto", *DIALECTS)

@@ -16,7 +16,7 @@ from .args_schema import ArgsSchema
 from .config_files import check_schema, read_json_file
 from .control_values import MAX_WAIT_MS
 from .ir import Op, Plan
-from .source import INT64_MAX
+from .limits import INT64_MAX
 from .skill_catalog import SkillCatalog
 
 BUILTIN_PREFIX = "executor.builtin_"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bt_exec.errors import Issue
 
-from .source import DEFAULT_LIMITS, INT64_MAX, number_shown
+from .limits import DEFAULT_LIMITS, INT64_MAX, number_shown
 
 # Longest a cancel may wait for the plans to end by default, as Robonix's Pilot caps it: a cancel asking for more
 # waits this long (Limits.max_wait_ms).

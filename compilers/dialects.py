@@ -27,7 +27,7 @@ from .rtdl.arena import load_arena_within_limits
 from .rtdl.envelope import load_envelope_within_limits
 from .scene import Scene
 from .skill_catalog import TERMINALS, SkillCatalog
-from .source import Limits
+from .limits import Limits
 from .symbolic import World, unconfirmed_effects
 from .tree import CompiledPlan, compile_graph, compile_tree
 

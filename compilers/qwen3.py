@@ -18,7 +18,9 @@ from bt_exec.errors import Issue, Issues, PlanError
 from .ir import Op, Plan
 from .report import PartlyRead
 from .skill_catalog import TERMINALS
-from .source import INT64_MAX, INT64_MIN, STRICT_JSON, Limits, check_document, located, number_shown
+from .limit_walk import check_document
+from .limits import INT64_MAX, INT64_MIN, STRICT_JSON, Limits, number_shown
+from .reply import located
 
 PARAMS = ("object", "target", "tool")
 _STEP_KEYS = frozenset(("id", "skill", "args", "description"))

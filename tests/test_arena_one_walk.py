@@ -10,7 +10,8 @@ from bt_exec.compilers.dialects import DIALECTS
 from bt_exec.compilers.rtdl import load_rtdl
 from bt_exec.compilers.rtdl.arena import load_arena_within_limits
 from bt_exec.compilers.rtdl.envelope import load_envelope_within_limits
-from bt_exec.compilers.source import DEFAULT_LIMITS, Limits, check_document
+from bt_exec.compilers.limit_walk import check_document
+from bt_exec.compilers.limits import DEFAULT_LIMITS, Limits
 
 LIMITS = Limits(max_string_chars=40, max_ops=20)
 

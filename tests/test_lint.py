@@ -15,7 +15,6 @@ NOT_YET_CLEAN = [
     "compilers/qwen3.py",
     "compilers/qwen3_check.py",
     "compilers/skill_catalog.py",
-    "compilers/source.py",
 ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from bt_exec.errors import Issue, PlanError
 
 from ..ir import ControlRequest, Plan
-from ..source import Limits
+from ..limits import Limits
 from .arena import load_arena
 from .envelope import load_envelope
 from .ops import type_name

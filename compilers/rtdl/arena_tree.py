@@ -7,7 +7,7 @@ import networkx as nx
 from bt_exec.errors import Issue, Issues
 
 from ..ir import Op
-from ..source import Limits
+from ..limits import Limits
 from .ops import is_int
 
 

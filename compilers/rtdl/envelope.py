@@ -6,7 +6,8 @@ from bt_exec.errors import Issue, Issues, PlanError
 
 from ..ir import ControlRequest, Plan
 from ..report import PartlyRead
-from ..source import Limits, check_document
+from ..limit_walk import check_document
+from ..limits import Limits
 from .ops import META_OPS, NON_BLANK, TREE_OPS, type_name
 from .tree import NotProven, load_tree_root
 

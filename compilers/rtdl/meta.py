@@ -8,7 +8,7 @@ from bt_exec.errors import Issue, Issues, PlanError
 
 from ..control_values import id_text
 from ..ir import STOP_WHENS, ControlRequest
-from ..source import Limits, number_shown
+from ..limits import Limits, number_shown
 from .ops import is_int, unknown_keys
 
 _META_FIELDS = {

@@ -10,7 +10,7 @@ from bt_exec.errors import Issue, Issues
 
 from ..ir import ControlRequest, Op, Plan
 from ..report import PartlyRead
-from ..source import MAX_INT_BITS, Limits
+from ..limits import MAX_INT_BITS, Limits
 from .meta import load_meta
 from .ops import (BUILTIN_CAP_PREFIX, META_OPS, NON_BLANK, TREE_OPS, builtin_ids_as_text, has_id_not_text,
                   partial_plan, type_name, unknown_keys)
