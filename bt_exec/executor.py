@@ -29,6 +29,7 @@ from .runtime.capabilities import CapabilityRouter
 from .runtime.feedback import OUTPUT_CHARS, call_entries, check_output_chars, snapshot_op
 from .runtime.op_views import MAX_WAIT_FOR_PLAN_S, OpView, op_view
 from .runtime.plan_run import STOP_POINT_SOURCES, PlanRun
+from .runtime.plan_views import pause_marks, tree_view
 from .runtime.runner import Runner
 from .sim import SimBackend
 
@@ -218,7 +219,7 @@ class Executor:
         runs = [run for run in self._runner.active_runs() if not run.control_only]
         plans = [{"plan_id": run.plan_id, "description": run.plan.description, "op_count": run.plan.op_count,
                   "cancelled": run.cancel_requested, "paused": run.paused,
-                  "stop_points": len(run.stop_points) + len(run.pause_points)} for run in runs]
+                  "stop_points": len(run.stop_points)} for run in runs]
         return {"count": len(plans), "plans": plans}
 
     def get_plan_status(self, plan_id: str | int, *, states=None, op_ids=None, summary: bool = False,
@@ -247,15 +248,15 @@ class Executor:
                            "cancelled); call get_all_plans to list running plans, or get_plan_result for "
                            "a finished plan's record")
         records = run.records.items()
-        too_large = max_bytes is not None and run.status_size() > max_bytes
+        too_large = max_bytes is not None and run.records.status_size() > max_bytes
         if too_large:
             records = list(itertools.islice(records, _PREVIEW_OPS))
         ops = [{"op_id": op_id, "kind": record.op.kind, "description": record.op.description,
-                "state": record.state, "stop_point": run.stop_point_of(op_id)}
+                "state": record.state, "stop_point": run.stop_points.stop_point_of(op_id)}
                for op_id, record in records]
-        if run.held or run.pause_points:
+        if run.pausing.held or run.stop_points.pause:
             for op in ops:
-                op.update(run.pause_marks(op["op_id"]))
+                op.update(pause_marks(run, op["op_id"]))
         if with_args:
             for op, record in zip(ops, run.records.values()):
                 if record.op.cap is not None:
@@ -265,7 +266,7 @@ class Executor:
         if run.world is not None:  # what the robot holds, always
             status.update(run_id=run.run_id, state=run.state, path=[entry["step"] for entry in run.trace])
         if too_large:
-            return cut_marker(status, run.status_size() + json_size(status) - json_size(ops))
+            return cut_marker(status, run.records.status_size() + json_size(status) - json_size(ops))
         return status
 
     def get_plan_tree(self, plan_id: str) -> dict:
@@ -292,7 +293,7 @@ class Executor:
         if run is None:
             raise NotFound(f"get_plan_tree: no plan {quote(plan_id)} is running or kept (never submitted, or too "
                            "old); call get_all_plans or get_finished_plans to list plans")
-        return run.tree_view()
+        return tree_view(run)
 
     def get_op(self, plan_id: str | int, op_id: str | int) -> dict:
         """One op of a plan in flight or kept, whole: ``{plan_id, running, op: {op_id, kind, description,
@@ -309,8 +310,8 @@ class Executor:
             live = run.records.get(op_id)
             found = live.as_dict() if live is not None else None
             if found is not None:
-                found.update(run.pause_marks(op_id))
-            running, stop_point = True, run.stop_point_of(op_id)
+                found.update(pause_marks(run, op_id))
+            running, stop_point = True, run.stop_points.stop_point_of(op_id)
         else:
             raise NotFound(f"get_op: no plan {quote(plan_id)} is running or kept (never submitted, or too "
                            "old); call get_all_plans or get_finished_plans to list plans")
@@ -672,14 +673,14 @@ class Executor:
         for run in self._runner.active_runs():
             if run.control_only:
                 continue
-            ops = [snapshot_op(op_id, op.op.kind, op.op.cap, op.state, run.stop_point_of(op_id))
+            ops = [snapshot_op(op_id, op.op.kind, op.op.cap, op.state, run.stop_points.stop_point_of(op_id))
                    for op_id, op in run.records.items()]
-            if run.held or run.pause_points:
+            if run.pausing.held or run.stop_points.pause:
                 for op in ops:
-                    op.update(run.pause_marks(op["op_id"]))
+                    op.update(pause_marks(run, op["op_id"]))
             plans.append({"plan_id": run.plan_id, "description": run.plan.description,
                           "op_count": run.plan.op_count, "cancelled": run.cancel_requested, "paused": run.paused,
-                          "stop_points": len(run.stop_points) + len(run.pause_points), "ops": ops})
+                          "stop_points": len(run.stop_points), "ops": ops})
         return {"count": len(plans), "plans": plans}
 
 

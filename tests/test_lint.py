@@ -9,7 +9,6 @@ NOT_YET_CLEAN = [
     "bt_exec/runtime/admission.py",
     "bt_exec/runtime/budgets.py",
     "bt_exec/runtime/builtins.py",
-    "bt_exec/runtime/runner.py",
     "compilers/call_guard.py",
     "compilers/catalog.py",
     "compilers/qwen3.py",

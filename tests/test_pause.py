@@ -13,7 +13,7 @@ import bt_exec
 from bt_exec.compilers import Scene, SkillCatalog
 from bt_exec.behaviours import action
 from bt_exec.compilers.symbolic import World
-from bt_exec.runtime import plan_run
+from bt_exec.runtime import pausing
 
 # Pre-order ids of PLAN: 1 seq(root) > 2 do(a), 3 par > [4 do(b), 5 seq > [6 do(c), 7 do(d)]], 8 do(e)
 PLAN = seq(do("a"), par(do("b"), seq(do("c"), do("d"), description="inner")), do("e"), description="root")
@@ -352,7 +352,7 @@ class TestEnding:
 
     def test_a_resume_in_time_keeps_the_plan(self, make_executor, monkeypatch):
         clock = SteppedClock()  # the pause timeout's
-        monkeypatch.setattr(plan_run, "time", clock)
+        monkeypatch.setattr(pausing, "time", clock)
         ex = make_executor(pause_timeout_s=0.2)
         plan_id = ex.submit(PLAN)["plan_id"]
         ex.pause_plan(plan_id)

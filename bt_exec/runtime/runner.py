@@ -8,6 +8,7 @@ from typing import Callable
 
 from .budgets import BoundedTable
 from .plan_run import PlanRun
+from .plan_views import final_record
 
 log = logging.getLogger(__name__)
 
@@ -138,10 +139,7 @@ class Runner:
                         return
                     run.begin()
                     run.flush_events()  # plan_started before the first tick moves anything
-                run.place_guards()
-                if run.pause_deadline is not None:
-                    run.pause_expired()
-                run.sync_call_pauses()
+                run.before_tick()
                 if not run.cancel_requested:
                     news = run.poll_watched()
                     if not (news or run.needs_tick or not self.tick_on_news_only):
@@ -170,12 +168,12 @@ class Runner:
     def _finish(self, run: PlanRun) -> None:
         run.finished = True
         run.ended_at = time.time()
-        record = run.final_record()
+        record = final_record(run)
         with self._lock:
             self._active.pop(run.plan_id, None)
             self._finishing[run.plan_id] = run
         self._on_finished(run, record)
-        size = run.record_size(record)
+        size = run.records.record_size(record)
         with self._lock:
             self._finished.put(run.plan_id, record, size)
         run.release_tree()
@@ -185,7 +183,8 @@ class Runner:
                     "cancel_reason": record["cancel_reason"], "error": record["error"],
                     "failed_op": record["failed_op"], "time": run.ended_at}
         if run.world is not None:
-            complete.update(terminal=record["terminal"], terminal_reason=record["terminal_reason"], state=record["state"])
+            complete.update(terminal=record["terminal"], terminal_reason=record["terminal_reason"],
+                            state=record["state"])
             if "scene" in record:
                 complete["scene"] = record["scene"]
         run.emit(complete)
