@@ -6,7 +6,6 @@ Its answers are plain dicts, the same whichever door asked.
 """
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 from typing import Callable
@@ -16,26 +15,23 @@ from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits,
                         dialect_of, scene_of, skill_catalog_of)
 from .compilers.call_guard import CallGuard, CallNames, load_call_guard
 from .compilers.dialects import DIALECTS, capability_catalog_of
-from .compilers.control_values import id_text
 from .compilers.ir import STOP_WHENS
 from .compilers.limits import INT64_MAX, number_shown
 from .errors import BadArgument, Conflict, ControlError, Issue, NotFound
 from .events import EventBus
-from .events.shapes import FINAL_STATES, STOP_ACTIONS, trace_view
+from .events.shapes import STOP_ACTIONS
 from .runtime.admission import Admission
-from .runtime.budgets import QUOTE_CHARS, cut_marker, cut_text, json_size, quote, shown
+from .runtime.budgets import QUOTE_CHARS, cut_text, quote
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
-from .runtime.feedback import OUTPUT_CHARS, call_entries, check_output_chars, snapshot_op
-from .runtime.op_views import MAX_WAIT_FOR_PLAN_S, OpView, op_view
+from .runtime.feedback import OUTPUT_CHARS
+from .runtime.plan_reads import PlanReads, checked_id, checked_timeout, checked_view, still_running
 from .runtime.plan_run import STOP_POINT_SOURCES, PlanRun
-from .runtime.plan_views import pause_marks, tree_view
 from .runtime.runner import Runner
 from .sim import SimBackend
 
 log = logging.getLogger(__name__)
 
-_PREVIEW_OPS = 4  # the ops a status too large to keep is previewed by
 _NAMED_RUNNING_OPS = 10  # a pause's answer names this many running ops, then counts the rest
 
 
@@ -124,6 +120,8 @@ class Executor:
                                     carry_out=self._carry_out,
                                     make_run=self._make_run, accept=self._runner.add,
                                     robot_holders=self._robot_holders)
+        # The read operations, answered from the runner's tables as a replay answers from its own.
+        self.reads = PlanReads(self._runner, self._admission.ever_submitted)
 
     @property
     def scene(self) -> Scene | None:
@@ -216,11 +214,7 @@ class Executor:
 
     def get_all_plans(self) -> dict:
         """In-flight plans (control-only plans are not listed)."""
-        runs = [run for run in self._runner.active_runs() if not run.control_only]
-        plans = [{"plan_id": run.plan_id, "description": run.plan.description, "op_count": run.plan.op_count,
-                  "cancelled": run.cancel_requested, "paused": run.paused,
-                  "stop_points": len(run.stop_points)} for run in runs]
-        return {"count": len(plans), "plans": plans}
+        return self.reads.get_all_plans()
 
     def get_plan_status(self, plan_id: str | int, *, states=None, op_ids=None, summary: bool = False,
                         max_chars: int | None = None, with_args: bool = True) -> dict:
@@ -234,40 +228,8 @@ class Executor:
         plan are named in ``unknown_op_ids``), ``summary=True`` (``counts`` of ops by state, and the running,
         paused, failed and timed-out ops only); ``max_chars`` (1,000 or more) cuts the ops list so the
         answer's compact JSON fits, with a ``truncated`` marker saying what to ask for next."""
-        view = self._op_view("get_plan_status", states, op_ids, summary, max_chars)
-        if type(with_args) is not bool:
-            raise BadArgument(f"get_plan_status: with_args must be true or false, got {quote(with_args)}")
-        return view.apply(self._plan_status(plan_id, None, with_args))
-
-    def _plan_status(self, plan_id: str, max_bytes: int | None, with_args: bool = False) -> dict:
-        """``get_plan_status``; a status whose ops alone are over ``max_bytes`` is answered by its marker,
-        built from its first ops only."""
-        run = self._active_run(plan_id, "get_plan_status")
-        if run is None:
-            raise Conflict(f"get_plan_status: no active plan {quote(plan_id)} (it already finished or was "
-                           "cancelled); call get_all_plans to list running plans, or get_plan_result for "
-                           "a finished plan's record")
-        records = run.records.items()
-        too_large = max_bytes is not None and run.records.status_size() > max_bytes
-        if too_large:
-            records = list(itertools.islice(records, _PREVIEW_OPS))
-        ops = [{"op_id": op_id, "kind": record.op.kind, "description": record.op.description,
-                "state": record.state, "stop_point": run.stop_points.stop_point_of(op_id)}
-               for op_id, record in records]
-        if run.pausing.held or run.stop_points.pause:
-            for op in ops:
-                op.update(pause_marks(run, op["op_id"]))
-        if with_args:
-            for op, record in zip(ops, run.records.values()):
-                if record.op.cap is not None:
-                    op.update(cap=record.op.cap, args=record.shown_args())
-        status = {"plan_id": run.plan_id, "running": not run.finished, "paused": run.paused,
-                  "cancelled": run.cancel_requested, "description": run.plan.description, "ops": ops}
-        if run.world is not None:  # what the robot holds, always
-            status.update(run_id=run.run_id, state=run.state, path=[entry["step"] for entry in run.trace])
-        if too_large:
-            return cut_marker(status, run.records.status_size() + json_size(status) - json_size(ops))
-        return status
+        return self.reads.get_plan_status(plan_id, states=states, op_ids=op_ids, summary=summary,
+                                          max_chars=max_chars, with_args=with_args)
 
     def get_plan_tree(self, plan_id: str) -> dict:
         """A plan's ops with their children, states, stop points and results: in flight or finished.
@@ -277,59 +239,17 @@ class Executor:
         stop_point, result, detail, ...}]}``,
         plus ``transitions``, ``path`` and ``state`` for step graphs. ``outcome`` is None while running.
         """
-        plan_id = _check_id(plan_id, "plan_id", "get_plan_tree")
-        run = self._runner.live(plan_id)
-        record = self._runner.finished_record(plan_id)
-        if record is not None:
-            view = {key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "root", "cancelled",
-                                                     "cancel_reason", "outcome", "error", "duration_s")}
-            view.update(running=False, paused=False, stepping=False, failed_op=record["failed_op"],
-                        ops=[{**op, "stop_point": None, "args": shown(op["args"])} if "args" in op else
-                             {**op, "stop_point": None} for op in record["ops"]])
-            if "transitions" in record:
-                view.update(transitions=record["transitions"], path=record["path"], state=record["state"],
-                            trace=trace_view(record["trace"]))
-            return view
-        if run is None:
-            raise NotFound(f"get_plan_tree: no plan {quote(plan_id)} is running or kept (never submitted, or too "
-                           "old); call get_all_plans or get_finished_plans to list plans")
-        return tree_view(run)
+        return self.reads.get_plan_tree(plan_id)
 
     def get_op(self, plan_id: str | int, op_id: str | int) -> dict:
         """One op of a plan in flight or kept, whole: ``{plan_id, running, op: {op_id, kind, description,
         children, state, cap, args, result, detail, started_at, ended_at, stop_point}}`` (``cap`` and
         ``args`` on calls; args never cut, where views show them past 4 KiB as a marker)."""
-        plan_id = _check_id(plan_id, "plan_id", "get_op")
-        op_id = _check_id(op_id, "op_id", "get_op")
-        run = self._runner.live(plan_id)
-        record = self._runner.finished_record(plan_id)
-        if record is not None:
-            found = next((dict(op) for op in record["ops"] if op["op_id"] == op_id), None)
-            running, stop_point = False, None
-        elif run is not None:
-            live = run.records.get(op_id)
-            found = live.as_dict() if live is not None else None
-            if found is not None:
-                found.update(pause_marks(run, op_id))
-            running, stop_point = True, run.stop_points.stop_point_of(op_id)
-        else:
-            raise NotFound(f"get_op: no plan {quote(plan_id)} is running or kept (never submitted, or too "
-                           "old); call get_all_plans or get_finished_plans to list plans")
-        if found is None:
-            raise NotFound(f"get_op: plan {quote(plan_id)} has no op {quote(op_id)}; call get_plan_status "
-                           "to see its op ids")
-        found["stop_point"] = stop_point
-        return {"plan_id": plan_id, "running": running, "op": found}
+        return self.reads.get_op(plan_id, op_id)
 
     def get_finished_plans(self, limit: int = 50) -> dict:
         """The newest ``limit`` finished plans still kept, newest first: id, description, outcome, times."""
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-            raise BadArgument(f"get_finished_plans: limit must be a non-negative integer, got {quote(limit)}")
-        plans = [{key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "outcome",
-                                                   "cancel_reason", "error", "failed_op", "started_at", "ended_at",
-                                                   "duration_s")}
-                 | {"op_count": len(record["ops"])} for record in reversed(self._runner.finished_records(limit))]
-        return {"count": len(plans), "plans": plans}
+        return self.reads.get_finished_plans(limit)
 
     def behaviour_trees(self) -> dict:
         """plan_id -> py_trees root of each in-flight plan (not control-only ones), for tree viewers.
@@ -347,17 +267,8 @@ class Executor:
                         max_chars: int | None = None) -> dict:
         """The final record of a finished plan (states, results, timings); its ops narrowed as
         ``get_plan_status`` narrows them (``summary``: counts by state and the failed ops)."""
-        view = self._op_view("get_plan_result", states, op_ids, summary, max_chars)
-        return self._plan_result(_check_id(plan_id, "plan_id", "get_plan_result"), view)
-
-    def _plan_result(self, plan_id: str, view: OpView) -> dict:
-        record = self._runner.finished_record(plan_id)
-        if record is not None:
-            # Two levels deep is what callers edit; a deepcopy of 10k op results costs more than the run.
-            return view.apply({**record, "ops": [dict(op) for op in record["ops"]]})
-        if self._runner.active(plan_id) is not None:
-            raise Conflict(f"get_plan_result: plan {quote(plan_id)} is still running; use get_plan_status")
-        raise NotFound(f"get_plan_result: no record of plan {quote(plan_id)} (never submitted, or too old to be kept)")
+        return self.reads.get_plan_result(plan_id, states=states, op_ids=op_ids, summary=summary,
+                                          max_chars=max_chars)
 
     # --- control -------------------------------------------------------------------
 
@@ -468,15 +379,15 @@ class Executor:
         return {"success": True, "message": f"plan {quote(plan_id)} {state} the next op it enters, then pauses."}
 
     def _control_run(self, plan_id, source: str, caller: str) -> tuple[str, PlanRun | None]:
-        plan_id = _check_id(plan_id, "plan_id", caller)
+        plan_id = checked_id(plan_id, "plan_id", caller)
         if source not in STOP_POINT_SOURCES:
             raise BadArgument(f"{caller}: invalid source {quote(source)} (expected {', '.join(STOP_POINT_SOURCES)})")
         return plan_id, self._active_checked(plan_id, caller)
 
     @staticmethod
     def _stop_point_args(plan_id, op_id, when, source: str, caller: str) -> tuple[str, str, str]:
-        op_id = _check_id(op_id, "op_id", caller)
-        plan_id = _check_id(plan_id, "plan_id", caller)
+        op_id = checked_id(op_id, "op_id", caller)
+        plan_id = checked_id(plan_id, "plan_id", caller)
         if when not in STOP_WHENS:
             raise BadArgument(f"{caller}: invalid when {quote(when)} (expected on_enter or on_complete)")
         if source not in STOP_POINT_SOURCES:
@@ -507,7 +418,7 @@ class Executor:
         """Cancel a plan; return once it finished or ``wait_ms`` passed, saying which. A wait over
         ``Limits.max_wait_ms`` (30,000 by default) waits that long, and the message says so."""
         waited = self._wait_of(wait_ms, "cancel_plan")
-        cancellation = self.begin_cancel(_check_id(plan_id, "plan_id", "cancel_plan"), "cancel_plan")
+        cancellation = self.begin_cancel(checked_id(plan_id, "plan_id", "cancel_plan"), "cancel_plan")
         self._runner.await_runs(cancellation.runs, waited)
         return _said_capped(cancellation.answer(waited), wait_ms, waited)
 
@@ -539,7 +450,7 @@ class Executor:
 
     def run_until_complete(self, plan_id: str | int, timeout: float | None = None) -> dict:
         """Tick (or wait for the tick loop) until the plan finished; return its final record."""
-        plan_id = _check_id(plan_id, "plan_id", "run_until_complete")
+        plan_id = checked_id(plan_id, "plan_id", "run_until_complete")
         if self._runner.in_tick():
             raise Conflict("run_until_complete: cannot wait for a plan from inside a tick (an event subscriber)")
         run = self._runner.live(plan_id)
@@ -554,23 +465,16 @@ class Executor:
         again. ``timeout_s`` from 0 to 60 (longer is waited 60 s, and the message says so). Unlike
         ``run_until_complete`` it never ticks: a plan moves on only while the tick loop runs (``start``)."""
         caller = "wait_for_plan"
-        plan_id = _check_id(plan_id, "plan_id", caller)
-        if type(timeout_s) not in (int, float) or not 0 <= timeout_s < float("inf"):
-            raise BadArgument(f"{caller}: timeout_s must be a non-negative number of seconds, got {quote(timeout_s)}")
-        view = self._op_view(caller, states, op_ids, summary, max_chars)
+        plan_id = checked_id(plan_id, "plan_id", caller)
+        waited = checked_timeout(timeout_s, caller)
+        view = checked_view(caller, states, op_ids, summary, max_chars)
         if self._runner.in_tick():  # the plan waited for could only finish once this tick ends
             raise Conflict(f"{caller}: cannot wait for a plan from inside a tick (an event subscriber)")
-        waited = min(timeout_s, MAX_WAIT_FOR_PLAN_S)
+        self.reads.known(plan_id, caller)
         run = self._runner.live(plan_id)
-        if run is None and self._runner.finished_record(plan_id) is None:
-            raise NotFound(f"{caller}: no plan {quote(plan_id)} is running or kept (never submitted, or too "
-                           "old); call get_all_plans or get_finished_plans to list plans")
         if run is not None and not run.done.wait(waited):  # waits only: the tick loop (or another thread) ticks
-            capped = f" (timeout_s capped at {MAX_WAIT_FOR_PLAN_S:g})" if waited < timeout_s else ""
-            return {"plan_id": plan_id, "finished": False,
-                    "message": f"plan {quote(plan_id)} still running after {waited:g} s{capped}; call "
-                               f"{caller} again, or get_plan_status to see its ops"}
-        return self._plan_result(plan_id, view)
+            return still_running(plan_id, waited, timeout_s, caller)
+        return self.reads.plan_result(plan_id, view)
 
     def start(self) -> None:
         """Run the tick loop in a thread of its own (the ROS node and the web server drive it so)."""
@@ -608,7 +512,7 @@ class Executor:
 
     def _active_run(self, plan_id: str, caller: str) -> PlanRun | None:
         """The in-flight run; None for a plan that finished; NotFound for one never seen, BadArgument for no id."""
-        return self._active_checked(_check_id(plan_id, "plan_id", caller), caller)
+        return self._active_checked(checked_id(plan_id, "plan_id", caller), caller)
 
     def _active_checked(self, plan_id: str, caller: str) -> PlanRun | None:
         """``_active_run`` of an id already checked."""
@@ -626,10 +530,6 @@ class Executor:
                               f"{self.limits.max_wait_ms} are waited), got {number_shown(wait_ms)}")
         return min(wait_ms, self.limits.max_wait_ms)
 
-    def _op_view(self, caller: str, states, op_ids, summary, max_chars) -> OpView:
-        return op_view(caller, states, op_ids, summary, max_chars,
-                       id_of=lambda value, name: _check_id(value, name, caller))
-
     # --- feedback for the planner ----------------------------------------------------
 
     def get_plan_feedback(self, plan_id: str, max_output_chars: int = OUTPUT_CHARS) -> dict:
@@ -639,49 +539,12 @@ class Executor:
         ``on_enter`` stop point) is left out, as are ops never reached. An output whose compact JSON is over
         ``max_output_chars`` (100 to 1,000,000) becomes ``{"truncated": true, "bytes": N, "preview": TEXT}``
         of about that size; an error is cut to it too. ``outcome`` is None while the plan runs."""
-        plan_id = _check_id(plan_id, "plan_id", "get_plan_feedback")
-        check_output_chars(max_output_chars, "get_plan_feedback")
-        run = self._runner.live(plan_id)
-        record = self._runner.finished_record(plan_id)
-        if record is not None:
-            calls = [(op["op_id"], op["cap"], op["state"], op["result"], op["detail"], op["ended_at"])
-                     for op in record["ops"] if op["state"] in FINAL_STATES and op.get("cap") is not None
-                     and op["started_at"] is not None]
-            feedback = {"plan_id": plan_id, "running": False, "outcome": record["outcome"], "error": record["error"],
-                        "cancel_reason": record["cancel_reason"], "ops": call_entries(calls, max_output_chars)}
-            if "path" in record:
-                feedback["path"] = record["path"]
-            return feedback
-        if run is None:
-            raise NotFound(f"get_plan_feedback: no plan {quote(plan_id)} is running or kept (never submitted, "
-                           "or too old); call get_all_plans or get_finished_plans to list plans")
-        calls = []
-        for op_id, op in run.records.items():
-            state, ended_at = op.state, op.ended_at  # read once: the ticking thread moves them on
-            if state in FINAL_STATES and op.op.cap is not None and ended_at is not None and op.started_at is not None:
-                calls.append((op_id, op.op.cap, state, op.result, op.detail, ended_at))
-        feedback = {"plan_id": plan_id, "running": not run.finished, "outcome": None, "error": run.error,
-                    "cancel_reason": run.cancel_reason, "ops": call_entries(calls, max_output_chars)}
-        if run.world is not None:
-            feedback["path"] = [entry["step"] for entry in run.trace]
-        return feedback
+        return self.reads.get_plan_feedback(plan_id, max_output_chars)
 
     def get_plans_snapshot(self) -> dict:
         """The plans in flight as the next prompt shows them: ``get_all_plans``' entries, each with its ``ops``,
         ``{op_id, kind, cap?, state, stop_point?}`` (``cap`` on calls only, ``stop_point`` where one is armed)."""
-        plans = []
-        for run in self._runner.active_runs():
-            if run.control_only:
-                continue
-            ops = [snapshot_op(op_id, op.op.kind, op.op.cap, op.state, run.stop_points.stop_point_of(op_id))
-                   for op_id, op in run.records.items()]
-            if run.pausing.held or run.stop_points.pause:
-                for op in ops:
-                    op.update(pause_marks(run, op["op_id"]))
-            plans.append({"plan_id": run.plan_id, "description": run.plan.description,
-                          "op_count": run.plan.op_count, "cancelled": run.cancel_requested, "paused": run.paused,
-                          "stop_points": len(run.stop_points), "ops": ops})
-        return {"count": len(plans), "plans": plans}
+        return self.reads.get_plans_snapshot()
 
 
 class Cancellation:
@@ -735,16 +598,6 @@ class Cancellation:
         else:
             state = f"still tearing down after {wait_ms} ms"
         return {"plan_id": self.plan_id, "finished": finished, "message": f"plan {quote(self.plan_id)} {state}"}
-
-
-def _check_id(value: object, name: str, caller: str) -> str:
-    """A plan or op id as text, as plans write them: a non-empty string as it is, a non-negative integer (up to
-    int64, as Robonix's Pilot writes ids) as its decimal string; BadArgument naming ``caller`` otherwise."""
-    issues: list[Issue] = []
-    text = id_text(value, name, "", issues)
-    if text is None:
-        raise BadArgument(f"{caller}: {issues[0].message}")
-    return text
 
 
 def _said_capped(answer: dict, asked_ms: int, waited_ms: int) -> dict:

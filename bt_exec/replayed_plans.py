@@ -1,37 +1,147 @@
-"""The plans a replayed run describes, rebuilt event by event, answering the read operations an executor answers.
+"""The plans a replayed run describes, rebuilt event by event out of the parts a live run is made of, answering the
+read operations an executor answers with the executor's own read side (``runtime.plan_reads``).
 
 The events come from ``bt_exec.events.replay`` (a journal's run, checked as it is read and played at its pace);
-``web/replay_api.py`` serves the plans to the console, ``watch`` and MCP, and ``bt-exec replay`` prints them.
+``web/replay_api.py`` serves the plans to the console, ``watch`` and MCP, and ``bt-exec replay`` prints them. A
+replay knows what the journal recorded: not the ops held at their entry while paused, not a pending step, not a
+cancel asked for until the plan ends (a stop point's is recorded when it fires).
 """
 from __future__ import annotations
 
-import math
 import threading
 import time
 
-from .errors import BadArgument, Conflict, NotFound
+from .compilers.ir import Op
 from .events.replay import ReplayError
 from .events.replay_checks import MAX_KEPT_BYTES
-from .events.shapes import FINAL_STATES, PLAN_KEY, trace_view
-from .runtime.budgets import BoundedTable, json_size, quote, shown
-from .runtime.op_views import MAX_WAIT_FOR_PLAN_S, op_view
+from .events.shapes import PLAN_KEY
+from .runtime.budgets import BoundedTable, json_size, quote
+from .runtime.op_records import OpRecord
+from .runtime.pausing import Pausing
+from .runtime.plan_reads import PlanReads, checked_id, checked_timeout, checked_view, still_running
+from .runtime.stop_points import StopPoints
 
 # Finished plans a replay keeps for its views, newest first, within MAX_KEPT_BYTES of their records (an executor
 # keeps its newest too).
 FINISHED_KEPT = 200
+# What a plan_complete event says of how the plan ended, taken as it is.
+_ENDING_KEYS = ("outcome", "cancelled", "cancel_reason", "error", "any_failed", "failed_op", "terminal",
+                "terminal_reason")
+
+
+class ReplayedPlan:
+    """One plan as its events rebuild it: the records, stop points and pause of a live run, and its ending.
+
+    Built from its ``plan_started`` event and the plan's ``shape`` it records; ``apply`` takes each later event
+    of the plan. It has what the read views read of a live run (``runtime.plan_views``)."""
+
+    control_only = False  # a journal records no plan of pure control
+
+    def __init__(self, event: dict, shape: dict):
+        self.plan_id = str(event.get("plan_id"))
+        self.run_id = event.get("run_id")
+        self.description = event.get("description", "")
+        self.dialect = event.get("dialect")
+        self.root = shape.get("root")
+        self.transitions = shape.get("transitions")
+        self.records: dict[str, OpRecord] = {}
+        for entry in shape["ops"]:
+            if not isinstance(entry, dict) or "op_id" not in entry:
+                continue
+            op = Op(str(entry["op_id"]), entry.get("kind"), entry.get("description", ""),
+                    [str(child) for child in entry.get("children") or ()])
+            if "cap" in entry:
+                op.cap, op.args = entry["cap"], entry.get("args")
+            self.records[op.op_id] = OpRecord(op)
+        self.stop_points = StopPoints()
+        self.pausing = Pausing()
+        self.finished = False
+        self.cancel_reason: str | None = None
+        self.error: str | None = None
+        self.trace: list[dict] = []
+        self.state: dict | None = shape.get("state")  # a step graph's world as it started, where recorded
+        self.started_at = event.get("time")
+        self.ended_at = None
+        self.ending = {"outcome": None, "cancelled": False, "any_failed": False, "failed_op": None, "terminal": None,
+                       "terminal_reason": None}
+
+    @property
+    def paused(self) -> bool:
+        return self.pausing.paused
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_reason is not None
+
+    def apply(self, event: dict) -> None:
+        """Take one event of this plan in, as the live run changed when it sent it."""
+        kind = event.get("event")
+        if kind == "node_state":
+            record = self.records.get(str(event.get("op_id")))
+            if record is not None:
+                record.move_to(event.get("state"), event.get("time"), event.get("result"), event.get("detail"))
+        elif kind == "stop_point":
+            op_id, when, state, action = str(event.get("op_id")), event.get("when"), event.get("state"), \
+                event.get("action", "cancel")
+            if state == "armed":
+                self.stop_points.arm(op_id, when, event.get("source"), action)
+            elif state == "disarmed":
+                self.stop_points.disarm(op_id, when)
+            elif action == "pause":  # fired: a pause point fires once
+                self.stop_points.take_pause(op_id, when)
+            elif self.cancel_reason is None:  # fired: the plan is cancelled, the first reason standing
+                self.cancel_reason = f"stop point {when} at op {op_id}"
+        elif kind == "paused":
+            self.pausing.pause(pause_calls=False)
+        elif kind == "resumed":
+            self.pausing.resume(event.get("source"))
+        elif kind == "step_transition":
+            self.trace.append({key: event.get(key) for key in ("step", "skill", "outcome", "next", "state", "time")})
+            self.state = event.get("state")
+        elif kind == "plan_complete":
+            for key in _ENDING_KEYS:
+                if key in event:
+                    if key in ("cancel_reason", "error"):
+                        setattr(self, key, event[key])
+                    else:
+                        self.ending[key] = event[key]
+            if "state" in event:
+                self.state = event["state"]
+            self.ended_at = event.get("time")
+            self.finished = True
+
+    def record(self) -> dict:
+        """The plan's final record as the executor words it (``get_plan_result``), of what the journal holds; for
+        a plan still running, what it holds so far, with outcome None."""
+        started, ended = self.started_at, self.ended_at
+        duration = ended - started if isinstance(started, (int, float)) and isinstance(ended, (int, float)) else 0.0
+        ending = self.ending
+        record = {"plan_id": self.plan_id, "run_id": self.run_id, "description": self.description,
+                  "dialect": self.dialect, "outcome": ending["outcome"], "any_failed": ending["any_failed"],
+                  "cancelled": ending["cancelled"], "cancel_reason": self.cancel_reason, "error": self.error,
+                  "started_at": started, "ended_at": ended, "duration_s": max(duration, 0.0), "root": self.root,
+                  "ops": [record.as_dict() for record in self.records.values()], "failed_op": ending["failed_op"]}
+        if self.transitions is not None:
+            terminal = ending["terminal"]
+            record.update(transitions=self.transitions, terminal=terminal, terminal_reason=ending["terminal_reason"],
+                          trace=list(self.trace), state=self.state or {},
+                          path=[entry["step"] for entry in self.trace] + ([terminal] if terminal else []))
+        return record
 
 
 class ReplayedPlans:
-    """The plans a replay's events describe, rebuilt event by event, answering as the executor's read
-    operations answer (``get_all_plans``, ``get_plan_tree``, ``get_finished_plans``, ``get_plan_status``,
-    ``get_plan_result``, ``get_op``). Thread-safe: one thread applies events while others read."""
+    """The plans a replay's events describe, rebuilt event by event, answering the executor's read operations
+    (``get_all_plans``, ``get_plans_snapshot``, ``get_plan_tree``, ``get_finished_plans``, ``get_plan_status``,
+    ``get_plan_result``, ``get_plan_feedback``, ``get_op``, ``wait_for_plan``) as the executor answers them.
+    Thread-safe: one thread applies events while others read."""
 
     def __init__(self, finished_kept: int = FINISHED_KEPT):
         self.finished_kept = finished_kept
-        self._active: dict[str, dict] = {}
-        self._finished = BoundedTable(finished_kept, MAX_KEPT_BYTES)  # oldest first
+        self._active: dict[str, ReplayedPlan] = {}
+        self._finished = BoundedTable(finished_kept, MAX_KEPT_BYTES)  # final records, oldest first
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
+        self._reads = PlanReads(self, self._ever_seen)
 
     def apply(self, events: list[dict]) -> list[dict]:
         """Take a batch of events in; answer the final records of the plans it completed."""
@@ -54,7 +164,7 @@ class ReplayedPlans:
     def unfinished(self) -> list[dict]:
         """Records of the plans that started but never completed in the journal (the run ended first)."""
         with self._lock:
-            return [_record(plan) for plan in self._active.values()]
+            return [plan.record() for plan in self._active.values()]
 
     def _apply(self, event: dict) -> dict | None:
         kind = event.get("event")
@@ -64,208 +174,98 @@ class ReplayedPlans:
             if not isinstance(shape, dict) or not isinstance(shape.get("ops"), list):
                 raise ReplayError(f"plan {quote(plan_id)}'s plan_started event records no plan (a journal of a bt_exec "
                                   "that did not record plans): cannot replay it")
-            self._active[str(plan_id)] = _new_plan(event, shape)
+            self._active[str(plan_id)] = ReplayedPlan(event, shape)
             return None
         plan = self._active.get(str(plan_id))
         if plan is None:
             return None
-        if kind == "node_state":
-            op = plan["ops"].get(str(event.get("op_id")))
-            if op is not None:
-                state = event.get("state")
-                op["state"] = state
-                if state == "running" and op["started_at"] is None:
-                    op["started_at"] = event.get("time")
-                if state in FINAL_STATES:
-                    op["ended_at"] = event.get("time")
-                if "result" in event:
-                    op["result"] = event["result"]
-                op["detail"] = event.get("detail")
-        elif kind == "stop_point":
-            op_id, when, state = str(event.get("op_id")), event.get("when"), event.get("state")
-            pausing = event.get("action") == "pause"
-            points = plan["pause_points"] if pausing else plan["stop_points"]
-            if state == "armed":
-                points[op_id] = when
-            elif points.get(op_id) == when:
-                points.pop(op_id)
-            if state == "fired" and not pausing:
-                plan["cancel_reason"] = f"stop point {when} at op {op_id}"
-        elif kind in ("paused", "resumed"):
-            plan["paused"] = kind == "paused"
-        elif kind == "step_transition":
-            plan["trace"].append({key: event.get(key) for key in ("step", "skill", "outcome", "next", "state", "time")})
-            plan["state"] = event.get("state")
-        elif kind == "plan_complete":
-            for key in ("outcome", "cancelled", "cancel_reason", "error", "any_failed", "failed_op", "terminal",
-                        "terminal_reason"):
-                if key in event:
-                    plan[key] = event[key]
-            if "state" in event:
-                plan["state"] = event["state"]
-            plan["ended_at"] = event.get("time")
-            plan["running"] = plan["paused"] = False
-            del self._active[plan["plan_id"]]
-            record = _record(plan)
-            self._finished.put(plan["plan_id"], plan, json_size(record["ops"]) or MAX_KEPT_BYTES)
-            return record
-        return None
+        plan.apply(event)
+        if not plan.finished:
+            return None
+        del self._active[plan.plan_id]
+        record = plan.record()
+        self._finished.put(plan.plan_id, record, json_size(record["ops"]) or MAX_KEPT_BYTES)
+        return record
 
-    # --- the executor's read operations ---------------------------------------------------------------
+    # --- the table the read operations read (under the lock) ------------------------------------------
+
+    def active(self, plan_id: str) -> ReplayedPlan | None:
+        """The plan in flight at this point of the replay."""
+        return self._active.get(plan_id)
+
+    live = active  # a replayed plan's end is taken in one step: none is finishing
+
+    def active_runs(self) -> list[ReplayedPlan]:
+        """Every plan in flight at this point of the replay."""
+        return list(self._active.values())
+
+    def finished_record(self, plan_id: str) -> dict | None:
+        """The final record of a plan finished by this point of the replay, while kept."""
+        return self._finished.get(plan_id)
+
+    def finished_records(self, limit: int) -> list[dict]:
+        """The newest ``limit`` final records kept, oldest first."""
+        return self._finished.values()[-limit:] if limit else []
+
+    def _ever_seen(self, plan_id: str) -> bool:
+        return plan_id in self._active or self._finished.get(plan_id) is not None
+
+    # --- the executor's read operations -------------------------------------------------------------------
 
     def get_all_plans(self) -> dict:
+        """As ``Executor.get_all_plans``."""
         with self._lock:
-            plans = [{"plan_id": plan["plan_id"], "description": plan["description"], "op_count": len(plan["ops"]),
-                      "cancelled": plan["cancelled"], "paused": plan["paused"],
-                      "stop_points": len(plan["stop_points"]) + len(plan["pause_points"])}
-                     for plan in self._active.values()]
-        return {"count": len(plans), "plans": plans}
+            return self._reads.get_all_plans()
+
+    def get_plans_snapshot(self) -> dict:
+        """As ``Executor.get_plans_snapshot``."""
+        with self._lock:
+            return self._reads.get_plans_snapshot()
 
     def get_finished_plans(self, limit: int = 50) -> dict:
+        """As ``Executor.get_finished_plans``."""
         with self._lock:
-            records = [_record(plan) for plan in self._finished.values()[::-1][:limit]]
-        plans = [{key: record.get(key) for key in ("plan_id", "run_id", "description", "dialect", "outcome",
-                                                   "cancel_reason", "error", "failed_op", "started_at", "ended_at",
-                                                   "duration_s")} | {"op_count": len(record["ops"])}
-                 for record in records]
-        return {"count": len(plans), "plans": plans}
+            return self._reads.get_finished_plans(limit)
 
-    def get_plan_tree(self, plan_id: str) -> dict:
+    def get_plan_tree(self, plan_id) -> dict:
+        """As ``Executor.get_plan_tree``."""
         with self._lock:
-            plan = self._plan(plan_id, "get_plan_tree")
-            view = {key: plan[key] for key in ("plan_id", "run_id", "description", "dialect", "root", "running",
-                                               "paused", "cancelled", "cancel_reason", "outcome")}
-            view["ops"] = [{**op, "args": shown(op["args"]), **_points(plan, op)} if "args" in op
-                           else {**op, **_points(plan, op)} for op in plan["ops"].values()]
-            if not plan["running"]:
-                record = _record(plan)
-                view.update(error=None, duration_s=record["duration_s"], failed_op=plan["failed_op"])
-            if plan["transitions"] is not None:
-                view.update(transitions=plan["transitions"], path=_path(plan), state=plan["state"],
-                            trace=trace_view(plan["trace"]))
-        return view
+            return self._reads.get_plan_tree(plan_id)
 
-    def get_plan_status(self, plan_id: str, *, states=None, op_ids=None, summary: bool = False,
-                        max_chars: int | None = None, with_args: bool = True) -> dict:
-        view = op_view("get_plan_status", states, op_ids, summary, max_chars, _text_id)
+    def get_plan_status(self, plan_id, **view) -> dict:
+        """As ``Executor.get_plan_status``."""
         with self._lock:
-            plan = self._active.get(str(plan_id))
-            if plan is None:
-                refusal = Conflict if self._finished.get(str(plan_id)) is not None else NotFound
-                raise refusal(f"get_plan_status: no active plan {quote(plan_id)} in the replay (it already "
-                              "finished, or has not started yet); get_plan_result has a finished plan's record")
-            ops = []
-            for op in plan["ops"].values():
-                entry = {key: op[key] for key in ("op_id", "kind", "description", "state")}
-                entry.update(_points(plan, op))
-                if with_args and "cap" in op:
-                    entry.update(cap=op["cap"], args=shown(op["args"]))
-                ops.append(entry)
-            status = {"plan_id": plan["plan_id"], "running": True, "paused": plan["paused"],
-                      "cancelled": plan["cancelled"], "description": plan["description"], "ops": ops}
-            if plan["transitions"] is not None:
-                status.update(run_id=plan["run_id"], state=plan["state"],
-                              path=[entry["step"] for entry in plan["trace"]])
-        return view.apply(status)
+            return self._reads.get_plan_status(plan_id, **view)
 
-    def get_plan_result(self, plan_id: str, *, states=None, op_ids=None, summary: bool = False,
-                        max_chars: int | None = None) -> dict:
-        view = op_view("get_plan_result", states, op_ids, summary, max_chars, _text_id)
+    def get_plan_result(self, plan_id, **view) -> dict:
+        """As ``Executor.get_plan_result``."""
         with self._lock:
-            plan = self._finished.get(str(plan_id))
-            if plan is None:
-                if str(plan_id) in self._active:
-                    raise Conflict(f"get_plan_result: plan {quote(plan_id)} is still running in the replay; use "
-                                   "get_plan_status")
-                raise NotFound(f"get_plan_result: no record of plan {quote(plan_id)} in the replay (not started "
-                               "yet, or too old to be kept)")
-            record = _record(plan)
-        return view.apply(record)
+            return self._reads.get_plan_result(plan_id, **view)
 
-    def get_op(self, plan_id: str, op_id: str) -> dict:
+    def get_plan_feedback(self, plan_id, **options) -> dict:
+        """As ``Executor.get_plan_feedback``."""
         with self._lock:
-            plan = self._plan(plan_id, "get_op")
-            op = plan["ops"].get(str(op_id))
-            if op is None:
-                raise NotFound(f"get_op: plan {quote(plan_id)} has no op {quote(op_id)}; call get_plan_status "
-                               "to see its op ids")
-            found = {**op, **_points(plan, op)}
-            return {"plan_id": plan["plan_id"], "running": plan["running"], "op": found}
+            return self._reads.get_plan_feedback(plan_id, **options)
 
-    def wait_for_plan(self, plan_id: str, timeout_s: float = 30.0, **view) -> dict:
-        """The plan's record once it completed in the replay, or ``{plan_id, finished: false, message}``.
-        ``timeout_s`` from 0 to 60, as the executor takes it (longer is waited 60 s)."""
-        if type(timeout_s) not in (int, float) or not 0 <= timeout_s < math.inf:
-            raise BadArgument(f"wait_for_plan: timeout_s must be a non-negative number of seconds, got "
-                              f"{quote(timeout_s)}")
-        waited = min(timeout_s, MAX_WAIT_FOR_PLAN_S)
+    def get_op(self, plan_id, op_id) -> dict:
+        """As ``Executor.get_op``."""
+        with self._lock:
+            return self._reads.get_op(plan_id, op_id)
+
+    def wait_for_plan(self, plan_id, timeout_s: float = 30.0, *, states=None, op_ids=None, summary: bool = False,
+                      max_chars: int | None = None) -> dict:
+        """As ``Executor.wait_for_plan``: the plan's record once it completed in the replay, or ``{plan_id,
+        finished: false, message}`` when ``timeout_s`` (0 to 60; longer is waited 60 s) passed first."""
+        caller = "wait_for_plan"
+        plan_id = checked_id(plan_id, "plan_id", caller)
+        waited = checked_timeout(timeout_s, caller)
+        view = checked_view(caller, states, op_ids, summary, max_chars)
         deadline = time.monotonic() + waited
         with self._changed:
-            while str(plan_id) in self._active:
+            self._reads.known(plan_id, caller)
+            while plan_id in self._active:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return {"plan_id": str(plan_id), "finished": False,
-                            "message": f"plan {quote(plan_id)} still running in the replay after {waited:g} s; "
-                                       "call wait_for_plan again"}
+                    return still_running(plan_id, waited, timeout_s, caller)
                 self._changed.wait(left)
-        return self.get_plan_result(plan_id, **view)
-
-    def _plan(self, plan_id: str, caller: str) -> dict:
-        plan = self._active.get(str(plan_id)) or self._finished.get(str(plan_id))
-        if plan is None:
-            raise NotFound(f"{caller}: no plan {quote(plan_id)} in the replay (not started yet, or too old to be "
-                           "kept); call get_all_plans or get_finished_plans to list plans")
-        return plan
-
-
-def _points(plan: dict, op: dict) -> dict:
-    """An op's armed stop point, and its pause point where one is armed, as the executor's views name them."""
-    points = {"stop_point": plan["stop_points"].get(op["op_id"])}
-    pause_point = plan["pause_points"].get(op["op_id"])
-    if pause_point is not None:
-        points["pause_point"] = pause_point
-    return points
-
-
-def _text_id(value: object, name: str) -> str:
-    return str(value)
-
-
-def _new_plan(event: dict, shape: dict) -> dict:
-    ops = {}
-    for entry in shape["ops"]:
-        if not isinstance(entry, dict) or "op_id" not in entry:
-            continue
-        op = {"op_id": str(entry["op_id"]), "kind": entry.get("kind"), "description": entry.get("description", ""),
-              "state": "pending", "children": [str(child) for child in entry.get("children") or ()]}
-        if "cap" in entry:
-            op.update(cap=entry["cap"], args=entry.get("args"))
-        op.update(result=None, detail=None, started_at=None, ended_at=None)
-        ops[op["op_id"]] = op
-    return {"plan_id": str(event.get("plan_id")), "run_id": event.get("run_id"),
-            "description": event.get("description", ""), "dialect": event.get("dialect"),
-            "root": shape.get("root"), "ops": ops, "transitions": shape.get("transitions"),
-            "running": True, "cancelled": False, "any_failed": False, "cancel_reason": None, "outcome": None,
-            "failed_op": None, "started_at": event.get("time"), "ended_at": None, "stop_points": {}, "pause_points": {},
-            "paused": False, "trace": [], "state": None, "terminal": None, "terminal_reason": None}
-
-
-def _path(plan: dict) -> list:
-    return [entry["step"] for entry in plan["trace"]] + ([plan["terminal"]] if plan["terminal"] else [])
-
-
-def _record(plan: dict) -> dict:
-    """A plan's final record as the executor words it (``get_plan_result``); for a plan still running, what the
-    journal holds of it, with outcome None."""
-    started, ended = plan["started_at"], plan["ended_at"]
-    duration = ended - started if isinstance(started, (int, float)) and isinstance(ended, (int, float)) else 0.0
-    record = {"plan_id": plan["plan_id"], "run_id": plan["run_id"], "description": plan["description"],
-              "dialect": plan["dialect"], "outcome": plan["outcome"], "any_failed": plan["any_failed"],
-              "cancelled": plan["cancelled"], "cancel_reason": plan["cancel_reason"], "error": plan.get("error"),
-              "started_at": started, "ended_at": ended, "duration_s": max(duration, 0.0), "root": plan["root"],
-              "ops": [dict(op) for op in plan["ops"].values()], "failed_op": plan["failed_op"]}
-    if plan["transitions"] is not None:
-        record.update(transitions=plan["transitions"], terminal=plan["terminal"],
-                      terminal_reason=plan["terminal_reason"], trace=list(plan["trace"]),
-                      state=plan["state"] or {}, path=_path(plan))
-    return record
+            return self._reads.plan_result(plan_id, view)

@@ -6,9 +6,16 @@ import tracemalloc
 import urllib.request
 
 import pytest
+from qwen3_graphs import envelope, scene, vacuum_to_work
+from rtdl_plans import do, par, seq
 
+import bt_exec
 from bt_exec.cli.dispatch import main
+from bt_exec.compilers import Scene, SkillCatalog
+from bt_exec.compilers.symbolic import World
+from bt_exec.errors import ControlError
 from bt_exec.events.replay import ReplayError, find_run, paced, read_events
+from bt_exec.replayed_plans import ReplayedPlans
 from bt_exec.web.server import WebServer
 from bt_exec.web.replay_api import ReplayApi
 
@@ -235,3 +242,96 @@ def test_the_replay_clock_seeks_back_and_forward_and_a_live_server_has_none(tmp_
     finally:
         live.close()
         executor.close()
+
+
+def reads(target, op_ids: dict) -> list:
+    """Every read operation's answer (or refusal) for every plan and op, as JSON would carry it; a plan's final
+    record without what a journal does not record (its shape, whether it was control only, its input)."""
+    answers = []
+
+    def ask(name, *args, **options):
+        try:
+            answer = getattr(target, name)(*args, **options)
+        except ControlError as exc:
+            answer = [type(exc).__name__, exc.message]
+        if name in ("get_plan_result", "wait_for_plan") and isinstance(answer, dict):
+            answer = {key: value for key, value in answer.items() if key not in ("shape", "control_only", "input")}
+        answers.append([name, args, options, answer])
+
+    ask("get_all_plans")
+    ask("get_plans_snapshot")
+    ask("get_finished_plans")
+    for plan_id in [*op_ids, "99"]:
+        ask("get_plan_status", plan_id)
+        ask("get_plan_status", plan_id, summary=True, with_args=False)
+        ask("get_plan_tree", plan_id)
+        ask("get_plan_result", plan_id, states=["failed"])
+        ask("get_plan_feedback", plan_id, max_output_chars=100)
+        ask("wait_for_plan", plan_id, 0)
+        for op_id in [*op_ids.get(plan_id, ()), "99"]:
+            ask("get_op", plan_id, op_id)
+    return json.loads(json.dumps(answers))
+
+
+def without_held(answers):
+    """The live answers without the ops held at their entry while paused, which a journal does not record."""
+    if isinstance(answers, dict):
+        return {key: without_held(value) for key, value in answers.items() if key != "held"}
+    if isinstance(answers, list):
+        return [without_held(value) for value in answers]
+    return answers
+
+
+def submit_rtdl(ex) -> dict:
+    """Two plans: a failing call, an output over the budget, args over what views show, a pause point that fires,
+    a stop point armed and disarmed, and a stop point that cancels the second plan. Their op ids, by plan."""
+    first = ex.submit(seq(do("a"), par(do("b"), seq(do("c", args={"text": "y" * 5000}), do("d", cap="sim.big"))),
+                          do("e"), description="root"))["plan_id"]
+    ex.stop_plan_at(first, "2", "on_complete", action="pause")
+    ex.stop_plan_at(first, "8", "on_complete")
+    ex.disarm_stop_point(first, "8", "on_complete")
+    second = ex.submit(seq(do("x"), do("y"), description="second"))["plan_id"]
+    ex.stop_plan_at(second, "11", "on_enter")
+    return {first: [str(n) for n in range(1, 9)], second: ["9", "10", "11"]}
+
+
+def submit_graph(ex) -> dict:
+    """A step graph with a pause point before its last step. Its op ids."""
+    plan_id = ex.submit(envelope(vacuum_to_work(), run_id="run-g"))["plan_id"]
+    op_ids = [op["op_id"] for op in ex.get_plan_status(plan_id)["ops"]]
+    ex.stop_plan_at(plan_id, op_ids[-1], "on_enter", action="pause")
+    return {plan_id: op_ids}
+
+
+@pytest.mark.parametrize("dialect", ["rtdl", "qwen3"])
+def test_a_replay_answers_every_read_as_the_executor_answered_it(dialect):
+    """The replay rebuilds its plans out of a live run's parts and reads them with the executor's own read side:
+    fed the events as the executor published them, it answers each read as the executor answered at that
+    moment (refusals and their words included), but for the ops held at their entry while paused."""
+    if dialect == "rtdl":
+        script = {"default": {"outcome": "success", "duration_s": 1},
+                  "ops": {"4": {"outcome": "failure", "duration_s": 2, "error": "the gripper slipped"}},
+                  "caps": {"sim.big": {"outcome": "success", "duration_s": 1, "output": {"blob": "x" * 3000}}}}
+        ex = bt_exec.Executor(bt_exec.SimBackend(script), max_result_bytes=2000)
+    else:
+        world = World.from_scene(SkillCatalog.named("grant"), Scene.from_dict(scene()))
+        ex = bt_exec.Executor(bt_exec.SimBackend({"default": {"duration_s": 1}}, world=world), scene=scene())
+    now = [0.0]
+    ex.backend.clock = lambda: now[0]  # calls last a few ticks: each tick moves the sim's clock by half a second
+    replayed = ReplayedPlans()
+    ex.subscribe_batches(lambda events: replayed.apply(json.loads(json.dumps(events))))
+    op_ids = submit_rtdl(ex) if dialect == "rtdl" else submit_graph(ex)
+    compared = []  # from the first tick on: the journal holds a plan from its start
+    while ex.get_all_plans()["count"]:
+        ex.tick_once()
+        now[0] += 0.5
+        live = reads(ex, op_ids)
+        assert reads(replayed, op_ids) == without_held(live), f"tick {len(compared)}"
+        compared.append(live)
+        for plan in ex.get_all_plans()["plans"]:
+            if plan["paused"]:  # a pause point fired: held for one tick
+                ex.resume_plan(plan["plan_id"])
+    ex.close()
+    finished = [answer for name, _, _, answer in compared[-1] if name == "get_plan_result" and "ops" in answer]
+    assert len(finished) == len(op_ids) and len(compared) > 3
+    assert any(without_held(live) != live for live in compared), "a pause held an op at its entry"

@@ -150,10 +150,12 @@ def answer_every_view(path):
     plans = ReplayedPlans()
     for batch in paced(read_events(find_run(str(path))), 0):
         plans.apply(batch)
-    answers = [plans.get_all_plans(), plans.get_finished_plans(), *plans.unfinished()]
+    answers = [plans.get_all_plans(), plans.get_plans_snapshot(), plans.get_finished_plans(), *plans.unfinished()]
     for record in plans.get_finished_plans()["plans"] + plans.get_all_plans()["plans"]:
         plan_id = record["plan_id"]
-        answers.append(plans.get_plan_tree(plan_id))
+        answers += [plans.get_plan_tree(plan_id), plans.get_plan_feedback(plan_id, max_output_chars=100)]
+        answers.append(plans.get_plan_result(plan_id) if record in plans.get_finished_plans()["plans"]
+                       else plans.get_plan_status(plan_id, summary=True))
         for op in plans.get_plan_tree(plan_id)["ops"]:
             answers.append(plans.get_op(plan_id, op["op_id"]))
     json.loads(dumps(answers), parse_constant=pytest.fail)

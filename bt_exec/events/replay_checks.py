@@ -301,6 +301,8 @@ def _checked_shape(shape: dict, where: str) -> tuple[set, frozenset | None]:
         raise JournalValueError(f"{where}'s 'root' is {_shown(root)}, expected an op id")
     if ops and (root is None or str(root) not in op_ids or str(root) in parents):
         raise JournalValueError(f"{where}'s root {_shown(root)} is no op at the top of the plan")
+    if _object(shape.get("state", {})) is not None:  # a step graph's world as it started
+        raise JournalValueError(f"{where}'s 'state' is {_shown(shape['state'])}, expected a JSON object")
     transitions = shape.get("transitions")
     if transitions is None:
         return op_ids, None

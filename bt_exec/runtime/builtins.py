@@ -41,14 +41,15 @@ class BuiltinBackend:
         name = builtin_name(call.cap, call.provider)
         problems = check_args_of_builtin(name, call.args)
         if problems:
-            return CallStatus("FAILED", error=f"{name}: bad args: " + "; ".join(f"{p or '/'}: {m}" for p, m in problems))
+            return CallStatus("FAILED",
+                              error=f"{name}: bad args: " + "; ".join(f"{p or '/'}: {m}" for p, m in problems))
         args = call.args
         ex = self._executor
         try:
             if name == "get_all_plans":
                 return _done(ex.get_all_plans())
             if name == "get_plan_status":
-                return _done(ex._plan_status(args["plan_id"], self._max_result_bytes))
+                return _done(ex.reads.plan_status(args["plan_id"], self._max_result_bytes))
             if name == "stop_plan_at":
                 return _done(ex.stop_plan_at(args["plan_id"], args["op_id"], args.get("when", "on_complete"),
                                              source="builtin"))

@@ -30,6 +30,17 @@ class OpRecord:
         self.started_at: float | None = None
         self.ended_at: float | None = None
 
+    def move_to(self, state: str, now: float | None, result: object, detail: str | None) -> None:
+        """The op is now in ``state`` (since ``now``), with ``detail``: its start time is its first ``running``;
+        a final state ends it with ``result`` (both as the record keeps them)."""
+        self.state = state
+        if state == "running" and self.started_at is None:
+            self.started_at = now
+        self.detail = detail
+        if state in FINAL_STATES:
+            self.ended_at = now
+            self.result = result
+
     def as_dict(self, whole_args: bool = True) -> dict:
         """The op and its state; a call's ``cap`` and ``args`` (whole, or as views show them: cut past
         ``ARGS_SHOWN_CHARS`` to a marker)."""
@@ -77,22 +88,15 @@ class OpRecords(dict):
                   now: float) -> tuple[dict | None, str | None]:
         """Op ``op_id`` is now in ``state`` (at ``now``); a final state keeps ``result`` within the budget. The
         result and detail as kept, which the op's event carries."""
-        record = self[op_id]
-        record.state = state
-        if state == "running" and record.started_at is None:
-            record.started_at = now
         if detail is not None and len(detail) > MESSAGE_CHARS:
             detail = cut_text(detail)
-        record.detail = detail
-        if state in FINAL_STATES:
-            record.ended_at = now
-            if result is not None:
-                if type(result) is dict and result.get("output") is self._last_output and not result.get("error") \
-                        and self.result_bytes < self._whole_below:
-                    self.result_bytes += self._last_output_size + _RESULT_FIELDS_CHARS  # the common case, inline
-                else:
-                    result = self._kept(result)
-            record.result = result
+        if result is not None and state in FINAL_STATES:
+            if type(result) is dict and result.get("output") is self._last_output and not result.get("error") \
+                    and self.result_bytes < self._whole_below:
+                self.result_bytes += self._last_output_size + _RESULT_FIELDS_CHARS  # the common case, inline
+            else:
+                result = self._kept(result)
+        self[op_id].move_to(state, now, result, detail)
         return result, detail
 
     def _kept(self, result: dict) -> dict:

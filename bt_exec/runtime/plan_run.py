@@ -24,7 +24,8 @@ STOP_POINT_SOURCES = ("api", "http", "mcp", "ros", "builtin")
 
 class PlanRun:
     """Implements the behaviours' PlanHooks for one plan, out of its parts: ``records`` (each op's state and the
-    byte budget of their results), ``stop_points``, ``pausing``, its tree, and its events.
+    byte budget of their results), ``stop_points``, ``pausing``, its tree, and its events. The read operations
+    answer from it through ``plan_views``.
 
     ``tick_lock`` is held by whoever ticks the tree, tears it down or places a stop
     guard in it, so events of one plan come in order and the tree never changes under
@@ -42,6 +43,10 @@ class PlanRun:
         ``pause_timeout_s``: a pause lasting longer cancels the plan (None: a pause lasts until resumed)."""
         self.plan_id = plan_id
         self.plan = plan
+        self.description, self.dialect, self.root = plan.description, plan.dialect, plan.root
+        # A step graph's transitions (its world moves as it runs), which views show; None for a tree.
+        self.transitions = ({step: dict(edges) for step, edges in plan.steps.transitions.items()}
+                            if world is not None else None)
         self.ops = compiled.ops
         self.tree = PlanTree(compiled.root)
         self.run_id = run_id

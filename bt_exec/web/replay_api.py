@@ -27,8 +27,8 @@ from ..replayed_plans import ReplayedPlans
 log = logging.getLogger(__name__)
 
 # The operations a replay answers: the executor's reads of plans, which ReplayedPlans offers under the same names.
-READ_OPERATIONS = frozenset(("get_all_plans", "get_plan_tree", "get_finished_plans", "get_plan_status",
-                             "get_plan_result", "get_op", "wait_for_plan"))
+READ_OPERATIONS = frozenset(("get_all_plans", "get_plans_snapshot", "get_plan_tree", "get_finished_plans",
+                             "get_plan_status", "get_plan_result", "get_plan_feedback", "get_op", "wait_for_plan"))
 # How long a seek request waits for the replay's thread to get there (rebuilding a long run from its start); past
 # it the request is answered 503 seek_busy while the seek goes on.
 SEEK_WAIT_S = 60.0
