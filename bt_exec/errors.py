@@ -18,6 +18,13 @@ class Issue:
     of the issue whose fix repairs this one too (one fault, two issues, one fix); ``after_fixes``, found
     in the document as the fixes listed before it leave it (paths point into that document); ``lossy``, the
     fix drops data the input held (a field removed), which a person may have meant.
+
+    What the repairs work from, said by the check that found the fault (None where it says nothing; the message
+    says the same in words): ``allowed``, the names or values the place takes (the fields of an object with an
+    unknown one, a value of a fixed set); ``expected``, the JSON type its value must have ("object", "array",
+    "string", "integer", "non-negative integer", "node index", "JSON text"); ``missing``, what the place lacks (a
+    required field, a skill's parameter, the outcome a step has no transition for); ``unknown``, the name it gives
+    that names nothing there is (the step a transition or the entry names). ``as_dict`` leaves them out.
     """
 
     code: str
@@ -29,8 +36,13 @@ class Issue:
     fixed_by: int | None = field(default=None, compare=False)
     after_fixes: bool = field(default=False, compare=False)
     lossy: bool = field(default=False, compare=False)
+    allowed: tuple | None = field(default=None, compare=False)
+    expected: str | None = field(default=None, compare=False)
+    missing: str | None = field(default=None, compare=False)
+    unknown: str | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict:
+        """The issue as its answers carry it: code, path, message, and steps and the repairs where there are."""
         out = {"code": self.code, "path": self.path, "message": self.message}
         if self.steps is not None:
             out["steps"] = list(self.steps)

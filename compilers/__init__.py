@@ -1,7 +1,8 @@
-"""Graph dialects -> IR -> py_trees: ``load``, ``validate`` and ``compile_plan``.
+"""Graph dialects -> IR -> py_trees: ``load``, ``validate`` and ``compile_plan``, and the repairs of a refused
+input as a caller applies them (``fixable``, ``apply_fixes``, ``issues_after_fixes``).
 
-Each dialect (``dialects.DIALECTS``) loads, checks and compiles its own plans;
-these three functions pick the dialect and hand over.
+Each dialect (``dialects.DIALECTS``) loads, checks, compiles and repairs its own plans;
+these functions pick the dialect and hand over.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Callable
 from bt_exec.errors import Issue, Issues, PlanError
 
 from .catalog import CapabilityCatalog
-from .fixes import apply_fixes, document_fixes, issues_after_fixes, joined
+from .fixes import document_fixes, issues_uncovered, joined, patched
 from .dialects import DIALECTS, FALLBACK_DIALECT, CheckContext, Dialect, dialect_of, scene_of, skill_catalog_of
 from .ir import ControlRequest, Op, Plan
 from .report import PartlyRead, Report
@@ -28,8 +29,8 @@ DIALECT_NAMES = ("auto", *DIALECTS)
 
 __all__ = ["CapabilityCatalog", "CheckContext", "CompiledPlan", "ControlRequest", "DIALECT_NAMES", "Dialect",
            "Limits", "Op", "Plan", "Report", "Scene", "SkillCatalog", "apply_fixes", "compile_plan", "dialect_of",
-           "check_source", "document_of", "load", "gc_paused", "load_with_warnings", "refusal_issues", "scene_of",
-           "skill_catalog_of", "validate"]
+           "check_source", "document_of", "fixable", "issues_after_fixes", "load", "gc_paused", "load_with_warnings",
+           "refusal_issues", "scene_of", "skill_catalog_of", "validate"]
 
 
 def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | ControlRequest:
@@ -56,9 +57,9 @@ def load_with_warnings(source, dialect: str = "auto", limits: Limits | None = No
         try:
             loaded = _load_document(doc, named, not isinstance(source, dict), limits)
         except PartlyRead as exc:  # each issue with its repair, where it has one
-            raise PartlyRead(document_fixes(doc, exc.issues), exc.partial) from None
+            raise PartlyRead(document_fixes(doc, exc.issues, _reader(doc, named).fixes), exc.partial) from None
         except PlanError as exc:
-            raise PlanError(document_fixes(doc, exc.issues)) from None
+            raise PlanError(document_fixes(doc, exc.issues, _reader(doc, named).fixes)) from None
     if isinstance(loaded, ControlRequest) and isinstance(doc, dict):
         warnings.extend(capped_wait_warnings(doc, loaded))
     return loaded, warnings
@@ -69,6 +70,33 @@ def document_of(source, dialect: str = "auto", limits: Limits | None = None) -> 
     holds): what the fixes of its issues point into. PlanError if there is none."""
     named = DIALECTS.get(dialect)
     return parse_document(source, limits or DEFAULT_LIMITS, named.recognises if named is not None else _recognised)[0]
+
+
+def fixable(doc: object, dialect: str = "auto") -> object:
+    """The document the fixes of ``doc``'s issues point into: ``doc`` as its dialect (``dialect``, or the one that
+    recognises it) reads it for repair: a Qwen3 submit envelope with its response JSON text read as the graph it
+    holds (a copy), any other document as it is."""
+    return _reader(doc, DIALECTS.get(dialect)).fixes.fixable(doc)
+
+
+def apply_fixes(doc: object, issues) -> object:
+    """The repaired document: the ``fix`` of every issue (dicts or Issues), in order, applied to a copy of
+    ``fixable(doc)``. Raises jsonpatch's errors if the fixes are not this document's."""
+    return patched(fixable(doc), issues)
+
+
+def issues_after_fixes(doc: object, issues: list[Issue], check_again: Callable[[object], list[Issue]],
+                       dialect: str = "auto") -> list[Issue]:
+    """``issues``, followed by those ``doc`` repaired by their fixes still has (``after_fixes``), round after round
+    while new ones carry fixes (``fixes.issues_uncovered``); ``check_again(document)``: the issues of a
+    document, with their fixes."""
+    return issues_uncovered(fixable(doc, dialect), issues, check_again)
+
+
+def _reader(doc: object, named: Dialect | None) -> Dialect:
+    """The dialect that reads ``doc``: the one named, else the first that recognises it, else the one a document
+    that is no JSON object is reported against."""
+    return named or (_recognising(doc) if isinstance(doc, dict) else None) or FALLBACK_DIALECT
 
 
 def _recognising(doc: dict) -> Dialect | None:
@@ -113,7 +141,7 @@ def validate(plan, catalog=None, dialect: str = "auto", limits: Limits | None = 
     SkillCatalog, or a shipped catalog's name or a file path (default: grant).
     ``scene``: for step graphs, the scene to check objects, revision and
     preconditions against. Raw input whose issues carry fixes also lists the issues the repaired
-    document still has (``fixes.issues_after_fixes``).
+    document still has (``issues_after_fixes``).
     """
     report = _validate_once(plan, catalog, dialect, limits, scene)
     if not report.ok and report.issues and not isinstance(plan, (Plan, ControlRequest)):
@@ -122,7 +150,8 @@ def validate(plan, catalog=None, dialect: str = "auto", limits: Limits | None = 
         except PlanError:
             return report
         report.issues = issues_after_fixes(
-            document, report.issues, lambda repaired: _validate_once(repaired, catalog, dialect, limits, scene).issues)
+            document, report.issues, lambda repaired: _validate_once(repaired, catalog, dialect, limits, scene).issues,
+            dialect)
     return report
 
 

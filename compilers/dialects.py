@@ -17,14 +17,16 @@ from bt_exec.errors import ConfigError, Issue, Issues
 from .call_guard import CallGuard
 from .catalog import CapabilityCatalog, check_plan, is_control_only
 from .control_values import MAX_WAIT_MS
-from .fixes import plan_fixes
+from .fixes import DialectFixes, plan_fixes
 from .ir import ControlRequest, Plan
 from .qwen3 import load_qwen3, looks_like_qwen3
 from .qwen3_check import check_graph, verdict_of
+from .qwen3_fixes import QWEN3_FIXES
 from .report import Report
 from .rtdl import detect_shape, load_rtdl
 from .rtdl.arena import load_arena_within_limits
 from .rtdl.envelope import load_envelope_within_limits
+from .rtdl.fixes import RTDL_FIXES
 from .scene import Scene
 from .skill_catalog import TERMINALS, SkillCatalog
 from .limits import Limits
@@ -106,6 +108,7 @@ class Dialect(Protocol):
         """Whether the plan only controls other plans (never refused for room, never listed)."""
 
     executor_option: str  # the Executor keyword its catalog is given by
+    fixes: DialectFixes  # its repairs: fixers by issue code, where a fault lies, the document fixes point into
 
     def read_catalog(self, name_or_path: str) -> object:
         """This dialect's catalog from a shipped catalog's name or a file path (ConfigError if unreadable)."""
@@ -123,6 +126,7 @@ class Rtdl:
     needs_scene = False
     routes_builtins = True
     executor_option = "catalog"
+    fixes = RTDL_FIXES
 
     def recognises(self, doc: dict) -> bool:
         return detect_shape(doc) is not None
@@ -149,7 +153,7 @@ class Rtdl:
         if context.call_guard is not None:
             issues = (Issues(issues) + context.call_guard.check_plan(plan)).listed()
         if issues:
-            issues = plan_fixes(plan, issues, context)
+            issues = plan_fixes(plan, issues, context, self.fixes)
         kinds = Counter(map(attrgetter("kind"), plan.ops.values()))
         stats = {"shape": plan.shape, "ops": plan.op_count, "depth": plan.depth,
                  "sequence": kinds["sequence"], "parallel": kinds["parallel"], "do": kinds["do"]}
@@ -185,6 +189,7 @@ class Qwen3:
     needs_scene = True
     routes_builtins = False
     executor_option = "skill_catalog"
+    fixes = QWEN3_FIXES
 
     def recognises(self, doc: dict) -> bool:
         return looks_like_qwen3(doc)
@@ -210,7 +215,7 @@ class Qwen3:
         if context.require_scene and context.scene is None and verdict != "blocked":
             issues, verdict = [NO_SCENE, *issues], "invalid"
         if issues:
-            issues = plan_fixes(plan, issues, context)
+            issues = plan_fixes(plan, issues, context, self.fixes)
         stats = {"shape": plan.shape, "status": graph.status, "steps": len(graph.steps),
                  "transitions": sum(len(m) for m in graph.transitions.values()), "entry": graph.entry,
                  "scene_revision": graph.scene_revision}

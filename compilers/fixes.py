@@ -4,13 +4,19 @@ the submitted document (the issue's ``fix``); where several remedies are as like
 
 Fixes are worked out only once an input is refused, never for a valid one. They are found in report order,
 and each is judged against the document as the fixes before it left it, so the fixes of one report never
-repeat or conflict: applied in order (``apply_fixes``) they give the repaired document. An issue whose place
-an earlier fix already changed (two issues of one fault: a misspelt ``descripton`` is both an unknown field
-and a missing description) gets no fix of its own but ``fixed_by``, the index of that earlier issue.
+repeat or conflict: applied in order (``compilers.apply_fixes``) they give the repaired document. An issue
+whose place an earlier fix already changed (two issues of one fault: a misspelt ``descripton`` is both an
+unknown field and a missing description) gets no fix of its own but ``fixed_by``, the index of that earlier
+issue.
 
-Paths are JSON pointers into the document as ``fixable`` gives it: the document itself, the extracted JSON
-of a reply with text around it, and for a Qwen3 submit envelope whose ``response`` is JSON text, that
-envelope with the response read as the graph object it holds (which the envelope also takes).
+This module is the part every dialect shares: the order, the bounds, the nearest-name search and the fixers of
+faults any document may have, each reading what the check that found the fault said of it (the issue's
+``allowed``, ``expected``, ``missing``, ``unknown``), never its message. What a dialect repairs beyond them it
+offers as its ``Dialect.fixes`` (a ``DialectFixes``): RTDL's in ``rtdl.fixes``, Qwen3's in ``qwen3_fixes``.
+
+Paths are JSON pointers into the document as the dialect's ``fixable`` gives it: the document itself, the
+extracted JSON of a reply with text around it, and for a Qwen3 submit envelope whose ``response`` is JSON
+text, that envelope with the response read as the graph object it holds (which the envelope also takes).
 """
 from __future__ import annotations
 
@@ -19,8 +25,8 @@ import dataclasses
 import difflib
 import json
 import re
-from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import jsonpatch
 import jsonpointer
@@ -29,10 +35,6 @@ from jsonpointer import escape, unescape
 from bt_exec.errors import MAX_ISSUES, Issue
 
 from .ir import Plan
-from .qwen3 import graph_in_response
-from .ir import STOP_WHENS
-from .rtdl.ops import ARENA_KINDS, META_OPS, TREE_OPS
-from .skill_catalog import TERMINALS
 
 PLACEHOLDER_DESCRIPTION = "TODO: describe"
 # The fixes of one report quote the input (a value parsed out of a string, a node wrapped): past this many
@@ -51,33 +53,52 @@ MAX_NAME_CHARS = 64
 # longest names, thousands of usual ones.
 MAX_COMPARED_PAIRS = 500_000
 
-_ALLOWED = re.compile(r"\(allowed: ([^)]*)\)")
-_MISSING = re.compile(r"no '([^']+)'|needs '([^']+)'")
-_EXPECTED = re.compile(r"must be (?:null or )?(?:an? )?(object|array|string|JSON text|non-negative integer|integer|"
-                       r"node index)")
 _ARENA_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\]|\.[A-Za-z_][A-Za-z0-9_]*)*")
 _ARENA_STEP = re.compile(r"\[(\d+)\]|\.?([A-Za-z_][A-Za-z0-9_]*)")
-_ONE_OF = re.compile(r"must be one of ([^,]+(?:, [^,]+)*), got")
-_MISSING_VALUE = object()
+ABSENT = object()  # what ``value_at`` finds where a pointer leads nowhere
 
 
-def fixable(doc: object) -> object:
-    """The document fixes point into: ``doc``, or a Qwen3 envelope with its response JSON text read as the
-    graph object (a copy; ``doc`` itself is left as it is)."""
-    if isinstance(doc, dict) and isinstance(doc.get("response"), str):
-        try:
-            graph = graph_in_response(doc["response"])
-        except (ValueError, RecursionError):
-            return doc
-        if isinstance(graph, dict):
-            return {**doc, "response": graph}
+class Several(list):
+    """Patches as likely as each other."""
+
+
+# A fixer of a document that did not load: (the document as the fixes before left it, the issue's JSON pointer,
+# the issue, the report's NameSearch) -> one patch, Several, or None.
+DocumentFixer = Callable[[object, str, Issue, "NameSearch"], "list | Several | None"]
+# A fixer of a loaded plan its checks refused: (the PlanFacts, the issue's JSON pointer, the issue) -> the same.
+PlanFixer = Callable[["PlanFacts", str, Issue], "list | Several | None"]
+
+
+def fault_at(issue: Issue, pointer: str | None) -> str | None:
+    """Where the fault of an issue at ``pointer`` is, for an earlier fix to have repaired it: there, or for a
+    ``required`` issue the missing field (``missing``) itself."""
+    if pointer is None or issue.code != "required" or issue.missing is None:
+        return pointer
+    return pointer if pointer.rsplit("/", 1)[-1] == issue.missing else f"{pointer}/{escape(issue.missing)}"
+
+
+def _as_it_is(doc: object) -> object:
     return doc
 
 
-def apply_fixes(doc: object, issues) -> object:
-    """The repaired document: the ``fix`` of every issue (dicts or Issues), in order, applied to a copy of
-    ``fixable(doc)``. Raises jsonpatch's errors if the fixes are not this document's."""
-    repaired = copy.deepcopy(fixable(doc))
+@dataclass(frozen=True)
+class DialectFixes:
+    """What one dialect repairs, offered as its ``Dialect.fixes``: fixers by issue code for a document that did
+    not load (``document``, the shared ``DOCUMENT_FIXERS`` among them) and for a loaded plan its checks refused
+    (``plan``); ``fault_place(issue, pointer)``, where the fault of an issue lies (``fault_at`` unless the
+    dialect's issues say otherwise; None: nowhere a fix could have reached); ``fixable(doc)``, the document
+    its fixes point into."""
+
+    document: Mapping[str, DocumentFixer]
+    plan: Mapping[str, PlanFixer] = field(default_factory=dict)
+    fault_place: Callable[[Issue, str | None], str | None] = fault_at
+    fixable: Callable[[object], object] = _as_it_is
+
+
+def patched(doc: object, issues) -> object:
+    """A copy of ``doc`` with the ``fix`` of every issue (dicts or Issues) applied in order; ``doc`` is the
+    document they point into (``compilers.fixable``). Raises jsonpatch's errors if the fixes are not its."""
+    repaired = copy.deepcopy(doc)
     for issue in issues:
         fix = issue.get("fix") if isinstance(issue, dict) else issue.fix
         if fix:
@@ -179,8 +200,8 @@ class _Repairs:
                 for key in ("path", "from"):
                     if key in operation and not operation[key].endswith("/-"):
                         self.changed.setdefault(operation[key], len(self.out))
-        self.out.append(Issue(issue.code, issue.path, issue.message, issue.steps, fix or None,
-                              alternatives or None, fixed_by, lossy=bool(fix) and drops_data(fix))
+        self.out.append(dataclasses.replace(issue, fix=fix or None, alternatives=alternatives or None,
+                                            fixed_by=fixed_by, lossy=bool(fix) and drops_data(fix))
                         if fix or alternatives or fixed_by is not None else issue)
         return bool(fix)
 
@@ -220,18 +241,19 @@ def _related(one: str, other: str) -> bool:
 FIX_ROUNDS = 3  # checks of a document repaired by the fixes found so far, each finding what the last uncovered
 
 
-def issues_after_fixes(doc: object, issues: list[Issue], check_again: Callable[[object], list[Issue]]) -> list[Issue]:
+def issues_uncovered(doc: object, issues: list[Issue], check_again: Callable[[object], list[Issue]]) -> list[Issue]:
     """``issues``, followed by those the document repaired by their fixes still has (``after_fixes``), round
     after round while new ones carry fixes: a fix can uncover what a check could not reach (a misspelt cap
-    behind a malformed node). Applied in order, every fix of the list gives the repaired document.
-    ``check_again(document)``: the issues of a document, with their fixes; empty when it is valid."""
+    behind a malformed node). Applied in order, every fix of the list gives the repaired document. ``doc``: the
+    document the fixes point into (``compilers.fixable``); ``check_again(document)``: the issues of a document,
+    with their fixes; empty when it is valid."""
     if not any(issue.fix for issue in issues) or any(issue.code == "too_many_issues" for issue in issues):
         return issues
     seen = {_issue_key(issue) for issue in issues}
     listed, latest = list(issues), issues
     for _round in range(FIX_ROUNDS):
         try:
-            doc = apply_fixes(doc, latest)
+            doc = patched(doc, latest)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
             break
         latest = _new_issues(check_again(doc), seen, offset=len(listed))
@@ -269,24 +291,24 @@ def _new_issues(issues: list[Issue], seen: set, offset: int) -> list[Issue]:
 
 # --- documents that did not load --------------------------------------------------------------------------
 
-def document_fixes(doc: object, issues: list[Issue]) -> list[Issue]:
-    """``issues`` of a document that did not load, each with its fix where there is one."""
+def document_fixes(doc: object, issues: list[Issue], fixes: DialectFixes) -> list[Issue]:
+    """``issues`` of a document that did not load, each with its fix where there is one (``fixes``: those of the
+    dialect that read it)."""
     repairs = _Repairs()
     working = None
     for issue in issues:
-        if issue.code not in _DOCUMENT_FIXERS or issue.fix is not None:
+        fixer = fixes.document.get(issue.code)
+        if fixer is None or issue.fix is not None:
             repairs.give(issue, issue.fix, issue.alternatives, issue.fixed_by)
             continue
         pointer = pointer_of(issue.path)
-        place = _place(issue, pointer)
-        earlier = repairs.fixed_by(place)
+        earlier = repairs.fixed_by(fixes.fault_place(issue, pointer))
         if earlier is not None:
             repairs.give(issue, fixed_by=earlier)
             continue
         if working is None:
-            working = _Working(fixable(doc))
-        found = _DOCUMENT_FIXERS[issue.code](working.doc, pointer, issue, repairs.names) if pointer is not None \
-            else None
+            working = _Working(fixes.fixable(doc))
+        found = fixer(working.doc, pointer, issue, repairs.names) if pointer is not None else None
         fix, alternatives = _one_or_several(found)
         if fix is not None and not working.applied(fix):
             fix = None
@@ -337,31 +359,17 @@ class _Working:
         return value
 
 
-def _place(issue: Issue, pointer: str | None) -> str | None:
-    """Where the fault of an issue is: the missing field itself for ``required``."""
-    if pointer is None or issue.code != "required":
-        return pointer
-    named = _MISSING.search(issue.message)
-    if named is None:
-        return pointer
-    field = named.group(1) or named.group(2)
-    return pointer if pointer.rsplit("/", 1)[-1] == field else f"{pointer}/{escape(field)}"
-
-
 def _one_or_several(found) -> tuple[list | None, list | None]:
     """(fix, alternatives) from what a fixer found: one patch, a list of patches, or None."""
     if not found:
         return None, None
-    if isinstance(found, _Several):
+    if isinstance(found, Several):
         return (found[0], None) if len(found) == 1 else (None, list(found))
     return found, None
 
 
-class _Several(list):
-    """Patches as likely as each other."""
-
-
-def _get(doc: object, pointer: str) -> object:
+def value_at(doc: object, pointer: str) -> object:
+    """The value ``pointer`` leads to in ``doc``, or ABSENT."""
     if pointer == "":
         return doc
     value = doc
@@ -372,238 +380,168 @@ def _get(doc: object, pointer: str) -> object:
         elif isinstance(value, list) and token.isdigit() and int(token) < len(value):
             value = value[int(token)]
         else:
-            return _MISSING_VALUE
+            return ABSENT
     return value
 
 
-def _parent(pointer: str) -> tuple[str, str]:
+def parent_of(pointer: str) -> tuple[str, str]:
+    """The pointer to the container above ``pointer``, and the key (unescaped) it names there."""
     head, _, last = pointer.rpartition("/")
     return head, unescape(last)
 
 
-def _renamed(pointer: str, names) -> _Several | None:
+def replaced_by(pointer: str, names: list) -> Several | None:
+    """Replacements of the value at ``pointer`` by each of ``names``, as likely as each other; None for none."""
+    return Several([[{"op": "replace", "path": pointer, "value": name}] for name in names]) if names else None
+
+
+def renamed_to(pointer: str, names) -> Several | None:
     """Moves of the field at ``pointer`` to each known name it is nearest to."""
-    head, key = _parent(pointer)
-    return _Several([{"op": "move", "from": pointer, "path": f"{head}/{escape(name)}"}]
-                    for name in names) if names else None
+    head, key = parent_of(pointer)
+    return Several([{"op": "move", "from": pointer, "path": f"{head}/{escape(name)}"}]
+                   for name in names) if names else None
 
 
-def _fix_unknown_field(doc, pointer: str, issue: Issue, names: NameSearch):
-    head, key = _parent(pointer)
-    container = _get(doc, head)
-    if not isinstance(container, dict) or key not in container:
-        return None
-    allowed = _ALLOWED.search(issue.message)
-    if allowed is None:  # a call on a composite arena node: Robonix writes an absent call as null
-        return [{"op": "replace", "path": pointer, "value": None}]
-    free = [name for name in allowed.group(1).split(", ") if name not in container]
-    return _renamed(pointer, names.nearest(key, free)) or [{"op": "remove", "path": pointer}]
-
-
-def _fix_required(doc, pointer: str, issue: Issue, names: NameSearch):
-    named = _MISSING.search(issue.message)
-    if named is None:
-        return None
-    field = named.group(1) or named.group(2)
-    container_pointer = pointer if pointer.rsplit("/", 1)[-1] != field else _parent(pointer)[0]
-    node = _get(doc, container_pointer)
-    if not isinstance(node, dict) or field in node:
-        return None
-    path = f"{container_pointer}/{escape(field)}"
-    values = _placeholders(doc, container_pointer, node, field)
-    if not values:
-        return None
-    return _Several([[{"op": "add", "path": path, "value": value}] for value in values])
-
-
-def _placeholders(doc, pointer: str, node: dict, field: str) -> list:
-    """The values a missing field may take, most likely first; several when none is clearly it."""
-    if field == "description":
-        return [PLACEHOLDER_DESCRIPTION]
-    if field == "children":
-        return [[]]
-    if field == "op":  # a tree node: what its other fields say it is
-        if "cap" in node or "args" in node:
-            return ["do"]
-        return ["sequence", "parallel"] if "children" in node else []
-    if field == "node_kind":
-        if node.get("call") is not None:
-            return [2]
-        return [0, 1] if node.get("children") else []
-    if field == "op_id":
-        return [_free_op_id(doc, pointer)]
-    if field == "status":  # a step graph
-        return ["ok"]
-    if field == "entry":
-        steps = node.get("plan")
-        first = steps[0].get("id") if isinstance(steps, list) and steps and isinstance(steps[0], dict) else None
-        return [first] if isinstance(first, str) else []
-    if field == "transitions":
-        return [{}] if isinstance(node.get("plan"), list) and not node["plan"] else []
-    return []
-
-
-def _free_op_id(doc, pointer: str) -> str:
-    """An op id no arena node uses: ``n`` and the node's index, primed until free."""
-    nodes = doc.get("nodes") if isinstance(doc, dict) else None
-    used = {node.get("op_id") for node in nodes if isinstance(node, dict) and isinstance(node.get("op_id"), str)} \
-        if isinstance(nodes, list) else set()
-    candidate = f"n{pointer.rsplit('/', 1)[-1]}"
-    while candidate in used:
-        candidate += "'"
-    return candidate
-
-
-def _fix_type(doc, pointer: str, issue: Issue, names: NameSearch):
-    value = _get(doc, pointer)
-    expected = _EXPECTED.search(issue.message)
-    if value is _MISSING_VALUE or expected is None:
-        return None
-    wanted = _converted(value, expected.group(1))
-    if wanted is _MISSING_VALUE:
-        return None
-    return [{"op": "replace", "path": pointer, "value": wanted}]
-
-
-def _converted(value: object, expected: str) -> object:
-    """``value`` as the expected type, where the conversion is plain; _MISSING_VALUE where it is not."""
+def converted(value: object, expected: str) -> object:
+    """``value`` as the ``expected`` type (an issue's ``expected``), where the conversion is plain; ABSENT where
+    it is not."""
     if expected == "object":
         parsed = _parsed(value)
-        return parsed if isinstance(parsed, dict) else _MISSING_VALUE
+        return parsed if isinstance(parsed, dict) else ABSENT
     if expected == "array":
         if isinstance(value, dict):
             return [value]
         parsed = _parsed(value)
-        return parsed if isinstance(parsed, list) else _MISSING_VALUE
+        return parsed if isinstance(parsed, list) else ABSENT
     if expected == "string":
         if isinstance(value, bool) or value is None:
-            return _MISSING_VALUE
-        return str(value) if isinstance(value, (int, float)) else _MISSING_VALUE
+            return ABSENT
+        return str(value) if isinstance(value, (int, float)) else ABSENT
     if expected == "JSON text":  # args_json written as the object itself
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False) if isinstance(value, dict) \
-            else _MISSING_VALUE
-    # an integer: its decimal text, or a float with no fraction
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False) if isinstance(value, dict) else ABSENT
+    # an integer (or a non-negative one, a node index): its decimal text, or a float with no fraction
     if isinstance(value, str) and value.strip().isdigit():
         return int(value)
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return int(value)
-    return _MISSING_VALUE
+    return ABSENT
 
 
 def _parsed(value: object) -> object:
     if not isinstance(value, str):
-        return _MISSING_VALUE
+        return ABSENT
     try:
         return json.loads(value)
     except (ValueError, RecursionError):
-        return _MISSING_VALUE
+        return ABSENT
 
 
-def _fix_bad_op(doc, pointer: str, issue: Issue, names: NameSearch):
-    head, _ = _parent(pointer)
-    at_root = head in ("", "/rtdl")
-    found = names.nearest(_get(doc, pointer), TREE_OPS + (META_OPS if at_root else ()))
-    return _Several([[{"op": "replace", "path": pointer, "value": name}] for name in found]) if found else None
+def holds_field(doc: object, pointer: str) -> bool:
+    """Whether the object above ``pointer`` holds the key it names."""
+    head, key = parent_of(pointer)
+    container = value_at(doc, head)
+    return isinstance(container, dict) and key in container
 
 
-def _fix_bad_value(doc, pointer: str, issue: Issue, names: NameSearch):
-    head, key = _parent(pointer)
-    value = _get(doc, pointer)
-    if value is _MISSING_VALUE:
+# --- the fixers of faults any document may have ----------------------------------------------------------------
+
+def fix_unknown_field(doc, pointer: str, issue: Issue, names: NameSearch):
+    """A field its object does not take: moved to the free name of those ``allowed`` it is nearest to, else
+    removed."""
+    if issue.allowed is None or not holds_field(doc, pointer):
         return None
-    if key == "node_kind":
-        return _node_kind(_get(doc, head), value, pointer, names)
-    if key == "when":
-        return _replaced(pointer, names.nearest(value, STOP_WHENS))
-    if key == "status":
-        allowed = _ONE_OF.search(issue.message)
-        statuses = allowed.group(1).split(", ") if allowed else ["ok", "blocked"]
-        return _replaced(pointer, names.nearest(value, statuses))
-    if key == "wait_ms":
-        wanted = _converted(value, "integer")
-        return None if wanted is _MISSING_VALUE else [{"op": "replace", "path": pointer, "value": wanted}]
-    if key == "op_id" and isinstance(_get(doc, head), dict) and head.startswith("/nodes/"):
-        return [{"op": "replace", "path": pointer, "value": _free_op_id(doc, head)}]
+    head, key = parent_of(pointer)
+    container = value_at(doc, head)
+    free = [name for name in issue.allowed if name not in container]
+    return renamed_to(pointer, names.nearest(key, free)) or [{"op": "remove", "path": pointer}]
+
+
+def required_fixer(placeholders: Callable[[object, str, dict, str], list]) -> DocumentFixer:
+    """The fixer of a dialect's ``required`` issues: the ``missing`` field added with the value
+    ``placeholders(document, object pointer, object, field)`` gives, or, when it gives several (most likely
+    first), each as an alternative; none when it gives none."""
+    def fix_required(doc, pointer: str, issue: Issue, names: NameSearch):
+        missing = issue.missing
+        if missing is None:
+            return None
+        container_pointer = pointer if pointer.rsplit("/", 1)[-1] != missing else parent_of(pointer)[0]
+        node = value_at(doc, container_pointer)
+        if not isinstance(node, dict) or missing in node:
+            return None
+        path = f"{container_pointer}/{escape(missing)}"
+        values = placeholders(doc, container_pointer, node, missing)
+        if not values:
+            return None
+        return Several([[{"op": "add", "path": path, "value": value}] for value in values])
+    return fix_required
+
+
+def fix_type(doc, pointer: str, issue: Issue, names: NameSearch):
+    """A value of the wrong JSON type: the value as the ``expected`` type, where the conversion is plain (JSON
+    text of an object, a number as text, an object wrapped in an array ...)."""
+    value = value_at(doc, pointer)
+    if value is ABSENT or issue.expected is None:
+        return None
+    wanted = converted(value, issue.expected)
+    if wanted is ABSENT:
+        return None
+    return [{"op": "replace", "path": pointer, "value": wanted}]
+
+
+def fix_not_allowed(doc, pointer: str, issue: Issue, names: NameSearch):
+    """A name or value outside a fixed set: the ones of those ``allowed`` it is nearest to."""
+    if issue.allowed is None:
+        return None
+    return replaced_by(pointer, names.nearest(value_at(doc, pointer), issue.allowed))
+
+
+def fix_bad_value(doc, pointer: str, issue: Issue, names: NameSearch):
+    """A bad value: the nearest of those ``allowed``, or the value as the ``expected`` type."""
+    value = value_at(doc, pointer)
+    if value is ABSENT:
+        return None
+    if issue.allowed is not None:
+        return fix_not_allowed(doc, pointer, issue, names)
+    if issue.expected is not None:
+        return fix_type(doc, pointer, issue, names)
     return None
 
 
-def _node_kind(node: object, value: object, pointer: str, names: NameSearch):
-    by_name = {name: code for code, name in ARENA_KINDS.items()}
-    if isinstance(value, str):
-        return _Several([[{"op": "replace", "path": pointer, "value": by_name[name]}]
-                         for name in ([value] if value in by_name else names.nearest(value, by_name))]) or None
-    if isinstance(node, dict) and node.get("call") is not None:
-        return [{"op": "replace", "path": pointer, "value": 2}]
-    return None
-
-
-def _replaced(pointer: str, names: list) -> _Several | None:
-    return _Several([[{"op": "replace", "path": pointer, "value": name}] for name in names]) if names else None
-
-
-def _fix_empty_description(doc, pointer: str, issue: Issue, names: NameSearch):
-    value = _get(doc, pointer)
-    if value is _MISSING_VALUE:
+def fix_empty_description(doc, pointer: str, issue: Issue, names: NameSearch):
+    """A description left empty: the placeholder (a person or the planner writes the words)."""
+    if value_at(doc, pointer) is ABSENT:
         return None
     return [{"op": "replace", "path": pointer, "value": PLACEHOLDER_DESCRIPTION}]
 
 
-def _fix_duplicate_op_id(doc, pointer: str, issue: Issue, names: NameSearch):
-    head, _ = _parent(pointer)
-    return [{"op": "replace", "path": pointer, "value": _free_op_id(doc, head)}]
-
-
-def _fix_unknown_step(doc, pointer: str, issue: Issue, names: NameSearch):
-    """A transition or the entry naming a step that is not there: the nearest step (or terminal)."""
-    graph_pointer = pointer.split("/transitions", 1)[0] if "/transitions" in pointer else _parent(pointer)[0]
-    graph = _get(doc, graph_pointer)
-    steps = graph.get("plan") if isinstance(graph, dict) else None
-    ids = [step["id"] for step in steps if isinstance(step, dict) and isinstance(step.get("id"), str)] \
-        if isinstance(steps, list) else []
-    value = _get(doc, pointer)
-    if pointer.endswith("/entry"):
-        return _replaced(pointer, names.nearest(value, ids))
-    if isinstance(value, dict):  # an edge of an edge list
-        if "there is no step" in issue.message:
-            return _replaced(f"{pointer}/from", names.nearest(value.get("from"), ids))
-        return _replaced(f"{pointer}/to", names.nearest(value.get("to"), ids + list(TERMINALS)))
-    if "there is no step" in issue.message:  # the source: a key of the transitions map
-        source_pointer = _parent(pointer)[0]
-        transitions = _get(doc, _parent(source_pointer)[0])
-        free = [step for step in ids if not (isinstance(transitions, dict) and step in transitions)]
-        return _renamed(source_pointer, names.nearest(_parent(source_pointer)[1], free))
-    return _replaced(pointer, names.nearest(value, ids + list(TERMINALS)))
-
-
-_DOCUMENT_FIXERS = {
-    "unknown_field": _fix_unknown_field,
-    "required": _fix_required,
-    "type": _fix_type,
-    "bad_op": _fix_bad_op,
-    "bad_value": _fix_bad_value,
-    "empty_description": _fix_empty_description,
-    "duplicate_op_id": _fix_duplicate_op_id,
-    "unknown_step": _fix_unknown_step,
+# The fixers every dialect's documents share; a dialect adds its own (``required`` among them: what a missing
+# field is given is the dialect's) and may take the place of these.
+DOCUMENT_FIXERS: Mapping[str, DocumentFixer] = {
+    "unknown_field": fix_unknown_field,
+    "type": fix_type,
+    "bad_op": fix_not_allowed,
+    "bad_value": fix_bad_value,
+    "empty_description": fix_empty_description,
 }
 
 
 # --- loaded plans that were refused -----------------------------------------------------------------------
 
-def plan_fixes(plan: Plan, issues: list[Issue], context) -> list[Issue]:
+def plan_fixes(plan: Plan, issues: list[Issue], context, fixes: DialectFixes) -> list[Issue]:
     """``issues`` of a loaded plan refused by its checks (``context``: the CheckContext it was checked
-    against), each with its fix where there is one."""
+    against; ``fixes``: its dialect's), each with its fix where there is one."""
     repairs = _Repairs()
-    facts = _Facts(plan, {op.path: op for op in plan.ops.values()}, issues, context, repairs.names)
+    facts = PlanFacts(plan, {op.path: op for op in plan.ops.values()}, issues, context, repairs.names)
     for issue in issues:
         pointer = pointer_of(issue.path)
-        earlier = repairs.fixed_by(_plan_place(issue, pointer))
+        earlier = repairs.fixed_by(fixes.fault_place(issue, pointer))
         if earlier is not None:
             repairs.give(issue, fixed_by=earlier)
             continue
         if issue.fix is not None:  # found by the check that made the issue
             fix, alternatives = issue.fix, None
         else:
-            fixer = _PLAN_FIXERS.get(issue.code)
+            fixer = fixes.plan.get(issue.code)
             fix, alternatives = _one_or_several(fixer(facts, pointer, issue) if fixer and pointer is not None
                                                 else None)
         # a fix that would change what an earlier one changed: that one repairs this fault too
@@ -616,27 +554,10 @@ def plan_fixes(plan: Plan, issues: list[Issue], context) -> list[Issue]:
     return repairs.out
 
 
-# Issues located at their step whose fault is elsewhere (its transitions, the paths to it): a fix to the step's
-# fields leaves them as they were.
-_ABOUT_A_STEP = frozenset(("missing_transition", "no_transitions", "unreachable", "no_way_out",
-                           "precondition_fails_in_scene", "precondition_never_holds", "tool_not_in_socket",
-                           "no_transfer_before_return"))
-
-
-def _plan_place(issue: Issue, pointer: str | None) -> str | None:
-    """Where the fault of a loaded plan's issue is, when an earlier fix may have repaired it."""
-    if pointer is None or issue.code in _ABOUT_A_STEP:
-        return None
-    if issue.code == "missing_param":
-        named = _MISSING.search(issue.message)
-        return f"{pointer}/{escape(named.group(2))}" if named else None
-    return pointer
-
-
 @dataclass(frozen=True)
-class _Facts:
+class PlanFacts:
     """What the fixes of a loaded plan are worked out from: the plan, its ops by where they are in the
-    input, the report's issues and the CheckContext it was checked against."""
+    input, the report's issues, the CheckContext it was checked against and the report's NameSearch."""
 
     plan: Plan
     ops_by_path: dict
@@ -644,171 +565,10 @@ class _Facts:
     context: object
     names: NameSearch
 
-
-def _op_at(facts: _Facts, issue: Issue):
-    """The op an issue about one of its fields is about."""
-    path = issue.path
-    for suffix in ("/cap", ".call.contract_id", "/skill"):
-        if path.endswith(suffix):
-            return facts.ops_by_path.get(path[:-len(suffix)])
-    return None
-
-
-def _fix_unknown_cap(facts, pointer, issue):
-    op = _op_at(facts, issue)
-    catalog = facts.context.capability_catalog
-    if op is None or catalog is None:
+    def op_at(self, issue: Issue, fields: tuple[str, ...]):
+        """The op an issue about one of its ``fields`` (path suffixes: ``/cap``, ``.call.contract_id`` ...) is
+        about, or None."""
+        for suffix in fields:
+            if issue.path.endswith(suffix):
+                return self.ops_by_path.get(issue.path[:-len(suffix)])
         return None
-    return _replaced(pointer, facts.names.nearest(op.cap, catalog.entries))
-
-
-def _fix_unknown_skill(facts, pointer, issue):
-    op = _op_at(facts, issue)
-    if op is None:
-        return None
-    skills = facts.context.skills
-    return _replaced(pointer, facts.names.nearest(op.cap, list(skills.skills) + list(skills.aliases)))
-
-
-def _step_of(facts: _Facts, issue: Issue):
-    return facts.plan.steps.steps.get(issue.steps[0]) if issue.steps else None
-
-
-def _fix_unknown_name(facts, pointer, issue):
-    """An unknown object or target: the nearest the catalog names (and the scene, when there is one)."""
-    step = _step_of(facts, issue)
-    if step is None:
-        return None
-    key = next((key for key, path in step.param_paths.items() if path == issue.path), None)
-    if key is None:
-        return None
-    catalog, scene = facts.context.skills, facts.context.scene
-    is_target = issue.code == "unknown_target"
-    names = set(_listed_names(catalog.data.get("target_types" if is_target else "object_types", {})))
-    if scene is not None:
-        names |= scene.targets if is_target else scene.objects
-    return _replaced(pointer, facts.names.nearest(step.params[key], names))
-
-
-def _listed_names(types: dict) -> list[str]:
-    return [name for spec in types.values() if isinstance(spec, dict) for name in spec.get("names", ())]
-
-
-def _fix_unknown_param(facts, pointer, issue):
-    step = _step_of(facts, issue)
-    skill_name = facts.context.skills.resolve(step.skill) if step is not None else None
-    if skill_name is None:
-        return None
-    key = next((key for key, path in step.param_paths.items() if path == issue.path), None)
-    free = [name for name in facts.context.skills.skills[skill_name].params if name not in step.params]
-    return _renamed(pointer, facts.names.nearest(key, free)) or [{"op": "remove", "path": pointer}]
-
-
-def _fix_missing_transition(facts, pointer, issue):
-    """The outcome's edge to the terminal a planner would give it: a failure asks for a new plan."""
-    step = _step_of(facts, issue)
-    event = re.search(r"outcome '([^']+)'", issue.message)
-    graph = facts.plan.steps
-    if step is None or event is None:
-        return None
-    outcome = event.group(1)
-    target = _cut_off_observer(facts, step) if facts.context.skills.is_failure(outcome) else None
-    target = target or _terminal_for(outcome, facts.context.skills)
-    if target is None:
-        return None
-    return [_edge_added(graph, step.step_id, outcome, target)]
-
-
-def _edge_added(graph, source: str, event: str, target: str) -> dict:
-    """The operation adding a transition, in the form the graph writes its transitions in."""
-    if graph.edge_list:
-        return {"op": "add", "path": f"{graph.prefix}/transitions/-", "value": {"from": source, "event": event,
-                                                                                 "to": target}}
-    return {"op": "add", "path": f"{graph.prefix}/transitions/{escape(source)}/{escape(event)}", "value": target}
-
-
-def _edge_target(graph, path: str) -> str:
-    """Where the target of the transition at ``path`` is: the path itself in a map, its ``to`` in an edge list."""
-    return f"{path}/to" if graph.edge_list else path
-
-
-def _cut_off_observer(facts: _Facts, step) -> str | None:
-    """The one step no path reaches, when it observes the object of ``step``: a failure of ``step`` was
-    meant to go there (and look at what the robot holds)."""
-    cut_off = [step_id for issue in facts.issues if issue.code == "unreachable" for step_id in issue.steps or ()]
-    if len(cut_off) != 1:
-        return None
-    other = facts.plan.steps.steps[cut_off[0]]
-    skill = facts.context.skills.resolve(other.skill)
-    observes = skill is not None and facts.context.skills.skills[skill].observes
-    return other.step_id if observes and other.params.get("object") == step.params.get("object") else None
-
-
-def _terminal_for(outcome: str, skills) -> str | None:
-    if outcome == "unknown":  # what the robot holds is not known: a person looks
-        return "operator_required"
-    if skills.is_failure(outcome) or outcome in ("empty", "placed"):
-        return "replan_required"
-    return None
-
-
-def _fix_failure_to_completed(facts, pointer, issue):
-    return [{"op": "replace", "path": _edge_target(facts.plan.steps, pointer), "value": "replan_required"}]
-
-
-def _fix_motion_after_collision(facts, pointer, issue):
-    return [{"op": "replace", "path": _edge_target(facts.plan.steps, pointer), "value": "operator_required"}]
-
-
-def _fix_wrong_tool(facts, pointer, issue):
-    step = _step_of(facts, issue)
-    tool = facts.context.skills.tool_of(step.params.get("object", "")) if step is not None else None
-    return [{"op": "replace", "path": pointer, "value": tool}] if tool else None
-
-
-def _fix_tool_not_in_socket(facts, pointer, issue):
-    step = _step_of(facts, issue)
-    socket = facts.context.skills.socket_of(step.params.get("object", "")) if step is not None else None
-    if socket is None:
-        return None
-    where = step.param_paths.get("target")
-    if where is not None:
-        return [{"op": "replace", "path": where, "value": socket}]
-    return [{"op": "add", "path": f"{step.path}/target", "value": socket}]
-
-
-_PLAN_FIXERS = {
-    "unknown_cap": _fix_unknown_cap,
-    "unknown_skill": _fix_unknown_skill,
-    "unknown_object": _fix_unknown_name,
-    "unknown_target": _fix_unknown_name,
-    "unknown_param": _fix_unknown_param,
-    "missing_transition": _fix_missing_transition,
-    "failure_to_completed": _fix_failure_to_completed,
-    "motion_after_collision": _fix_motion_after_collision,
-    "wrong_tool": _fix_wrong_tool,
-    "tool_not_in_socket": _fix_tool_not_in_socket,
-}
-
-
-def step_insertion(graph, before: str, path: list[str], skill: str, obj: str, outcomes) -> list | None:
-    """The patch that puts a new step ``skill(obj)`` right before step ``before`` on ``path`` (the steps from
-    the entry that reach it): the last edge of the path (or the entry) leads to the new step, whose success
-    goes on to ``before`` and whose every other outcome asks for a new plan (``graph``: the StepGraph)."""
-    new_id = f"{before}_{skill}"
-    while new_id in graph.steps:
-        new_id += "'"
-    prefix = graph.prefix
-    edges = {outcome: before if outcome == "success" else "replan_required" for outcome in outcomes}
-    patch = [{"op": "add", "path": f"{prefix}/plan/-", "value": {"id": new_id, "skill": skill, "object": obj}}]
-    if graph.edge_list:
-        patch += [_edge_added(graph, new_id, event, target) for event, target in edges.items()]
-    else:
-        patch.append({"op": "add", "path": f"{prefix}/transitions/{escape(new_id)}", "value": edges})
-    if len(path) < 2:
-        return [*patch, {"op": "replace", "path": f"{prefix}/entry", "value": new_id}]
-    source = path[-2]
-    event = next((event for event, target in graph.transitions.get(source, {}).items() if target == before), None)
-    if event is None:
-        return None
-    return [*patch, {"op": "replace", "path": _edge_target(graph, graph.edge_paths[(source, event)]), "value": new_id}]

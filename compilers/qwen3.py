@@ -89,9 +89,10 @@ def load_qwen3(doc: object, limits: Limits) -> Plan:
     graph = StepGraph(status=status if status in ("ok", "blocked") else "ok", entry=None, scene_revision=revision,
                       run_id=run_id, reason=reason, prefix=prefix, revision_path=revision_path)
     if "status" not in doc:
-        issues.append(_issue("required", f"{prefix}/status", "graph has no 'status' (ok or blocked)"))
+        issues.append(_issue("required", f"{prefix}/status", "graph has no 'status' (ok or blocked)", missing="status"))
     elif status not in ("ok", "blocked"):
-        issues.append(_issue("bad_value", f"{prefix}/status", f"status must be ok or blocked, got {status!r}"))
+        issues.append(_issue("bad_value", f"{prefix}/status", f"status must be ok or blocked, got {status!r}",
+                             allowed=("ok", "blocked")))
     _read_steps(doc, graph, limits, issues)
     if not any(issue.code == "too_many_steps" for issue in issues):  # else no step was read: edges say nothing
         _read_transitions(doc, graph, issues)
@@ -119,7 +120,8 @@ def _response(response: object, limits: Limits, issues: list[Issue]) -> object:
     if isinstance(response, dict):
         return response
     if not isinstance(response, str):
-        issues.append(_issue("type", "/response", f"response must be the graph as an object or as JSON text, got {type(response).__name__}"))
+        issues.append(_issue("type", "/response", "response must be the graph as an object or as JSON text, got "
+                                                  f"{type(response).__name__}"))
         return None
     try:
         graph = graph_in_response(response)
@@ -152,10 +154,10 @@ def _read_steps(doc: dict, graph: StepGraph, limits: Limits, issues: list[Issue]
     prefix = graph.prefix
     plan = doc.get("plan")
     if "plan" not in doc:
-        issues.append(_issue("required", f"{prefix}/plan", "graph has no 'plan' (its list of steps)"))
+        issues.append(_issue("required", f"{prefix}/plan", "graph has no 'plan' (its list of steps)", missing="plan"))
         return
     if not isinstance(plan, list):
-        issues.append(_issue("type", f"{prefix}/plan", "plan must be an array of steps"))
+        issues.append(_issue("type", f"{prefix}/plan", "plan must be an array of steps", expected="array"))
         return
     if len(plan) > limits.max_graph_steps:
         issues.append(_issue("too_many_steps", f"{prefix}/plan",
@@ -164,7 +166,7 @@ def _read_steps(doc: dict, graph: StepGraph, limits: Limits, issues: list[Issue]
     for index, raw in enumerate(plan):
         path = f"{prefix}/plan/{index}"
         if not isinstance(raw, dict):
-            issues.append(_issue("type", path, "a step must be an object"))
+            issues.append(_issue("type", path, "a step must be an object", expected="object"))
             continue
         step_id, skill = raw.get("id"), raw.get("skill")
         if not isinstance(step_id, str) or not step_id.strip():
@@ -177,7 +179,8 @@ def _read_steps(doc: dict, graph: StepGraph, limits: Limits, issues: list[Issue]
             issues.append(_issue("duplicate_step", f"{path}/id", f"step id {step_id!r} is used twice", [step_id]))
             continue
         if not isinstance(skill, str) or not skill.strip():
-            issues.append(_issue("bad_value", f"{path}/skill", f"step {step_id!r}: skill must be a non-empty string", [step_id]))
+            issues.append(_issue("bad_value", f"{path}/skill", f"step {step_id!r}: skill must be a non-empty string",
+                                 [step_id]))
             skill = ""
         params, param_paths = _params(raw, path, step_id, issues)
         graph.steps[step_id] = Step(step_id, skill, params, path, param_paths)
@@ -188,12 +191,14 @@ def _params(raw: dict, path: str, step_id: str, issues: list[Issue]) -> tuple[di
     paths = {key: f"{path}/{escape(key)}" for key in params}
     args = raw.get("args", {})
     if not isinstance(args, dict):
-        issues.append(_issue("type", f"{path}/args", f"step {step_id!r}: args must be an object", [step_id]))
+        issues.append(_issue("type", f"{path}/args", f"step {step_id!r}: args must be an object", [step_id],
+                             expected="object"))
         args = {}
     for key, value in args.items():
         if key in params and params[key] != value:
             issues.append(_issue("param_conflict", f"{path}/args/{escape(key)}",
-                                 f"step {step_id!r}: {key} is {params[key]!r} on the step but {value!r} in args", [step_id]))
+                                 f"step {step_id!r}: {key} is {params[key]!r} on the step but {value!r} in args",
+                                 [step_id]))
         if key not in params:
             params[key], paths[key] = value, f"{path}/args/{escape(key)}"
     refused = [key for key, value in params.items() if not isinstance(value, str) or not value.strip()]
@@ -211,7 +216,7 @@ def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
     prefix = graph.prefix
     raw = doc.get("transitions")
     if "transitions" not in doc:
-        issues.append(_issue("required", f"{prefix}/transitions", "graph has no 'transitions'"))
+        issues.append(_issue("required", f"{prefix}/transitions", "graph has no 'transitions'", missing="transitions"))
         return
     edges: list[tuple[object, object, object, str]] = []
     if isinstance(raw, dict):
@@ -227,7 +232,8 @@ def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
         for index, edge in enumerate(raw):
             path = f"{prefix}/transitions/{index}"
             if not isinstance(edge, dict) or not {"from", "event", "to"} <= edge.keys():
-                issues.append(_issue("type", path, "an edge must be an object with from, event and to"))
+                issues.append(_issue("type", path, "an edge must be an object with from, event and to",
+                                     expected="object"))
                 continue
             edges.append((edge["from"], edge["event"], edge["to"], path))
     else:
@@ -237,15 +243,18 @@ def _read_transitions(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
         if issues.dropped:
             return
         if not (isinstance(source, str) and isinstance(event, str) and isinstance(target, str)):
-            issues.append(_issue("type", path, "from, event and to must be strings"))
+            # in a map, only the target may be something else, and the path leads to it
+            issues.append(_issue("type", path, "from, event and to must be strings",
+                                 expected=None if graph.edge_list else "string"))
             continue
         if source not in graph.steps:
             issues.append(_issue("unknown_step", path, f"{_where(source, event, target)}: there is no step {source!r}",
-                                 [source]))
+                                 [source], unknown=source))
             continue
         if target not in graph.steps and target not in TERMINALS:
             issues.append(_issue("unknown_step", path, f"{_where(source, event, target)}: {target!r} is neither a step "
-                                                       f"nor a terminal ({', '.join(TERMINALS)})", [source]))
+                                                       f"nor a terminal ({', '.join(TERMINALS)})", [source],
+                                 unknown=target))
             graph.refused_edges.add((source, event))
             continue
         mapped = graph.transitions.setdefault(source, {})
@@ -265,9 +274,10 @@ def _read_entry(doc: dict, graph: StepGraph, issues: list[Issue]) -> None:
     entry = doc.get("entry")
     path = f"{graph.prefix}/entry"
     if "entry" not in doc:
-        issues.append(_issue("required", path, "graph has no 'entry' step"))
+        issues.append(_issue("required", path, "graph has no 'entry' step", missing="entry"))
     elif not isinstance(entry, str) or entry not in graph.steps:
-        issues.append(_issue("unknown_step", path, f"entry {entry!r} is not a step of the plan"))
+        issues.append(_issue("unknown_step", path, f"entry {entry!r} is not a step of the plan",
+                             unknown=entry if isinstance(entry, str) else None))
     else:
         graph.entry = entry
 
@@ -286,14 +296,15 @@ def _as_plan(graph: StepGraph) -> Plan:
                 steps=graph)
 
 
-def _issue(code: str, path: str, message: str, steps=()) -> Issue:
-    return Issue(code, path, message, tuple(steps))
+def _issue(code: str, path: str, message: str, steps=(), **known) -> Issue:
+    """An issue about ``steps``; ``known``: what the repairs work from (Issue's allowed, expected, missing ...)."""
+    return Issue(code, path, message, tuple(steps), **known)
 
 
 def _revision_issue(value: object, path: str) -> Issue | None:
     """What is wrong with a scene_revision: not an integer, or one no door's wire type (ROS int64) carries."""
     if not isinstance(value, int) or isinstance(value, bool):
-        return _issue("type", path, f"scene_revision must be an integer, got {number_shown(value)}")
+        return _issue("type", path, f"scene_revision must be an integer, got {number_shown(value)}", expected="integer")
     if not INT64_MIN <= value <= INT64_MAX:
         return _issue("bad_value", path, f"scene_revision must be a 64-bit signed integer, got {number_shown(value)}")
     return None

@@ -13,9 +13,9 @@ import networkx as nx
 
 from bt_exec.errors import Issue, Issues
 
-from .fixes import step_insertion
 from .ir import Plan
 from .qwen3 import StepGraph
+from .qwen3_fixes import step_insertion
 from .scene import PATRON, Scene
 from .skill_catalog import TERMINALS, SkillCatalog
 from .symbolic import HAND, MODES, UNKNOWN, Abstract
@@ -57,8 +57,9 @@ def check_graph(plan: Plan, catalog: SkillCatalog, scene: Scene | None) -> list[
     return issues.listed()
 
 
-def _issue(code: str, path: str, message: str, steps) -> Issue:
-    return Issue(code, path, message, tuple(dict.fromkeys(steps)))  # each step once, first mention first
+def _issue(code: str, path: str, message: str, steps, **known) -> Issue:
+    """An issue about ``steps`` (each once, first mention first); ``known``: what the repairs work from."""
+    return Issue(code, path, message, tuple(dict.fromkeys(steps)), **known)
 
 
 def _check_skills(graph: StepGraph, catalog: SkillCatalog, issues: list[Issue]) -> dict:
@@ -75,7 +76,8 @@ def _check_skills(graph: StepGraph, catalog: SkillCatalog, issues: list[Issue]) 
         elif step.skill:
             known = ", ".join(sorted(catalog.skills) + sorted(catalog.aliases))
             issues.append(_issue("unknown_skill", f"{step.path}/skill",
-                                 f"step {step.step_id!r}: unknown skill {step.skill!r} (catalog {catalog.name} has: {known})",
+                                 f"step {step.step_id!r}: unknown skill {step.skill!r} (catalog {catalog.name} has: "
+                                 f"{known})",
                                  [step.step_id]))
     return skills
 
@@ -99,7 +101,8 @@ def _check_params(graph, catalog: SkillCatalog, skills, scene, issues) -> None:
             path = step.param_paths.get(key, step.path)
             if spec is None:
                 issues.append(_issue("unknown_param", path, f"{where} takes no {key!r} "
-                                                            f"(it takes: {', '.join(skill.params) or 'nothing'})", [step_id]))
+                                                            f"(it takes: {', '.join(skill.params) or 'nothing'})",
+                                     [step_id]))
                 continue
             if not isinstance(value, str):
                 continue  # reported by the loader
@@ -110,7 +113,8 @@ def _check_params(graph, catalog: SkillCatalog, skills, scene, issues) -> None:
                 issues.append(_issue(f"unknown_{noun}", path, f"{where}: unknown {noun} {value!r}", [step_id]))
             elif kind not in spec["types"]:
                 issues.append(_issue(f"wrong_{noun}_type", path, f"{where}: {key} {value!r} is a {kind}; "
-                                                                f"{step.skill} takes a {' or '.join(spec['types'])}", [step_id]))
+                                                                f"{step.skill} takes a {' or '.join(spec['types'])}",
+                                     [step_id]))
             elif scene is not None and value not in (scene.targets if is_target else scene.objects):
                 issues.append(_issue("not_in_scene", path, f"{where}: {noun} {value!r} is not in the scene", [step_id]))
             if spec.get("must_be") == "tool_of_object" and kind is not None:
@@ -120,7 +124,7 @@ def _check_params(graph, catalog: SkillCatalog, skills, scene, issues) -> None:
                                                              f"{own!r}, not {value!r}", [step_id]))
         for key, spec in skill.params.items():
             if not spec.get("optional") and key not in step.param_paths:
-                issues.append(_issue("missing_param", step.path, f"{where} needs {key!r}", [step_id]))
+                issues.append(_issue("missing_param", step.path, f"{where} needs {key!r}", [step_id], missing=key))
         if skill.one_of and sum(key in step.param_paths for key in skill.one_of) != 1:
             issues.append(_issue("missing_param", step.path, f"{where} needs exactly one of {', '.join(skill.one_of)}",
                                  [step_id]))
@@ -146,14 +150,15 @@ def _check_events(graph: StepGraph, catalog: SkillCatalog, skills, issues) -> No
             if event not in mapped and event not in refused:
                 issues.append(_issue("missing_transition", graph.steps[step_id].path,
                                      f"step {step_id!r} ({graph.steps[step_id].skill}) needs a transition for outcome "
-                                     f"{event!r}", [step_id]))
+                                     f"{event!r}", [step_id], missing=event))
 
 
 def _digraph(graph: StepGraph) -> nx.DiGraph:
     """Steps and terminals as nodes; an edge where any outcome of a step leads to another."""
     digraph = nx.DiGraph()
     digraph.add_nodes_from(graph.steps)
-    digraph.add_edges_from((source, target) for source, mapped in graph.transitions.items() for target in mapped.values())
+    digraph.add_edges_from((source, target) for source, mapped in graph.transitions.items()
+                           for target in mapped.values())
     return digraph
 
 
@@ -252,8 +257,8 @@ def _check_tool_returns(graph: StepGraph, catalog: SkillCatalog, skills, issues)
         if step_id == graph.entry or bad:
             came = ", ".join(f"{s!r} on {e!r}" for s, e in bad) or "the entry"
             issues.append(_issue("no_transfer_before_return", step.path,
-                                 f"step {step_id!r}: {step.skill}({tool}, {socket}) must come directly after a successful "
-                                 f"transfer({tool}, {socket}); it is reached from {came}",
+                                 f"step {step_id!r}: {step.skill}({tool}, {socket}) must come directly after a "
+                                 f"successful transfer({tool}, {socket}); it is reached from {came}",
                                  [step_id] + [s for s, _ in bad]))
 
 

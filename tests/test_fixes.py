@@ -12,7 +12,8 @@ import pytest
 
 import bt_exec
 from bt_exec.cli.plan_commands import FIX_ROUNDS
-from bt_exec.compilers.fixes import PLACEHOLDER_DESCRIPTION, NameSearch, apply_fixes, fixable, pointer_of
+from bt_exec.compilers import apply_fixes, fixable
+from bt_exec.compilers.fixes import PLACEHOLDER_DESCRIPTION, NameSearch, pointer_of
 from bt_exec.errors import Issue
 from qwen3_graphs import (cap_to_hatch, cap_without_vacuum, edge_list, envelope as qwen3_envelope, graph, retry_loop,
                           scene, screw_to_hole, spec_example, step, vacuum_to_work)

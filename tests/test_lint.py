@@ -10,8 +10,6 @@ NOT_YET_CLEAN = [
     "bt_exec/runtime/budgets.py",
     "compilers/call_guard.py",
     "compilers/catalog.py",
-    "compilers/qwen3.py",
-    "compilers/qwen3_check.py",
     "compilers/skill_catalog.py",
 ]
 

@@ -9,8 +9,7 @@ import threading
 from typing import Callable
 
 from bt_exec.compilers import (CheckContext, ControlRequest, Limits, Plan, Report, check_source, dialect_of,
-                               document_of, gc_paused, load_with_warnings, refusal_issues)
-from bt_exec.compilers.fixes import issues_after_fixes
+                               document_of, gc_paused, issues_after_fixes, load_with_warnings, refusal_issues)
 from bt_exec.errors import Issue, PlanError
 
 from .budgets import MESSAGE_CHARS, QUOTE_CHARS, BoundedTable, cut_text, json_size, quote

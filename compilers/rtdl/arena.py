@@ -3,6 +3,7 @@ JSON text. Most arenas are proven sound in one walk (``load_arena_within_limits`
 node by node, and every problem is named."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from bt_exec.errors import Issue, Issues, PlanError
@@ -29,22 +30,24 @@ def load_arena(doc: dict, limits: Limits) -> Plan:
     nodes = doc.get("nodes")
     root_index = doc.get("root_index")
     if "nodes" not in doc:
-        issues.append(Issue("required", "nodes", "arena has no 'nodes'"))
+        issues.append(Issue("required", "nodes", "arena has no 'nodes'", missing="nodes"))
     elif not isinstance(nodes, list):
-        issues.append(Issue("type", "nodes", f"nodes must be an array, got {type_name(nodes)}"))
+        issues.append(Issue("type", "nodes", f"nodes must be an array, got {type_name(nodes)}", expected="array"))
     elif not nodes:
         issues.append(Issue("bad_value", "nodes", "nodes must not be empty"))
     elif len(nodes) > limits.max_ops:
         issues.append(Issue("too_many_ops", "nodes", f"{len(nodes)} nodes, over the limit of {limits.max_ops} ops"))
     if "root_index" not in doc:
-        issues.append(Issue("required", "root_index", "arena has no 'root_index'"))
+        issues.append(Issue("required", "root_index", "arena has no 'root_index'", missing="root_index"))
     elif not is_int(root_index) or root_index < 0:
-        issues.append(Issue("type", "root_index", f"root_index must be a non-negative integer, got {root_index!r}"))
+        issues.append(Issue("type", "root_index", f"root_index must be a non-negative integer, got {root_index!r}",
+                            expected="non-negative integer"))
     for key in ("plan_id", "session_id"):
         if key in doc and not isinstance(doc[key], str):
-            issues.append(Issue("type", key, f"{key} must be a string, got {type_name(doc[key])}"))
+            issues.append(Issue("type", key, f"{key} must be a string, got {type_name(doc[key])}", expected="string"))
     if "round" in doc and not is_int(doc["round"]):
-        issues.append(Issue("type", "round", f"round must be an integer, got {type_name(doc['round'])}"))
+        issues.append(Issue("type", "round", f"round must be an integer, got {type_name(doc['round'])}",
+                            expected="integer"))
     elif "round" in doc and not INT64_MIN <= doc["round"] <= INT64_MAX:
         issues.append(Issue("bad_value", "round", f"round must be a 64-bit signed integer, got "
                                                   f"{number_shown(doc['round'])}"))
@@ -212,32 +215,35 @@ def _well_formed_arena_op(node: object, index: int, count: int, max_chars: int, 
 def _check_arena_node(node: object, index: int, count: int, limits: Limits, issues: list[Issue]) -> Op | None:
     path = f"nodes[{index}]"
     if not isinstance(node, dict):
-        issues.append(Issue("type", path, f"a node must be an object, got {type_name(node)}"))
+        issues.append(Issue("type", path, f"a node must be an object, got {type_name(node)}", expected="object"))
         return None
     before = len(issues)
     for key in unknown_keys(node, _ARENA_NODE_FIELDS):
         issues.append(Issue("unknown_field", f"{path}.{key}",
                             f"field {key!r} is not allowed in an arena node "
-                            f"(allowed: {', '.join(sorted(_ARENA_NODE_FIELDS))})"))
+                            f"(allowed: {', '.join(sorted(_ARENA_NODE_FIELDS))})",
+                            allowed=tuple(sorted(_ARENA_NODE_FIELDS))))
         if issues.dropped:
             break
     kind_code = node.get("node_kind")
     kind = ARENA_KINDS.get(kind_code) if is_int(kind_code) else None
     if "node_kind" not in node:
-        issues.append(Issue("required", path, "node has no 'node_kind' (0 sequence, 1 parallel, 2 do)"))
+        issues.append(Issue("required", path, "node has no 'node_kind' (0 sequence, 1 parallel, 2 do)",
+                            missing="node_kind"))
     elif kind is None:
         issues.append(Issue("bad_value", f"{path}.node_kind",
                             f"node_kind must be 0 (sequence), 1 (parallel) or 2 (do), got {kind_code!r}"))
     children = node.get("children")
     if "children" not in node:
-        issues.append(Issue("required", path, "node has no 'children'"))
+        issues.append(Issue("required", path, "node has no 'children'", missing="children"))
     elif not isinstance(children, list):
-        issues.append(Issue("type", f"{path}.children", f"children must be an array, got {type_name(children)}"))
+        issues.append(Issue("type", f"{path}.children", f"children must be an array, got {type_name(children)}",
+                            expected="array"))
     else:
         for position, child in enumerate(children):
             if not is_int(child):
                 issues.append(Issue("type", f"{path}.children[{position}]",
-                                    f"a child must be a node index, got {child!r}"))
+                                    f"a child must be a node index, got {child!r}", expected="node index"))
             elif not 0 <= child < count:
                 issues.append(Issue("index_out_of_range", f"{path}.children[{position}]",
                                     f"index {child} is out of range (nodes has {count} entries)"))
@@ -247,12 +253,12 @@ def _check_arena_node(node: object, index: int, count: int, limits: Limits, issu
             issues.append(Issue("bad_value", f"{path}.children", "a do node (node_kind 2) has no children"))
     op_id = node.get("op_id")
     if "op_id" not in node:
-        issues.append(Issue("required", path, "node has no 'op_id'"))
+        issues.append(Issue("required", path, "node has no 'op_id'", missing="op_id"))
     elif not isinstance(op_id, str) or not op_id.strip():
         issues.append(Issue("bad_value", f"{path}.op_id", f"op_id must be a non-empty string, got {op_id!r}"))
     description = node.get("description")
     if "description" not in node:
-        issues.append(Issue("required", path, "node has no 'description'"))
+        issues.append(Issue("required", path, "node has no 'description'", missing="description"))
     elif not isinstance(description, str) or not NON_BLANK.search(description):
         issues.append(Issue("empty_description", f"{path}.description",
                             f"description must be a non-empty string, got {description!r}"))
@@ -261,7 +267,7 @@ def _check_arena_node(node: object, index: int, count: int, limits: Limits, issu
     args: dict | None = None
     if kind == "do":
         if "call" not in node:
-            issues.append(Issue("required", path, "do node (node_kind 2) has no 'call'"))
+            issues.append(Issue("required", path, "do node (node_kind 2) has no 'call'", missing="call"))
         else:
             cap, provider, call_id, args = _check_call(call, f"{path}.call", limits, issues)
             if args is not None and len(issues) == before and names_builtin(cap, provider):
@@ -275,19 +281,21 @@ def _check_arena_node(node: object, index: int, count: int, limits: Limits, issu
 
 def _check_call(call: object, path: str, limits: Limits, issues: list[Issue]) -> tuple:
     if not isinstance(call, dict):
-        issues.append(Issue("type", path, f"call must be an object, got {type_name(call)}"))
+        issues.append(Issue("type", path, f"call must be an object, got {type_name(call)}", expected="object"))
         return None, None, None, None
     for key in unknown_keys(call, _CALL_FIELDS):
         issues.append(Issue("unknown_field", f"{path}.{key}",
-                            f"field {key!r} is not allowed in a call (allowed: {', '.join(sorted(_CALL_FIELDS))})"))
+                            f"field {key!r} is not allowed in a call (allowed: {', '.join(sorted(_CALL_FIELDS))})",
+                            allowed=tuple(sorted(_CALL_FIELDS))))
         if issues.dropped:
             break
     for key in ("call_id", "provider_id"):
         if key in call and not isinstance(call[key], str):
-            issues.append(Issue("type", f"{path}.{key}", f"{key} must be a string, got {type_name(call[key])}"))
+            issues.append(Issue("type", f"{path}.{key}", f"{key} must be a string, got {type_name(call[key])}",
+                                expected="string"))
     contract = call.get("contract_id")
     if "contract_id" not in call:
-        issues.append(Issue("required", path, "call has no 'contract_id'"))
+        issues.append(Issue("required", path, "call has no 'contract_id'", missing="contract_id"))
     elif not isinstance(contract, str) or not _NO_WHITESPACE.fullmatch(contract):
         issues.append(Issue("bad_cap", f"{path}.contract_id",
                             f"contract_id must be a non-empty name without spaces, got {contract!r}"))
@@ -295,7 +303,8 @@ def _check_call(call: object, path: str, limits: Limits, issues: list[Issue]) ->
     args = None
     if not isinstance(args_json, str):
         issues.append(Issue("type", f"{path}.args_json",
-                            f"args_json must be JSON text (a string), got {type_name(args_json)}"))
+                            f"args_json must be JSON text (a string), got {type_name(args_json)}",
+                            expected="JSON text"))
     else:
         try:
             args = STRICT_JSON.decode(args_json or "{}")
@@ -311,7 +320,7 @@ def _check_call(call: object, path: str, limits: Limits, issues: list[Issue]) ->
                 # the args' strings and nesting, as if written in the node (its nesting: nodes, node, call, args);
                 # a short text holds no long string and nests no deeper than its brackets
                 for issue in check_document(args, limits, depth=4):
-                    issues.append(Issue(issue.code, f"{path}.args_json at {issue.path}" if issue.path else
-                                        f"{path}.args_json", issue.message))
+                    issues.append(dataclasses.replace(issue, path=f"{path}.args_json at {issue.path}" if issue.path
+                                                      else f"{path}.args_json"))
                     args = None
     return contract, call.get("provider_id"), call.get("call_id"), args

@@ -38,17 +38,19 @@ def load_envelope(doc: dict, limits: Limits, proving: bool = False) -> Plan | Co
     rtdl = doc["rtdl"]
     content = doc.get("content")
     if content is not None and not isinstance(content, str):
-        issues.append(Issue("type", "/content", f"content must be a string, got {type_name(content)}"))
+        issues.append(Issue("type", "/content", f"content must be a string, got {type_name(content)}",
+                            expected="string"))
     task_update = doc.get("task_update")
     _check_task_update(task_update, issues)
     description = doc.get("rtdl_description")
     if description is not None and not isinstance(description, str):
         issues.append(Issue("type", "/rtdl_description",
-                            f"rtdl_description must be a string, got {type_name(description)}"))
+                            f"rtdl_description must be a string, got {type_name(description)}", expected="string"))
         description = None
     if not isinstance(rtdl, dict):
         hint = " (an RTDL tree object, not JSON text inside a string)" if isinstance(rtdl, str) else ""
-        issues.append(Issue("type", "/rtdl", f"rtdl must be an object{hint}, got {type_name(rtdl)}"))
+        issues.append(Issue("type", "/rtdl", f"rtdl must be an object{hint}, got {type_name(rtdl)}",
+                            expected="object"))
         raise PlanError(issues)
     is_empty_sequence = rtdl.get("op") == "sequence" and rtdl.get("children") == []
     if description is not None and not NON_BLANK.search(description) and not is_empty_sequence \
@@ -74,12 +76,13 @@ def _check_task_update(task_update: object, issues: list[Issue]) -> None:
         return
     if not isinstance(task_update, dict):
         issues.append(Issue("type", "/task_update",
-                            f"task_update must be null or an object, got {type_name(task_update)}"))
+                            f"task_update must be null or an object, got {type_name(task_update)}", expected="object"))
         return
     for key in ("goal", "success_criterion"):
         if key in task_update and not isinstance(task_update[key], str):
-            issues.append(Issue("type", f"/task_update/{key}", f"{key} must be a string"))
+            issues.append(Issue("type", f"/task_update/{key}", f"{key} must be a string", expected="string"))
     status = task_update.get("status")
     if "status" in task_update and status not in TASK_STATUSES:
         issues.append(Issue("bad_value", "/task_update/status",
-                            f"status must be one of {', '.join(TASK_STATUSES)}, got {status!r}"))
+                            f"status must be one of {', '.join(TASK_STATUSES)}, got {status!r}",
+                            allowed=TASK_STATUSES))

@@ -27,7 +27,7 @@ def load_meta(node: dict, path: str, limits: Limits) -> ControlRequest:
     for key in unknown_keys(node, allowed):
         issues.append(Issue("unknown_field", f"{path}/{escape(key)}",
                             f"field {key!r} is not allowed in a {kind} meta op "
-                            f"(allowed: {', '.join(sorted(allowed))})"))
+                            f"(allowed: {', '.join(sorted(allowed))})", allowed=tuple(sorted(allowed))))
         if issues.dropped:
             break
     plan_id = target = when = None
@@ -37,12 +37,14 @@ def load_meta(node: dict, path: str, limits: Limits) -> ControlRequest:
         target = _required_id(node, "target_op_id", path, issues)
         when = node.get("when", "on_complete")
         if when not in STOP_WHENS:
-            issues.append(Issue("bad_value", f"{path}/when", f"when must be on_enter or on_complete, got {when!r}"))
+            issues.append(Issue("bad_value", f"{path}/when", f"when must be on_enter or on_complete, got {when!r}",
+                                allowed=STOP_WHENS))
     wait_ms = node.get("wait_ms", 5000)
     if kind != "stop_plan_at" and not (is_int(wait_ms) and wait_ms >= 0):
         issues.append(Issue("bad_value", f"{path}/wait_ms", f"wait_ms must be a non-negative integer (milliseconds, "
                                                             f"at most {limits.max_wait_ms} are waited), got "
-                                                            f"{number_shown(wait_ms)}"))
+                                                            f"{number_shown(wait_ms)}",
+                            expected="non-negative integer"))
     if issues:
         raise PlanError(issues)
     return ControlRequest(op=kind, dialect="rtdl", plan_id=plan_id, target_op_id=target, when=when,
@@ -62,6 +64,6 @@ def capped_wait_warnings(doc: dict, request: ControlRequest) -> list[dict]:
 
 def _required_id(node: dict, key: str, path: str, issues: list[Issue]) -> str | None:
     if key not in node:
-        issues.append(Issue("required", path, f"{node['op']} needs '{key}'"))
+        issues.append(Issue("required", path, f"{node['op']} needs '{key}'", missing=key))
         return None
     return id_text(node[key], key, f"{path}/{key}", issues)

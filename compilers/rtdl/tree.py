@@ -67,7 +67,7 @@ def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], i
         if proving and (op is None or not _plain_node(node, max_chars)):
             raise NotProven
         if op is None:
-            op = _check_tree_node(node, path, str(count), issues)
+            op = _check_tree_node(node, path, str(count), issues, at_root=parent is None)
         if issues and issues.dropped:  # more faults than are listed: enough said
             return max_depth_seen
         if op is not None:
@@ -89,9 +89,9 @@ def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], i
     return max_depth_seen
 
 
-def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue]) -> Op | None:
+def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue], at_root: bool) -> Op | None:
     if not isinstance(node, dict):
-        issues.append(Issue("type", path, f"a node must be an object, got {type_name(node)}"))
+        issues.append(Issue("type", path, f"a node must be an object, got {type_name(node)}", expected="object"))
         return None
     before = len(issues)
     kind = node.get("op")
@@ -100,27 +100,31 @@ def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue]) -
             issues.append(Issue("nested_meta_op", f"{path}/op",
                                 f"meta op '{kind}' must be the whole rtdl value, never nested inside a tree"))
         elif "op" not in node:
-            issues.append(Issue("required", path, "node has no 'op' (expected sequence, parallel or do)"))
-        else:
-            issues.append(Issue("bad_op", f"{path}/op", f"unknown op {kind!r} (expected sequence, parallel or do)"))
+            issues.append(Issue("required", path, "node has no 'op' (expected sequence, parallel or do)",
+                                missing="op"))
+        else:  # a meta op is the whole tree, so at its root one is allowed too
+            issues.append(Issue("bad_op", f"{path}/op", f"unknown op {kind!r} (expected sequence, parallel or do)",
+                                allowed=TREE_OPS + META_OPS if at_root else TREE_OPS))
         return None
     allowed = _DO_FIELDS if kind == "do" else _COMPOSITE_FIELDS
     for key in unknown_keys(node, allowed):
         issues.append(Issue("unknown_field", f"{path}/{escape(key)}",
-                            f"field {key!r} is not allowed in a {kind} node (allowed: {', '.join(sorted(allowed))})"))
+                            f"field {key!r} is not allowed in a {kind} node (allowed: {', '.join(sorted(allowed))})",
+                            allowed=tuple(sorted(allowed))))
         if issues.dropped:
             break
     description = _check_description(node, path, issues)
     if kind == "do":
         cap = node.get("cap")
         if "cap" not in node:
-            issues.append(Issue("required", path, "do node has no 'cap'"))
+            issues.append(Issue("required", path, "do node has no 'cap'", missing="cap"))
         elif not isinstance(cap, str) or not CAP_PATTERN.fullmatch(cap):
             issues.append(Issue("bad_cap", f"{path}/cap",
                                 f"cap must be provider-qualified like 'provider.name' (a dot, no spaces), got {cap!r}"))
         args = node.get("args", {})
         if not isinstance(args, dict):
-            issues.append(Issue("type", f"{path}/args", f"args must be an object, got {type_name(args)}"))
+            issues.append(Issue("type", f"{path}/args", f"args must be an object, got {type_name(args)}",
+                                expected="object"))
         elif len(issues) == before and cap.startswith(BUILTIN_CAP_PREFIX):
             args = builtin_ids_as_text(args, f"{path}/args", issues)
         if len(issues) > before:
@@ -128,9 +132,10 @@ def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue]) -
         return Op(op_id, "do", description, cap=cap, args=args, provider=cap.split(".", 1)[0], path=path)
     children = node.get("children")
     if "children" not in node:
-        issues.append(Issue("required", path, f"{kind} node has no 'children'"))
+        issues.append(Issue("required", path, f"{kind} node has no 'children'", missing="children"))
     elif not isinstance(children, list):
-        issues.append(Issue("type", f"{path}/children", f"children must be an array, got {type_name(children)}"))
+        issues.append(Issue("type", f"{path}/children", f"children must be an array, got {type_name(children)}",
+                            expected="array"))
     if len(issues) > before:
         return None
     return Op(op_id, kind, description, path=path)
@@ -205,10 +210,10 @@ def _plain_node(node: dict, max_chars: int) -> bool:
 def _check_description(node: dict, path: str, issues: list[Issue]) -> str:
     description = node.get("description")
     if "description" not in node:
-        issues.append(Issue("required", path, "node has no 'description'"))
+        issues.append(Issue("required", path, "node has no 'description'", missing="description"))
     elif not isinstance(description, str):
         issues.append(Issue("type", f"{path}/description",
-                            f"description must be a string, got {type_name(description)}"))
+                            f"description must be a string, got {type_name(description)}", expected="string"))
     elif not description or description.isspace():
         issues.append(Issue("empty_description", f"{path}/description", "description must not be empty"))
     else:
