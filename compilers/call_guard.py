@@ -119,15 +119,16 @@ class CallNames:
             return None
         if rule.cap in self.skills.aliases:
             skill = self.skills.aliases[rule.cap]
-            return (f"{what} at /rules/{index}: rule {rule.name!r} names {rule.cap!r}, an alias of skill {skill!r}: it applies to "
-                    f"{skill!r} under every spelling ({', '.join(map(repr, self._spellings[skill]))})")
+            return (f"{what} at /rules/{index}: rule {rule.name!r} names {rule.cap!r}, an alias of skill {skill!r}: "
+                    f"it applies to {skill!r} under every spelling ({', '.join(map(repr, self._spellings[skill]))})")
         if rule.cap in self._spellings:
             return None
         folded = rule.cap.casefold()
         for name in [*self.skills.skills, *self.skills.aliases]:
             if name.casefold() == folded:
-                raise ConfigError(f"{what} is invalid at /rules/{index}/cap: rule {rule.name!r} names {rule.cap!r}, which no call is named "
-                                  f"(names are case-sensitive): the skill is {self.canonical(name)!r}")
+                raise ConfigError(f"{what} is invalid at /rules/{index}/cap: rule {rule.name!r} names {rule.cap!r}, "
+                                  f"which no call is named (names are case-sensitive): the skill is "
+                                  f"{self.canonical(name)!r}")
         return None
 
 

@@ -75,7 +75,8 @@ class CapabilityCatalog:
             try:
                 jsonschema.Draft202012Validator.check_schema(schema)
             except jsonschema.SchemaError as exc:
-                raise ConfigError(f"capability catalog: args_schema of {cap!r} is not a valid JSON Schema: {exc.message}") from None
+                raise ConfigError(f"capability catalog: args_schema of {cap!r} is not a valid JSON Schema: "
+                                  f"{exc.message}") from None
             self._schemas[cap] = ArgsSchema(schema)
 
     @classmethod

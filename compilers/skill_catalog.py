@@ -71,8 +71,8 @@ class SkillCatalog:
             return _shipped(name_or_path)
         path = pathlib.Path(name_or_path)
         if not path.exists():
-            raise ConfigError(f"no skill catalog named {str(name_or_path)!r} (shipped: {', '.join(shipped_catalogs())}) "
-                              "and no such file")
+            raise ConfigError(f"no skill catalog named {str(name_or_path)!r} (shipped: "
+                              f"{', '.join(shipped_catalogs())}) and no such file")
         data = read_json_file(path, "skill catalog")
         return cls(data, source=str(path))
 
