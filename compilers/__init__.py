@@ -67,7 +67,8 @@ def load_with_warnings(source, dialect: str = "auto", limits: Limits | None = No
 
 def document_of(source, dialect: str = "auto", limits: Limits | None = None) -> object:
     """The JSON document ``load`` reads from ``source`` (of a reply with text around it, the JSON it
-    holds): what the fixes of its issues point into. PlanError if there is none."""
+    holds): the document its issues' fixes repair, read by ``fixable`` as they point into it. PlanError if there
+    is none."""
     named = DIALECTS.get(dialect)
     return parse_document(source, limits or DEFAULT_LIMITS, named.recognises if named is not None else _recognised)[0]
 

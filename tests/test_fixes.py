@@ -1,5 +1,6 @@
 """Repairs: every issue with a clear remedy carries a JSON Patch ``fix``; applied in report order, the fixes
 of a report give a valid plan for nine broken plans in ten of a corpus made from valid ones."""
+import ast
 import copy
 import json
 import pathlib
@@ -13,7 +14,8 @@ import pytest
 import bt_exec
 from bt_exec.cli.plan_commands import FIX_ROUNDS
 from bt_exec.compilers import apply_fixes, fixable
-from bt_exec.compilers.fixes import PLACEHOLDER_DESCRIPTION, NameSearch, pointer_of
+from bt_exec.compilers.dialects import DIALECTS
+from bt_exec.compilers.fixes import PLACEHOLDER_DESCRIPTION, DialectFixes, NameSearch, document_fixes, pointer_of
 from bt_exec.errors import Issue
 from qwen3_graphs import (cap_to_hatch, cap_without_vacuum, edge_list, envelope as qwen3_envelope, graph, retry_loop,
                           scene, screw_to_hole, spec_example, step, vacuum_to_work)
@@ -474,6 +476,48 @@ def test_a_transition_to_a_misspelt_step_goes_to_the_step():
     doc["transitions"]["s1"]["success"] = "s22"
     issue = only_issue(doc, scene=scene(vacuum="patron"))
     assert issue["fix"] == [{"op": "replace", "path": "/transitions/s1/success", "value": "s2"}]
+
+
+# --- what the fixes read ------------------------------------------------------------------------------------
+
+def test_the_fixes_read_what_the_check_said_of_the_fault_not_its_words():
+    """A fixer works from the issue's fields (allowed, expected, missing, unknown): issues saying the same in no
+    words at all are fixed as the loader's own are."""
+    doc = envelope(seq(do(cap="arm.grasp", args={"speed": 1})))
+    node = doc["rtdl"]["children"][0]
+    node["descripton"] = node.pop("description")
+    node["args"] = json.dumps(node["args"])
+    at = "/rtdl/children/0"
+    worded = bt_exec.validate(doc).issues
+    unworded = [Issue("unknown_field", f"{at}/descripton", "", allowed=("args", "cap", "description", "op", "op_id")),
+                Issue("required", at, "", missing="description"), Issue("type", f"{at}/args", "", expected="object")]
+    fixed = document_fixes(doc, unworded, DIALECTS["rtdl"].fixes)
+    assert [(issue.fix, issue.fixed_by) for issue in fixed] == [(issue.fix, issue.fixed_by) for issue in worded] == [
+        ([{"op": "move", "from": f"{at}/descripton", "path": f"{at}/description"}], None), (None, 0),
+        ([{"op": "replace", "path": f"{at}/args", "value": {"speed": 1}}], None)]
+    graph_doc = spec_example()
+    graph_doc["transitions"]["s22"] = graph_doc["transitions"].pop("s2")
+    source = "/transitions/s22/success"
+    qwen3 = DIALECTS["qwen3"].fixes
+    renamed = [{"op": "move", "from": "/transitions/s22", "path": "/transitions/s2"}]
+    assert document_fixes(graph_doc, [Issue("unknown_step", source, "", unknown="s22")], qwen3)[0].fix == renamed
+    assert document_fixes(graph_doc, [Issue("unknown_step", source, "there is no step 's22'")], qwen3)[0].fix \
+        != renamed  # the words alone say nothing to the fixer
+
+
+def test_the_fixes_every_document_shares_name_no_dialect():
+    """Each dialect offers its own repairs as its Dialect.fixes; the shared module imports none of its modules."""
+    tree = ast.parse((REPO / "compilers" / "fixes.py").read_text())
+    imported = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+    assert imported and not [name for name in imported if name.startswith(("rtdl", "qwen3", "skill_catalog"))]
+    assert all(isinstance(dialect.fixes, DialectFixes) for dialect in DIALECTS.values())
+
+
+def test_what_the_fixes_read_is_no_part_of_an_answer():
+    plain = Issue("unknown_field", "/x", "field 'x' is not allowed")
+    known = Issue("unknown_field", "/x", "field 'x' is not allowed", allowed=("y",))
+    assert known == plain and known.as_dict() == plain.as_dict() == {"code": "unknown_field", "path": "/x",
+                                                                     "message": "field 'x' is not allowed"}
 
 
 # --- alternatives, and well-formed answers unchanged -------------------------------------------------------
