@@ -34,6 +34,7 @@ setup(
         PACKAGE,
         f"{PACKAGE}.catalogs",
         f"{PACKAGE}.cli",
+        f"{PACKAGE}.compat",
         f"{PACKAGE}.events",
         f"{PACKAGE}.motion",
         f"{PACKAGE}.ros",

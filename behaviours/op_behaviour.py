@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from py_trees.common import Status
 
+from bt_exec.compat.py_trees import AcyclicLinks
+
 from .plan_hooks import PlanHooks
 from .summary import children_summary
-from .tree_links import AcyclicLinks
 
 RUNNING = Status.RUNNING
 FINAL_STATUSES = (Status.SUCCESS, Status.FAILURE)

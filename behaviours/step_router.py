@@ -6,8 +6,9 @@ from typing import Callable
 import py_trees
 from py_trees.common import Status
 
+from bt_exec.compat.py_trees import AcyclicLinks
+
 from .op_behaviour import RUNNING
-from .tree_links import AcyclicLinks
 
 
 class StepRouter(AcyclicLinks, py_trees.composites.Composite):

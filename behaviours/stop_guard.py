@@ -4,8 +4,9 @@ from __future__ import annotations
 import py_trees
 from py_trees.common import Status
 
+from bt_exec.compat.py_trees import AcyclicLinks
+
 from .op_behaviour import FINAL_STATUSES, RUNNING
-from .tree_links import AcyclicLinks
 
 
 class StopGuard(AcyclicLinks, py_trees.decorators.Decorator):

@@ -25,6 +25,7 @@ PLANTS = {
     "doors": ("bt_exec/terminal/render.py", "from bt_exec.runtime import budgets"),
     "dialect_free_runtime": ("bt_exec/runtime/runner.py", "import bt_exec.compilers.rtdl"),
     "layers": ("bt_exec/events/bus.py", "from bt_exec.runtime import budgets"),
+    "compat": ("bt_exec/compat/uvicorn.py", "from bt_exec import control"),
 }
 
 

@@ -8,7 +8,7 @@ from rtdl_plans import EventLog, do, par, seq
 
 import bt_exec
 from bt_exec.behaviours import StopGuard
-from bt_exec.runtime.plan_tree import PlanTree
+from bt_exec.compat.py_trees import PlanTree
 
 STEP_S = 0.01
 

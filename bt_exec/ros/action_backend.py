@@ -60,10 +60,9 @@ other reason (no answer to the goal request, the server gone) is cancelled the
 same way. ``close`` cancels what is in flight and waits (bounded) for the
 servers to answer.
 
-rclpy's ActionClient (Jazzy, rclpy 7.1) is not safe against a goal sent from
-one thread while the executor takes the response in another
-(ros2/rclpy#1123: the response can be dropped and the future never
-completes); the clients here close that race with a lock.
+Goals go through ``LockedActionClient`` (``bt_exec.compat.rclpy``): rclpy's
+ActionClient drops a response that comes as its request is being sent from
+another thread.
 """
 from __future__ import annotations
 
@@ -80,14 +79,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from action_msgs.msg import GoalStatus
-from rclpy.action import ActionClient
-from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.expand_topic_name import expand_topic_name
 from rclpy.validate_full_topic_name import validate_full_topic_name
-from rclpy.waitable import NumberOfEntities
 
 from bt_exec.backends import CallStatus, CapabilityCall
+from bt_exec.compat.rclpy import LockedActionClient
 from bt_exec.errors import BtExecError
 from bt_exec_interfaces.action import RunCapability
 from bt_exec_interfaces.srv import PauseGoal
@@ -131,81 +128,6 @@ def _provider_of(cap: str, provider: str | None, default_provider: str) -> str:
 def default_server_name(provider: str, namespace: str = "/") -> str:
     """``<namespace>/bt_exec/capabilities/<provider>``, with the provider sanitised into a valid name token."""
     return f"{namespace.rstrip('/')}/{SERVER_PREFIX}{name_token(provider)}"
-
-
-class LockedActionClient(ActionClient):
-    """An ActionClient that can be used from any thread, and destroyed, while its node spins in another.
-
-    * rclpy 7.1's ``send_goal_async`` (and the cancel and result requests) send
-      the request and only then register its sequence number; an executor
-      thread that takes the response in between drops it ("Ignoring unexpected
-      goal response") and the future never completes (ros2/rclpy#1123).
-      Sending and taking under one lock closes that window.
-    * Destroying an ActionClient while an executor spins can make that executor
-      touch the freed handle ("action client pointer is invalid") and end its
-      spin with an exception. Here ``destroy`` first marks the client gone
-      (under the same lock) so that the executor's calls into it do nothing.
-
-    Harmless where rclpy has fixes of its own.
-    """
-
-    def __init__(self, *args, **kwargs):
-        self._request_lock = threading.Lock()
-        self._destroyed = False
-        super().__init__(*args, **kwargs)
-
-    def send_goal_async(self, goal, feedback_callback=None, goal_uuid=None):
-        with self._request_lock:
-            self._check_alive()
-            return super().send_goal_async(goal, feedback_callback=feedback_callback, goal_uuid=goal_uuid)
-
-    def _cancel_goal_async(self, goal_handle):
-        with self._request_lock:
-            self._check_alive()
-            return super()._cancel_goal_async(goal_handle)
-
-    def _get_result_async(self, goal_handle):
-        with self._request_lock:
-            self._check_alive()
-            return super()._get_result_async(goal_handle)
-
-    def cancel_goal_id_async(self, goal_id: UUID):
-        """Cancel a goal known by its id alone (its acceptance never reached this client)."""
-        return self._cancel_goal_async(ClientGoalHandle(self, goal_id, None))
-
-    def server_is_ready(self):
-        with self._request_lock:
-            return not self._destroyed and super().server_is_ready()
-
-    # Waitable API, called by the executor
-    def is_ready(self, wait_set):
-        with self._request_lock:
-            return not self._destroyed and super().is_ready(wait_set)
-
-    def take_data(self):
-        with self._request_lock:
-            return {} if self._destroyed else super().take_data()
-
-    def add_to_wait_set(self, wait_set):
-        with self._request_lock:
-            if not self._destroyed:
-                super().add_to_wait_set(wait_set)
-
-    def get_num_entities(self):
-        with self._request_lock:
-            return NumberOfEntities() if self._destroyed else super().get_num_entities()
-
-    def destroy(self):
-        with self._request_lock:
-            if self._destroyed:
-                return
-            self._destroyed = True
-        self._node.remove_waitable(self)
-        self._client_handle.destroy_when_not_in_use()
-
-    def _check_alive(self) -> None:
-        if self._destroyed:
-            raise RuntimeError(f"the action client of {self._action_name} was destroyed")
 
 
 @dataclass(eq=False, slots=True)
@@ -404,7 +326,7 @@ class RosActionBackend:
             try:
                 client.destroy()
             except Exception as exc:  # the node may already be destroyed
-                log.debug("destroying action client %s: %s", client._action_name, exc)
+                log.debug("destroying action client %s: %s", client.action_name, exc)
         for pause_client in pause_clients:
             try:
                 self.node.destroy_client(pause_client)

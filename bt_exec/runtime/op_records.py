@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from ..compilers import Plan
+from ..compilers.ir import Plan
 from ..events.shapes import FINAL_STATES
 from .budgets import MARKER_CHARS, MESSAGE_CHARS, cut_marker, cut_text, json_size, shown
 

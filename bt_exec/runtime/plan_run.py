@@ -8,13 +8,13 @@ from typing import Callable
 from py_trees.common import Status
 
 from bt_exec.behaviours import place_stop_guard
+from bt_exec.compat.py_trees import PlanTree
 from bt_exec.compilers import CompiledPlan, Plan
 from bt_exec.events import EventBus
 from bt_exec.events.shapes import PLAN_KEY
 
 from .op_records import OpRecords
 from .pausing import Pausing
-from .plan_tree import PlanTree
 from .plan_views import plan_shape
 from .stop_points import StopPoints
 

@@ -541,7 +541,7 @@ class TestSimRobot:
     def test_in_process_node_rejects_args_that_are_not_an_object_and_counts(self, client_node, backend):
         from rclpy.parameter import Parameter
 
-        from bt_exec.ros.action_backend import LockedActionClient
+        from bt_exec.compat.rclpy import LockedActionClient
         from bt_exec.ros.sim_robot import SimRobotNode
 
         sim = SimRobotNode(context=client_node.context, echo=False, parameter_overrides=[
@@ -635,14 +635,14 @@ class MuteServer:
         from rclpy.action import CancelResponse
         from rclpy.callback_groups import ReentrantCallbackGroup
 
-        from bt_exec.ros.action_backend import LockedActionClient
+        from bt_exec.compat.rclpy import LockedActionClient
 
         self.started, self.canceled, self.goal_ids = threading.Event(), threading.Event(), []
         take_data = LockedActionClient.take_data
 
         def take_data_losing_acceptances(client):
             data = take_data(client)
-            if client._action_name == self.NAME:
+            if client.action_name == self.NAME:
                 data.pop("goal", None)
             return data
 

@@ -1,0 +1,35 @@
+"""The overrides of py_trees' and uvicorn's internals (bt_exec/compat): written against the installed versions,
+and the internals they override still there. An upgrade fails here, naming the overrides to look at again."""
+import py_trees
+from compat_pins import assert_internals, assert_written_for
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from bt_exec.compat import py_trees as py_trees_overrides
+from bt_exec.compat import uvicorn as uvicorn_overrides
+
+
+def test_the_py_trees_overrides_are_for_the_installed_py_trees():
+    assert_written_for("py_trees", py_trees_overrides)
+
+
+def test_the_uvicorn_overrides_are_for_the_installed_uvicorn():
+    assert_written_for("uvicorn", uvicorn_overrides)
+
+
+def test_what_acyclic_links_overrides_is_still_py_trees_own():
+    assert_internals(py_trees.behaviour.Behaviour, "AcyclicLinks", methods=("stop", "tick"),
+                     attributes=("parent", "iterator"))
+    behaviour = py_trees.behaviours.Success(name="plain")
+    assert behaviour.parent is None and behaviour.iterator is not None, "py_trees keeps them as AcyclicLinks expects"
+
+
+def test_what_plan_tree_overrides_is_still_py_trees_own():
+    assert_internals(py_trees.trees.BehaviourTree, "PlanTree", methods=("setup", "shutdown", "tick"),
+                     attributes=("visitors", "pre_tick_handlers", "post_tick_handlers", "count", "root"))
+
+
+def test_what_the_limited_protocol_overrides_is_still_uvicorns_own():
+    assert_internals(H11Protocol, "LimitedH11Protocol",
+                     methods=("connection_made", "connection_lost", "data_received", "on_response_complete",
+                              "send_400_response"),
+                     attributes=("connections", "cycle", "transport", "loop", "config"))
