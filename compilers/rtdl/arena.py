@@ -9,9 +9,9 @@ import re
 from bt_exec.errors import Issue, Issues, PlanError
 
 from ..ir import Op, Plan
-from ..report import PartlyRead
 from ..limit_walk import check_document, encodable, has_digit_run
 from ..limits import INT64_MAX, INT64_MIN, STRICT_JSON, Limits, number_shown
+from ..report import PartlyRead
 from .arena_tree import check_arena_graph, cycles_among_faults, walk_arena_tree
 from .ops import (ARENA_KINDS, BUILTIN_CAP_PREFIXES, NON_BLANK, builtin_ids_as_text, has_id_not_text, is_int,
                   names_builtin, partial_plan, type_name, unknown_keys)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from bt_exec.errors import Issue, Issues, PlanError
 
 from ..ir import ControlRequest, Plan
-from ..report import PartlyRead
 from ..limit_walk import check_document
 from ..limits import Limits
+from ..report import PartlyRead
 from .ops import META_OPS, NON_BLANK, TREE_OPS, type_name
 from .tree import NotProven, load_tree_root
 
