@@ -10,7 +10,7 @@ import gc
 import sys
 from typing import Callable
 
-from bt_exec.errors import Issue, Issues, PlanError
+from bt_exec.errors import ConfigError, Issue, Issues, PlanError
 
 from .catalog import CapabilityCatalog
 from .fixes import document_fixes, issues_uncovered, joined, patched
@@ -189,7 +189,11 @@ def refusal_issues(refused: PlanError, context_for: Callable[[Dialect], CheckCon
     if partial is None or any(issue.code == "too_many_issues" for issue in refused.issues):
         return refused.issues
     chosen = dialect_of(partial)
-    found = chosen.check(partial, context_for(chosen)).issues
+    try:
+        context = context_for(chosen)
+    except ConfigError:  # a broken input's dialect is a guess: a catalog for another dialect refuses no input
+        return refused.issues
+    found = chosen.check(partial, context).issues
     return Issues(joined(refused.issues, found)).listed()
 
 

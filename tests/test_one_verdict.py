@@ -55,6 +55,15 @@ def test_every_entry_point_gives_one_verdict(tmp_path, capsys, name, with_scene)
     assert code == (0 if verdict == "ok" else 1)  # a control request is not a plan to compile either
 
 
+def test_a_broken_input_read_as_the_other_dialect_is_refused_not_a_catalog_error():
+    """The fuzzer's find: an RTDL catalog, and an input that load reads in part as a step graph. The step
+    graph's checks cannot take that catalog; the input is still refused with its own issues."""
+    catalog = bt_exec.CapabilityCatalog({"nav.go": {}})
+    report = bt_exec.validate({"status": None}, catalog=catalog)
+    assert report.verdict == "invalid"
+    assert {issue.path for issue in report.issues} >= {"/status", "/plan", "/transitions", "/entry"}
+
+
 def test_a_qwen3_graph_needs_a_scene_everywhere():
     report = bt_exec.validate(qwen3_envelope(cap_to_hatch()))
     assert (report.verdict, [issue.code for issue in report.issues]) == ("invalid", ["no_scene"])
