@@ -143,7 +143,8 @@ def quote(value: object, chars: int = QUOTE_CHARS) -> str:
         return repr(value[:chars]) + f"\u2026({len(value)} chars)"
     if isinstance(value, (dict, list, tuple)):
         return json_preview(value, chars)
-    text = repr(value) if not (type(value) is int and value.bit_length() > 64) else f"<int of {value.bit_length()} bits>"
+    huge = type(value) is int and value.bit_length() > 64  # its repr is slow, and refused past 4,300 digits
+    text = f"<int of {value.bit_length()} bits>" if huge else repr(value)
     return cut_text(text, chars)
 
 
