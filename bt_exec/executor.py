@@ -7,7 +7,6 @@ Its answers are plain dicts, the same whichever door asked.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Callable
 
 from .backends import Backend
@@ -405,9 +404,8 @@ class Executor:
     def begin_cancel(self, plan_id: str | None, reason: str) -> "Cancellation":
         """Ask for a cancel without waiting: one plan, or (``plan_id`` None) every plan but control-only ones.
 
-        The Cancellation says which plans it waits for, calls back when they all finished
-        and words the answer ``cancel_plan`` / ``cancel_all`` give; doors that must not
-        block (the ROS node) wait on it their own way.
+        The Cancellation says which plans it waits for, whether they all finished, and words the answer
+        ``cancel_plan`` / ``cancel_all`` give.
         """
         if plan_id is None:
             return Cancellation(None, self.request_cancel_all(reason), self._runner.in_tick)
@@ -562,24 +560,6 @@ class Cancellation:
     @property
     def finished(self) -> bool:
         return all(run.done.is_set() for run in self.runs)
-
-    def add_done_callback(self, callback: Callable[[], None]) -> None:
-        """``callback()`` once every plan finished (at once if they have), from the thread that finished the last."""
-        if not self.runs:
-            callback()
-            return
-        remaining = [len(self.runs)]
-        lock = threading.Lock()
-
-        def one_done() -> None:
-            with lock:  # plans may finish in different threads
-                remaining[0] -= 1
-                last = remaining[0] == 0
-            if last:
-                callback()
-
-        for run in self.runs:
-            run.when_done(one_done)
 
     def answer(self, wait_ms: int) -> dict:
         """What ``cancel_plan`` (or ``cancel_all``) answers once it waited ``wait_ms``."""

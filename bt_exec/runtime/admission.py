@@ -84,7 +84,8 @@ class Admission:
             raise ValueError(f"hold_start_s must be a number of seconds from 0 to {MAX_START_HOLD_S:g}, "
                              f"got {hold_start_s!r}")
         if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
-            return refusal("invalid", [Issue("bad_run_id", "", f"run_id must be a non-empty string, got {quote(run_id)}")],
+            return refusal("invalid", [Issue("bad_run_id", "",
+                                             f"run_id must be a non-empty string, got {quote(run_id)}")],
                            run_id=None)
         text_chars = len(source) if isinstance(source, (str, bytes)) else None
         if run_id is not None:
@@ -237,7 +238,7 @@ class Admission:
     def check(self, source, dialect: str) -> dict:
         """What submitting would answer about the plan itself, running nothing:
         ``{valid, verdict, dialect, issues, stats}``; where its issues carry fixes, those the repaired
-        document still has follow them (``compilers.fixes.issues_after_fixes``)."""
+        document still has follow them (``compilers.issues_after_fixes``)."""
         report = self._check_once(source, dialect)
         if not report.ok and report.issues:
             try:
@@ -275,8 +276,8 @@ def refusal(verdict: str, issues: list[Issue], run_id: str | None) -> dict:
     """A refusal's answer. What it quotes of the input is cut to a few hundred characters: answers are
     remembered per run_id and sent by every door."""
     first = issues[0] if issues else None
-    message = f"refused ({verdict}): {cut_text(str(first))}" + (f" (+{len(issues) - 1} more issues)" if len(issues) > 1 else "") \
-        if first else f"refused ({verdict})"
+    more = f" (+{len(issues) - 1} more issues)" if len(issues) > 1 else ""
+    message = f"refused ({verdict}): {cut_text(str(first))}{more}" if first else f"refused ({verdict})"
     return {"accepted": False, "run_id": run_id, "plan_id": None, "verdict": verdict,
             "issues": [_issue_cut(issue.as_dict()) for issue in issues], "message": message}
 

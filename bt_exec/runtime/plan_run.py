@@ -70,9 +70,8 @@ class PlanRun:
         self.terminal_reason: str | None = None
         self.tick_lock = threading.RLock()  # re-entrant: a builtin in this plan's tick may arm a stop point on it
         self.done = threading.Event()
-        self._control_lock = threading.Lock()  # the cancel reason, the guards to place, the done callbacks
+        self._control_lock = threading.Lock()  # the cancel reason, the guards to place
         self._guards_to_place: list[str] = []
-        self._done_callbacks: list[Callable[[], None]] = []
         self._events: list[dict] = []
         self._bus = bus
         self._wake_runner = wake_runner
@@ -252,21 +251,9 @@ class PlanRun:
             calls.sort(key=lambda call: position[call[0]])
         return calls
 
-    def when_done(self, callback: Callable[[], None]) -> None:
-        """Call ``callback()`` once the run finished (now, if it has)."""
-        with self._control_lock:
-            if not self.done.is_set():
-                self._done_callbacks.append(callback)
-                return
-        callback()
-
     def mark_done(self) -> None:
-        """The run finished: wake its waiters and call its done callbacks."""
-        with self._control_lock:
-            self.done.set()
-            callbacks, self._done_callbacks = self._done_callbacks, []
-        for callback in callbacks:
-            callback()
+        """The run finished: wake its waiters."""
+        self.done.set()
 
     # --- lifecycle (caller holds tick_lock) ---------------------------------
 
