@@ -622,41 +622,47 @@ class TestServerGoesAway:
 
 
 class MuteServer:
-    """An in-process server that accepts and runs goals, while the client never hears the acceptance.
+    """A server that accepts and runs goals, while the client never hears the acceptance.
 
     Fast DDS drops a server's reply when the server has not yet discovered the client's reply reader; the
     goal then runs on the server and the client waits on. The drop is made where the network would make
-    it: goal responses to this server's clients are discarded as the client takes them.
+    it: goal responses to this server's clients are discarded as the client takes them. The server spins
+    on a node and executor of its own, stopped before it is destroyed: an action server destroyed while an
+    executor still serves it ends that executor's spin.
     """
 
     NAME = "/bt_exec/capabilities/mute"
 
-    def __init__(self, node, monkeypatch):
+    def __init__(self, context, monkeypatch):
         from rclpy.action import CancelResponse
-        from rclpy.callback_groups import ReentrantCallbackGroup
 
-        from bt_exec.compat.rclpy import LockedActionClient
+        from bt_exec.ros.action_backend import LockedActionClient
 
-        self.started, self.canceled, self.goal_ids = threading.Event(), threading.Event(), []
+        self.started, self.canceled, self.stopping, self.goal_ids = (threading.Event(), threading.Event(),
+                                                                     threading.Event(), [])
         take_data = LockedActionClient.take_data
 
         def take_data_losing_acceptances(client):
             data = take_data(client)
-            if client.action_name == self.NAME:
+            if client._action_name == self.NAME:
                 data.pop("goal", None)
             return data
 
         monkeypatch.setattr(LockedActionClient, "take_data", take_data_losing_acceptances)
-        self.server = ActionServer(node, RunCapability, self.NAME, execute_callback=self._execute,
+        self.node = rclpy.create_node("bt_exec_test_mute_server", context=context)
+        self.server = ActionServer(self.node, RunCapability, self.NAME, execute_callback=self._execute,
                                    goal_callback=lambda request: GoalResponse.ACCEPT,
-                                   cancel_callback=lambda handle: CancelResponse.ACCEPT,
-                                   callback_group=ReentrantCallbackGroup())
+                                   cancel_callback=lambda handle: CancelResponse.ACCEPT)
+        self.executor = MultiThreadedExecutor(num_threads=2, context=context)
+        self.executor.add_node(self.node)
+        self.spinner = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spinner.start()
 
     def _execute(self, handle):
         self.goal_ids.append(bytes(handle.goal_id.uuid).hex())
         self.started.set()
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.stopping.is_set():
             if handle.is_cancel_requested:
                 handle.canceled()
                 self.canceled.set()
@@ -666,12 +672,16 @@ class MuteServer:
         return RunCapability.Result(success=False, error="nobody cancelled the goal")
 
     def destroy(self):
+        self.stopping.set()
+        self.executor.shutdown(timeout_sec=5)
+        self.spinner.join(timeout=5)
         self.server.destroy()
+        self.node.destroy_node()
 
 
 @pytest.fixture
 def mute_server(client_node, monkeypatch):
-    server = MuteServer(client_node, monkeypatch)
+    server = MuteServer(client_node.context, monkeypatch)
     yield server
     server.destroy()
 
