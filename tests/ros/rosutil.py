@@ -15,6 +15,7 @@ import rclpy
 from bt_exec_interfaces.srv import Cancel, Control, Disarm, GetStatus, ListPlans, PlanControl, StopAt, Submit
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.context import Context
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
@@ -104,12 +105,24 @@ class RosHelper:
         self.group = ReentrantCallbackGroup()
         self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
         self._clients = {}
         self._lock = threading.Lock()
 
+    def _spin(self) -> None:
+        """Spin until closed. A subscription destroyed (``unsubscribe``) while the executor builds its wait set
+        raises InvalidHandle there, which would end a plain ``spin`` and leave every later answer unheard; the
+        next turn no longer sees it."""
+        while not self._closing.is_set() and self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.1)
+            except InvalidHandle:
+                continue
+
     def close(self):
+        self._closing.set()
         self.executor.shutdown()
         self._thread.join(5)
         self.node.destroy_node()
