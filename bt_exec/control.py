@@ -29,7 +29,7 @@ from typing import Callable, Protocol
 import jsonschema
 
 from .compilers.limits import DEFAULT_LIMITS, INT64_MAX, Limits
-from .errors import BadArgument, Busy, ControlError, NotFound
+from .errors import BadArgument, Busy, ControlError, InternalError, NotFound, TooLarge, Unreachable
 from .events.shapes import PLAN_KEY
 from .runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
 from .runtime.op_views import MAX_VIEW_CHARS, MAX_WAIT_FOR_PLAN_S, MIN_VIEW_CHARS, OP_STATES, OpView
@@ -73,24 +73,6 @@ _OP_VIEW = {
 _TIMEOUT_S = {"description": f"longest wait, in seconds (longer than {MAX_WAIT_FOR_PLAN_S:g} is waited "
                              f"{MAX_WAIT_FOR_PLAN_S:g})", "type": "number", "minimum": 0, "maximum": 1e9,
               "default": DEFAULT_TIMEOUT_S}
-
-
-class TooLarge(BadArgument):
-    """A request over a door's size limit (a body, an ``args_json``), refused unread."""
-
-    code = "too_large"
-
-
-class Unreachable(Busy):
-    """The executor that would answer (a robot of a fleet, a running app) gave no answer: it may answer later."""
-
-    code = "unreachable"
-
-
-class InternalError(ControlError):
-    """An operation failed on a bug where it ran (that side logged it), as a client hears it relayed."""
-
-    code = "internal"
 
 
 # The status each type of refusal is answered with, most specific first: HTTP's, and ROS ``~/control``'s ``status``.

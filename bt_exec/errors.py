@@ -174,5 +174,23 @@ class Busy(ControlError):
     code = "busy"
 
 
+class TooLarge(BadArgument):
+    """A request over a door's size limit (a body, an ``args_json``), refused unread."""
+
+    code = "too_large"
+
+
+class Unreachable(Busy):
+    """The executor that would answer (a robot of a fleet, a running app) gave no answer: it may answer later."""
+
+    code = "unreachable"
+
+
+class InternalError(ControlError):
+    """An operation failed on a bug where it ran (that side logged it), as a client hears it relayed."""
+
+    code = "internal"
+
+
 class ConfigError(BtExecError):
     """A configuration file or option (sim script, catalog, limits) is unusable."""

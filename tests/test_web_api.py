@@ -9,7 +9,8 @@ import pytest
 from held_clock import HeldClock
 from rtdl_plans import do, envelope, seq
 
-from bt_exec.control import ROUTES, ControlApi, Unreachable, error_answer, without_plan_shape
+from bt_exec.control import ROUTES, ControlApi, error_answer, without_plan_shape
+from bt_exec.errors import Unreachable
 from bt_exec.errors import BadArgument, Busy, ConfigError, NotFound
 from bt_exec.web.client import HttpApi
 from bt_exec.web.server import WebServer

@@ -17,7 +17,8 @@ import bt_exec
 
 from ..compilers import DIALECT_NAMES
 from ..compilers.ir import STOP_WHENS
-from ..control import OUTPUT_CHARS, Unreachable, expected_wait_s
+from ..control import OUTPUT_CHARS, expected_wait_s
+from ..errors import Unreachable
 from ..errors import Issue, PlanError
 from ..terminal.render import one_line, printable
 from .arguments import non_negative_int, positive_seconds

@@ -31,7 +31,7 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from ..control import Unreachable
+from ..errors import Unreachable
 
 SERVICES = {"submit": Submit, "stop_at": StopAt, "disarm": Disarm, "pause": PlanControl, "resume": PlanControl,
             "step": PlanControl, "cancel": Cancel, "get_status": GetStatus, "list_plans": ListPlans}
@@ -75,7 +75,7 @@ class Client:
         return SERVICES[service].Request()
 
     def call(self, service: str, request=None, extra_wait_s: float = 0.0, repeatable: bool = True):
-        """The service's response; ``control.Unreachable`` when no node answers within the timeout (+ ``extra_wait_s``,
+        """The service's response; ``errors.Unreachable`` when no node answers within the timeout (+ ``extra_wait_s``,
         what the request asks the node to wait: ``control.expected_wait_s``).
         ``repeatable=False``: the request is sent once, after an empty one was answered (see the module)."""
         name = f"{self.target}/{service}"

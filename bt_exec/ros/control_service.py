@@ -11,7 +11,8 @@ import concurrent.futures
 
 from bt_exec_interfaces.srv import Control
 
-from ..control import ControlCalls, TooLarge, error_answer, parsed_json
+from ..control import ControlCalls, error_answer, parsed_json
+from ..errors import TooLarge
 from ..errors import Busy
 from . import convert
 from .awaiting import offload

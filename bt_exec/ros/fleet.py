@@ -28,7 +28,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
 
-from ..control import Unreachable, error_from_answer, expected_wait_s
+from ..control import error_from_answer, expected_wait_s
+from ..errors import Unreachable
 from ..errors import ControlError, NotFound
 from . import convert
 from .node import NODE_NAME, SERVICE_QOS, STATUS_QOS

@@ -36,7 +36,7 @@ import urllib.parse
 from collections.abc import Iterator
 from typing import TextIO
 
-from ..control import Unreachable
+from ..errors import Unreachable
 from ..errors import ControlError
 from ..web.client import HttpApi, robot_path
 from ..web_token import TOKEN_ENV

@@ -12,7 +12,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from ..control import ROUTES, ROUTES_BY_NAME, Unreachable, error_from_answer, expected_wait_s, route_named
+from ..control import ROUTES, ROUTES_BY_NAME, error_from_answer, expected_wait_s, route_named
+from ..errors import Unreachable
 from ..errors import BadArgument, ConfigError
 
 DOOR_HEADER = "X-Bt-Exec-Door"  # an HTTP client serving MCP (bt-exec mcp --url) says so

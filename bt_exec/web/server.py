@@ -38,7 +38,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..compat.uvicorn import LimitedH11Protocol
-from ..control import ControlSurface, TooLarge, error_answer, parsed_json
+from ..control import ControlSurface, error_answer, parsed_json
+from ..errors import TooLarge
 from ..errors import BadArgument, Busy, ConfigError, NotFound
 from ..events import finite_json
 from ..web_token import TOKEN_ENV  # noqa: F401  (one definition; the ROS node reads it too)
