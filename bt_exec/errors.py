@@ -25,6 +25,8 @@ class Issue:
     "string", "integer", "non-negative integer", "node index", "JSON text"); ``missing``, what the place lacks (a
     required field, a skill's parameter, the outcome a step has no transition for); ``unknown``, the name it gives
     that names nothing there is (the step a transition or the entry names). ``as_dict`` leaves them out.
+
+    ``unlisted``: on the last issue ``too_many_issues`` only, how many issues it stands for.
     """
 
     code: str
@@ -40,6 +42,7 @@ class Issue:
     expected: str | None = field(default=None, compare=False)
     missing: str | None = field(default=None, compare=False)
     unknown: str | None = field(default=None, compare=False)
+    unlisted: int | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict:
         """The issue as its answers carry it: code, path, message, and steps and the repairs where there are."""
@@ -84,7 +87,7 @@ class Issues(list):
 
     def append(self, issue: Issue) -> None:
         if issue.code == "too_many_issues":  # the summary of a part's issues merged into these
-            self.dropped += _summarised(issue)
+            self.dropped += issue.unlisted or 1
         elif len(self) < MAX_ISSUES:
             super().append(issue)
         else:
@@ -108,14 +111,8 @@ class Issues(list):
         issues = list(self)
         if self.dropped:
             issues.append(Issue("too_many_issues", "", f"{self.dropped} more issues at least were found and not "
-                                                       f"listed (at most {MAX_ISSUES} are)"))
+                                                       f"listed (at most {MAX_ISSUES} are)", unlisted=self.dropped))
         return issues
-
-
-def _summarised(issue: Issue) -> int:
-    """How many issues a ``too_many_issues`` issue stands for: its message starts with the number."""
-    head = issue.message.split(" ", 1)[0]
-    return int(head) if head.isdigit() else 1
 
 
 class BtExecError(Exception):

@@ -13,7 +13,7 @@ from qwen3_graphs import envelope as graph_envelope
 from rtdl_plans import do, envelope, seq
 
 import bt_exec
-from bt_exec.errors import MAX_ISSUES
+from bt_exec.errors import MAX_ISSUES, Issue, Issues
 
 
 def issues_of(source, **kwargs):
@@ -173,6 +173,14 @@ class TestIssueCap:
         tree = seq(*[{"op": "bogus"} for _ in range(300)])
         issues = bt_exec.validate(tree).issues
         assert len(issues) == MAX_ISSUES + 1 and issues[-1].code == "too_many_issues"
+
+    def test_a_part_s_summary_merged_into_more_issues_keeps_its_count(self):
+        part = Issues(Issue("type", f"/{n}", "bad") for n in range(MAX_ISSUES + 50)).listed()
+        assert part[-1].unlisted == 50
+        merged = (Issues([Issue("type", "", "first")]) + part).listed()
+        # one of the part's listed hundred no longer fits, and its summary stood for fifty
+        assert len(merged) == MAX_ISSUES + 1 and merged[-1].unlisted == 51
+        assert merged[-1].message.startswith("51 more issues at least")
 
 
 def traced_peak(call) -> int:
