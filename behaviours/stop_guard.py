@@ -4,12 +4,12 @@ from __future__ import annotations
 import py_trees
 from py_trees.common import Status
 
-from bt_exec.compat.py_trees import AcyclicLinks
+from bt_exec.compat.py_trees import AcyclicLinks, DerivedFeedback
 
 from .op_behaviour import FINAL_STATUSES, RUNNING
 
 
-class StopGuard(AcyclicLinks, py_trees.decorators.Decorator):
+class StopGuard(DerivedFeedback, AcyclicLinks, py_trees.decorators.Decorator):
     """Stops the plan at one op: checks ``on_enter`` when the op is entered and ``on_complete``
     when it completes. A fired stop point asks the runtime to cancel the whole plan; a fired
     pause point pauses it (on_enter: the op is held at its entry; on_complete: the op's
@@ -37,8 +37,7 @@ class StopGuard(AcyclicLinks, py_trees.decorators.Decorator):
         self._held_final: tuple | None = None  # the op's final report, until the on_complete check
         self._checking = False
 
-    @property
-    def feedback_message(self) -> str:
+    def derived_feedback(self) -> str:
         """What tree viewers show beside the guard: the stop points armed on its op, or the one that fired.
 
         Derived each time it is read, so a stop point armed or disarmed shows at once, before the op is
@@ -51,10 +50,6 @@ class StopGuard(AcyclicLinks, py_trees.decorators.Decorator):
         armed = [f"stop {when}" for when in ("on_enter", "on_complete") if hooks.stop_point_armed(self.op_id, when)]
         armed += [f"pause {when}" for when in ("on_enter", "on_complete") if hooks.pause_point_armed(self.op_id, when)]
         return f"{' and '.join(armed)} armed" if armed else "stop point disarmed"
-
-    @feedback_message.setter
-    def feedback_message(self, _text: str) -> None:
-        """py_trees sets a behaviour's message as it is made; this guard's is derived (above)."""
 
     def setup(self, **kwargs) -> None:
         """Takes ``plan``: the run's PlanHooks."""

@@ -33,3 +33,35 @@ def test_what_the_limited_protocol_overrides_is_still_uvicorns_own():
                      methods=("connection_made", "connection_lost", "data_received", "on_response_complete",
                               "send_400_response"),
                      attributes=("connections", "cycle", "transport", "loop", "config"))
+
+
+def test_what_derived_feedback_overrides_is_still_py_trees_own():
+    assert_internals(py_trees.behaviour.Behaviour, "DerivedFeedback", attributes=("feedback_message",))
+
+
+def test_what_the_view_only_composite_overrides_still_stops_children_in_py_trees():
+    assert_internals(py_trees.composites.Composite, "ViewOnlyComposite", methods=("stop", "remove_child"))
+    shown = py_trees.behaviours.Running(name="shown")
+    owner = py_trees.composites.Sequence(name="owner", memory=True, children=[shown])
+    owner.tick_once()
+    owner.remove_child(shown)
+    assert shown.status == py_trees.common.Status.INVALID, "py_trees' remove_child stops the child, as overridden"
+    class View(py_trees_overrides.ViewOnlyComposite):
+        def tick(self):
+            yield self
+
+    viewed = py_trees.behaviours.Running(name="viewed")
+    view = View(name="view", children=[viewed])
+    viewed.tick_once()
+    view.stop()
+    view.remove_child(viewed)
+    assert viewed.status == py_trees.common.Status.RUNNING and viewed.parent is None
+
+
+def test_what_the_view_only_decorator_overrides_still_stops_the_child_in_py_trees():
+    assert_internals(py_trees.decorators.Decorator, "ViewOnlyDecorator", methods=("stop", "update"))
+    viewed = py_trees.behaviours.Running(name="viewed")
+    frame = py_trees_overrides.ViewOnlyDecorator(name="frame", child=viewed)
+    viewed.tick_once()
+    frame.stop()
+    assert viewed.status == py_trees.common.Status.RUNNING

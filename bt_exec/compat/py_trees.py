@@ -10,6 +10,9 @@ WRITTEN_FOR = "2.6.0"
 OVERRIDES = {
     "AcyclicLinks": "py_trees.behaviour.Behaviour's parent and iterator attributes",
     "PlanTree": "py_trees.trees.BehaviourTree.setup, shutdown and tick (its visitors, handlers and count)",
+    "DerivedFeedback": "py_trees.behaviour.Behaviour's feedback_message attribute",
+    "ViewOnlyComposite": "py_trees.composites.Composite.stop and remove_child, which stop the children",
+    "ViewOnlyDecorator": "py_trees.decorators.Decorator.stop, which stops the child",
 }
 
 
@@ -43,6 +46,49 @@ class AcyclicLinks:
     @iterator.setter
     def iterator(self, _generator) -> None:
         """py_trees sets it as a behaviour is made and stopped; dropped here, it holds no cycle."""
+
+
+class DerivedFeedback:
+    """Mixin of a behaviour whose feedback message is worked out each time it is read (``derived_feedback()``).
+
+    py_trees stores ``feedback_message`` as a plain attribute, set as a behaviour is made; here it is a property,
+    and py_trees' writes to it are dropped, so the message can never go stale."""
+
+    @property
+    def feedback_message(self) -> str:
+        return self.derived_feedback()
+
+    @feedback_message.setter
+    def feedback_message(self, _text: str) -> None:
+        """py_trees sets it as the behaviour is made; the message is derived instead."""
+
+    def derived_feedback(self) -> str:
+        raise NotImplementedError
+
+
+class ViewOnlyComposite(py_trees.composites.Composite):
+    """A composite over behaviours it shows but does not own: stopping it, or removing a child, never stops a
+    child (py_trees' ``Composite.stop`` and ``remove_child`` do)."""
+
+    def stop(self, new_status: py_trees.common.Status = py_trees.common.Status.INVALID) -> None:
+        self.status = new_status
+
+    def remove_child(self, child) -> int:
+        index = self.children.index(child)
+        self.children.remove(child)
+        child.parent = None
+        return index
+
+
+class ViewOnlyDecorator(py_trees.decorators.Decorator):
+    """A decorator over a behaviour it shows but does not own: stopping it never stops the child (py_trees'
+    ``Decorator.stop`` does), and it is never ticked, so its status is whatever was set."""
+
+    def update(self) -> py_trees.common.Status:
+        return self.status
+
+    def stop(self, new_status: py_trees.common.Status = py_trees.common.Status.INVALID) -> None:
+        self.status = new_status
 
 
 class PlanTree(py_trees.trees.BehaviourTree):

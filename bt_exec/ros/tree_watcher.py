@@ -26,10 +26,10 @@ import time
 
 import threading
 
-import py_trees
 from py_trees.common import Status
 
 from ..behaviours.stop_guard import StopGuard
+from ..compat.py_trees import ViewOnlyComposite, ViewOnlyDecorator
 from ..errors import ControlError
 from .convert import one_line
 
@@ -61,7 +61,7 @@ def plan_title(plan_id: str, description: str) -> str:
     return f"plan {plan_id}: {text}" if text else f"plan {plan_id}"
 
 
-class Mirror(py_trees.composites.Composite):
+class Mirror(ViewOnlyComposite):
     """A root over the plans' frames that never ticks them: it yields their behaviours as they stand.
 
     What it yields is what a viewer draws with its status and message: every behaviour that is not
@@ -76,17 +76,8 @@ class Mirror(py_trees.composites.Composite):
                     yield behaviour
         yield self
 
-    def stop(self, new_status: Status = Status.INVALID) -> None:
-        self.status = new_status  # the plans are the executor's to stop, never this root's
 
-    def remove_child(self, child) -> int:
-        index = self.children.index(child)  # unlike Composite's, never stops the child: it is the executor's
-        self.children.remove(child)
-        child.parent = None
-        return index
-
-
-class PlanFrame(py_trees.decorators.Decorator):
+class PlanFrame(ViewOnlyDecorator):
     """One plan in the mirror, named ``plan <id>: <description>``, over the plan's root op (or the stop guard
     the executor put above it). RUNNING while the plan runs, with a message while it is paused (``paused``,
     ``paused; held at entry: [3]``); once it finished, its outcome (SUCCESS for ``succeeded``, else FAILURE)
@@ -98,12 +89,6 @@ class PlanFrame(py_trees.decorators.Decorator):
         self.outcome: str | None = None
         self.finished_at: float | None = None
         self.status = Status.RUNNING
-
-    def update(self) -> Status:
-        return self.status  # py_trees requires it of a decorator; the mirror never ticks this frame
-
-    def stop(self, new_status: Status = Status.INVALID) -> None:
-        self.status = new_status  # never stops the plan: the executor does
 
     def host(self, root) -> None:
         """Show ``root`` from now on: a stop guard armed on the plan's root op took its place."""
