@@ -4,12 +4,17 @@
 (the design card) but install inside `bt_exec`, so no one's site-packages
 gains a top-level package called `compilers`.
 """
+import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 PACKAGE = "bt_exec"
 HERE = Path(__file__).parent
+WIRE = f"{PACKAGE}.robonix.wire"
 
 
 def read_version() -> str:
@@ -23,6 +28,27 @@ def share(folder: str, pattern: str) -> tuple[str, list[str]]:
     files = sorted(str(p.relative_to(HERE)) for p in (HERE / folder).glob(pattern))
     return (f"share/{PACKAGE}/{folder}", files)
 
+
+class BuildPyWithStubs(build_py):
+    """build_py that first builds the Robonix gRPC stubs (bt_exec/robonix/wire) when grpc_tools is importable.
+
+    Without it (a build that has not installed the robonix extra yet, or an isolated build environment) the stubs
+    are left out, and the Robonix door says to run ``python -m bt_exec.robonix.stubs``."""
+
+    def run(self):
+        if importlib.util.find_spec("grpc_tools") is not None:
+            # In its own interpreter, from this tree: setup.py's process keeps no bt_exec module of its own.
+            if subprocess.run([sys.executable, "-m", "bt_exec.robonix.stubs"], cwd=HERE).returncode != 0:
+                sys.exit("bt_exec: the Robonix gRPC stubs could not be built (the reason is above)")
+        else:
+            print("bt_exec: grpc_tools is not installed, so the Robonix gRPC stubs are not built "
+                  "(pip install 'bt_exec[robonix]', then python -m bt_exec.robonix.stubs)")
+        if (HERE / "bt_exec" / "robonix" / "wire").is_dir() and WIRE not in self.packages:
+            self.packages.append(WIRE)
+        super().run()
+
+
+ROBONIX = ["grpcio>=1.62,<2", "grpcio-tools>=1.62,<2", "protobuf>=4.25,<8", "mcp>=1.10,<2"]
 
 setup(
     name=PACKAGE,
@@ -38,6 +64,7 @@ setup(
         f"{PACKAGE}.events",
         f"{PACKAGE}.motion",
         f"{PACKAGE}.ros",
+        f"{PACKAGE}.robonix",
         f"{PACKAGE}.ros.iiwa",
         f"{PACKAGE}.runtime",
         f"{PACKAGE}.terminal",
@@ -62,6 +89,8 @@ setup(
         share("schemas", "*.json"),
         share("launch", "*.launch.py"),
         share("config", "*.yaml"),
+        # the Robonix protos, for building the stubs of an installed (not editable) bt_exec
+        share("interfaces/robonix", "*.proto"),
     ],
     install_requires=["py_trees>=2.2,<3", "networkx>=3.0", "jsonschema>=4.18", "fastjsonschema>=2.19,<3",
                       "pyyaml>=5.4",
@@ -71,11 +100,14 @@ setup(
                       "uvicorn>=0.31.1,<1", "starlette>=0.37,<2", "sse-starlette>=2.1,<4", "anyio>=4"],
     extras_require={
         "mcp": ["mcp>=1.10,<2"],
+        # `bt-exec robonix`: gRPC to Pilot and Atlas (grpcio-tools builds the stubs), MCP to capability providers
+        "robonix": ROBONIX,
         # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them);
         # ruff is the linter tests/test_lint.py runs (a minor release of ruff can add rules to the families chosen)
         "test": ["pytest>=7", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20", "import-linter>=2.12,<3",
-                 "ruff>=0.17,<0.18"],
+                 "ruff>=0.17,<0.18", *ROBONIX],
     },
+    cmdclass={"build_py": BuildPyWithStubs},
     zip_safe=True,
     entry_points={"console_scripts": [
         "bt-exec = bt_exec.cli:main",
