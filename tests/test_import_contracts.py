@@ -13,16 +13,20 @@ LINT = REPO / "scripts" / "lint_imports.py"
 NOT_COPIED = shutil.ignore_patterns(".git", ".venv*", "build", "install", "log", "*.egg-info", "__pycache__",
                                    ".pytest_cache", ".hypothesis", "test-artifacts")
 
-# contract id -> (file, an import that contract forbids there)
+# contract id -> (file, an import that contract forbids there), or a tuple of such: each is planted, each must break
+# the contract
 PLANTS = {
-    "core": ("bt_exec/backends.py", "import rclpy"),
+    "core": (("bt_exec/backends.py", "import rclpy"), ("bt_exec/backends.py", "import grpc"),
+             ("bt_exec/backends.py", "from google.protobuf import message"),
+             ("bt_exec/backends.py", "from bt_exec.robonix import stubs")),
     "compilers": ("compilers/tree.py", "from bt_exec.runtime.builtins import BuiltinBackend"),
     "behaviours": ("behaviours/wait_all.py", "from bt_exec.compilers import ir"),
     "web": ("bt_exec/web/client.py", "from bt_exec.ros import node"),
     "facade": ("bt_exec/__init__.py", "from bt_exec.executor import Executor"),
     "control": ("bt_exec/control.py", "import argparse"),
     "web_stack": ("bt_exec/motion/backend.py", "import uvicorn"),
-    "doors": ("bt_exec/terminal/render.py", "from bt_exec.runtime import budgets"),
+    "doors": (("bt_exec/terminal/render.py", "from bt_exec.runtime import budgets"),
+              ("bt_exec/robonix/stubs.py", "import bt_exec.compilers.rtdl")),
     "dialect_free_runtime": ("bt_exec/runtime/runner.py", "import bt_exec.compilers.rtdl"),
     "layers": ("bt_exec/events/bus.py", "from bt_exec.runtime import budgets"),
     "compat": ("bt_exec/compat/uvicorn.py", "from bt_exec import control"),
@@ -70,21 +74,29 @@ def test_every_contract_has_a_planted_violation(contracts_now):
     assert set(contracts_now) == set(PLANTS)
 
 
+def plants_of(contract: str) -> tuple:
+    """The (file, import) pairs planted to break ``contract``."""
+    plants = PLANTS[contract]
+    return plants if isinstance(plants[0], tuple) else (plants,)
+
+
 @pytest.mark.parametrize("contract", sorted(PLANTS))
 def test_a_planted_import_breaks_exactly_its_contract(contract, contracts_now, tmp_path):
-    path, line = PLANTS[contract]
     tree = tmp_path / "tree"
     shutil.copytree(REPO, tree, ignore=NOT_COPIED)
-    planted = tree / path
-    source = planted.read_text()
-    planted_at = source.count("\n") + 1 + (not source.endswith("\n"))
-    planted.write_text(source + ("" if source.endswith("\n") else "\n") + line + "\n")
+    planted_at = []
+    for path, line in plants_of(contract):
+        planted = tree / path
+        source = planted.read_text()
+        planted_at.append((module_of(path), source.count("\n") + 1 + (not source.endswith("\n")), line))
+        planted.write_text(source + ("" if source.endswith("\n") else "\n") + line + "\n")
 
     after = check_contracts(tree)
     before, now = chains_of(contracts_now), chains_of(after)
     new = {name: now[name] - before[name] for name in now if now[name] - before[name]}
     assert set(new) == {contract} and not after[contract]["kept"], new
-    assert any(chain[0][0] == module_of(path) and planted_at in chain[0][2] for chain in new[contract])
+    for module, line_number, line in planted_at:
+        assert any(chain[0][0] == module and line_number in chain[0][2] for chain in new[contract]), line
 
 
 @pytest.mark.parametrize("module", ["bt_exec", "bt_exec.errors", "bt_exec.compilers"])
