@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bt_exec.compilers.catalog import BUILTIN_ARGS_SCHEMAS
-from bt_exec.errors import BtExecError
+from bt_exec.robonix.dispatch import Endpoint, ResolveError
 from bt_exec.robonix.stubs import load_wire
 
 _wire = load_wire()  # raises StubsMissing, saying what to run, before grpc is needed
@@ -48,9 +48,10 @@ _CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_recon
                     ("grpc.max_reconnect_backoff_ms", 2000))
 
 
-class AtlasError(BtExecError):
+class AtlasError(ResolveError):
     """A call to Atlas (or, activating a skill, to its Driver) failed; the message says which and why.
-    ``code`` is the gRPC status's name where Atlas answered with one (``NOT_FOUND``...), else None."""
+    ``code`` is the gRPC status's name where Atlas answered with one (``NOT_FOUND``...), else None. A
+    ``ResolveError``: the MCP backend fails the call that needed it with the message."""
 
     def __init__(self, message: str, code: str | None = None):
         super().__init__(message)
@@ -146,19 +147,6 @@ class Registration:
     @property
     def builtin_endpoint(self) -> str:
         return f"internal://{self.provider_id}/builtin"
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A provider's capability, resolved for one call: the endpoint Atlas gave (the call dials it), the
-    channel to close after the call (``AtlasResolver.release``), and ``is_async``: the provider declares both
-    ``<contract_id>/status`` and ``<contract_id>/cancel``, so the call returns a run to poll."""
-
-    provider_id: str
-    contract_id: str
-    endpoint: str
-    channel_id: str
-    is_async: bool
 
 
 def service_name(contract_id: str) -> str:
@@ -371,7 +359,8 @@ def _atlas_error(error: grpc.RpcError, what: str, where: str, deadline_s: float)
 
 
 class AtlasResolver:
-    """Where a ``do`` node's capability call goes, found through Atlas as robonix-executor finds it:
+    """The MCP backend's ``Resolver`` over Atlas: where a ``do`` node's call goes, found as robonix-executor
+    finds it:
     ``resolve`` queries the provider, activates it through its Driver when it is a skill Atlas reports
     INACTIVE, and opens a channel (MCP, the executor as consumer); ``release`` closes the channel after the
     call. Safe from several threads; a skill is activated once however many calls reach it together."""
@@ -383,7 +372,9 @@ class AtlasResolver:
         self._locks_lock = threading.Lock()
 
     def resolve(self, provider_id: str, contract_id: str) -> Endpoint:
-        """The endpoint of ``contract_id`` on ``provider_id``, with a channel open. Raises
+        """The endpoint of ``contract_id`` on ``provider_id`` (``url`` as Atlas gives it, ``asynchronous``
+        when the provider declares both ``<contract_id>/status`` and ``<contract_id>/cancel``), with a
+        channel open (``channel``: its id, closed by ``release``). Raises
         ``ProviderUnknown``, ``CapabilityUnknown``, ``SkillActivationFailed``, ``AtlasUnreachable`` or
         ``AtlasError`` (an async capability declaring only one of its status and cancel contracts)."""
         provider = self._provider(provider_id)
@@ -397,11 +388,11 @@ class AtlasResolver:
                                     f"at {self.client.endpoint} (its MCP capabilities: {declared})")
         is_async = _is_async(provider_id, contract_id, mcp_contracts)
         channel = self.client.connect(provider_id, contract_id)
-        return Endpoint(provider_id, contract_id, channel.endpoint, channel.channel_id, is_async)
+        return Endpoint(channel.endpoint, is_async, channel.channel_id)
 
     def release(self, endpoint: Endpoint) -> None:
         """Close the channel ``resolve`` opened (never raises)."""
-        self.client.disconnect(endpoint.channel_id)
+        self.client.disconnect(endpoint.channel)
 
     def _provider(self, provider_id: str):
         provider = self.client.query_provider(provider_id)

@@ -239,14 +239,14 @@ def test_resolve_opens_a_channel_to_a_sync_capability_and_release_closes_it(shar
                       contracts=["robonix/service/arm/move"])
 
     endpoint = resolver.resolve("arm", "robonix/service/arm/move")
-    assert (endpoint.endpoint, endpoint.is_async) == ("http://127.0.0.1:9100/mcp", False)
+    assert (endpoint.url, endpoint.asynchronous) == ("http://127.0.0.1:9100/mcp", False)
     channel = standin.expect(r"connect (\S+) arm robonix/service/arm/move TRANSPORT_MCP (\S+)")
     assert channel.group(1) == "executor"  # the executor is the consumer
-    assert channel.group(2) == endpoint.channel_id
-    assert [c["channel_id"] for c in channels_to(atlas_stub, "arm")] == [endpoint.channel_id]
+    assert channel.group(2) == endpoint.channel
+    assert [c["channel_id"] for c in channels_to(atlas_stub, "arm")] == [endpoint.channel]
 
     resolver.release(endpoint)
-    standin.expect(rf"disconnect {endpoint.channel_id} true")
+    standin.expect(rf"disconnect {endpoint.channel} true")
     assert channels_to(atlas_stub, "arm") == []
 
 
@@ -255,9 +255,9 @@ def test_resolve_finds_an_async_capability_by_its_status_and_cancel(shared, reso
     register_provider(shared[1], "nav", contracts=[navigate, f"{navigate}/status", f"{navigate}/cancel"])
 
     run = resolver.resolve("nav", navigate)
-    assert run.is_async
+    assert run.asynchronous
     status = resolver.resolve("nav", f"{navigate}/status")  # the status contract itself is a plain call
-    assert not status.is_async
+    assert not status.asynchronous
     for resolved in (run, status):
         resolver.release(resolved)
 
@@ -351,3 +351,54 @@ def test_names_and_addresses():
     assert atlas.advertised_address("0.0.0.0:50061") == "127.0.0.1:50061"
     assert atlas.advertised_address("[::]:50061") == "[::1]:50061"
     assert atlas.advertised_address("10.1.2.3:50061") == "10.1.2.3:50061"
+
+
+# -- Atlas behind the MCP backend -----------------------------------------------------------------------------
+
+def test_the_mcp_backend_calls_providers_found_through_atlas(shared, resolver):
+    """A do node's path as robonix-executor's: Atlas's resolver behind the MCP backend, on the stand-in
+    providers (a real process), sync and async; every channel closed after its call; an unknown provider fails
+    its call with Atlas's answer."""
+    pytest.importorskip("mcp.client.streamable_http", reason="the MCP dispatch needs the mcp package")
+    from bt_exec.backends import CapabilityCall
+    from bt_exec.robonix.dispatch import McpBackend
+
+    from .provider_fixtures import ASYNC, RUN, SYNC, ProviderProcess
+
+    standin, atlas_stub = shared
+    providers = ProviderProcess()
+    news = threading.Event()
+    backend = McpBackend(resolver, notify=news.set, poll_period_s=0.05)
+    try:
+        register_provider(atlas_stub, SYNC, mcp_endpoint=f"{providers.base}/sync",
+                          contracts=["robonix/test/sync/echo"])
+        register_provider(atlas_stub, ASYNC, mcp_endpoint=f"http://{providers.base}/async/mcp",
+                          contracts=[RUN, f"{RUN}/status", f"{RUN}/cancel"])
+
+        def final(provider, contract, **args):
+            run_id = backend.start(CapabilityCall("plan", "op", contract, args, provider, "call"))
+            while True:
+                news.clear()
+                status = backend.status(run_id)
+                if status.terminal:
+                    return status
+                assert news.wait(30), f"{contract} of {provider} gave no news"
+
+        echoed = final(SYNC, "robonix/test/sync/echo", text="through Atlas")
+        assert (echoed.state, echoed.output) == ("SUCCEEDED", "through Atlas")
+        ran = final(ASYNC, RUN, duration_s=0.1, detail="arrived")
+        assert ran.state == "SUCCEEDED" and "arrived" in ran.output
+        unknown = final("gripper", "robonix/service/gripper/close")
+        assert unknown.state == "FAILED" and "provider 'gripper' is not registered with Atlas" in unknown.error
+
+        opened, closed = {}, set()  # each call's channel, closed as its work ends
+        while len(opened) < 2 or set(opened.values()) - closed:
+            line = standin.expect(rf"connect executor ({SYNC}|{ASYNC}) \S+ TRANSPORT_MCP (\S+)|disconnect (\S+) true")
+            if line.group(1):
+                opened[line.group(1)] = line.group(2)
+            else:
+                closed.add(line.group(3))
+        assert channels_to(atlas_stub, SYNC) == channels_to(atlas_stub, ASYNC) == []
+    finally:
+        backend.close()
+        providers.stop()
