@@ -105,8 +105,9 @@ class ReplyError(BtExecError):
     """A provider answered something the protocol does not allow; the message names what was wrong."""
 
 
-class _TooLarge(ReplyError):
-    """An HTTP reply over ``max_reply_bytes``: its reading stops there."""
+class _TooLarge(BaseException):
+    """An HTTP reply over ``max_reply_bytes``: its reading stops there. A BaseException: the MCP client logs an
+    Exception raised while it reads a reply and then waits for that reply forever; this one ends the session."""
 
 
 def mcp_url(endpoint: str) -> str:
@@ -189,6 +190,7 @@ class McpBackend:
         self._unread: collections.OrderedDict[str, float] = collections.OrderedDict()  # ended, unread: run_id -> when
         self._run_ids = itertools.count(1)
         self._tasks: set[asyncio.Task] = set()  # on the loop only
+        self._working = 0  # calls started whose work has not ended
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -263,6 +265,7 @@ class McpBackend:
                 return CallStatus("FAILED", error="the MCP backend is closed")
             run = _Call(f"mcp-{next(self._run_ids)}", call, CallStatus("RUNNING"))
             self._calls[run.run_id] = run
+            self._working += 1
             self._forget_stale()
         self._loop.call_soon_threadsafe(self._begin, run)
         return run.run_id
@@ -296,16 +299,26 @@ class McpBackend:
     @property
     def calls_in_flight(self) -> int:
         """Calls whose work (the MCP calls, a cancel being sent) has not ended yet, cancelled ones included."""
-        return len(self._tasks)
+        return self._working
 
     # --- on the loop ---------------------------------------------------------------------
 
     def _begin(self, run: _Call) -> None:
         if run.cancel_requested:  # cancelled before its work began: there is nothing to undo
+            self._work_ended()
             return
         run.task = self._loop.create_task(self._drive(run))
         self._tasks.add(run.task)
-        run.task.add_done_callback(self._tasks.discard)
+        run.task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        self._work_ended()
+
+    def _work_ended(self) -> None:
+        with self._lock:
+            self._working -= 1
+        self._tell()  # the call ended (its final state is set) and its work is over
 
     def _cancel_on_loop(self, run: _Call) -> None:
         task = run.task
@@ -392,9 +405,13 @@ class McpBackend:
                     result = await session.call_tool(name, args)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            leaves = list(_leaves(exc))
+            if not all(isinstance(leaf, (Exception, _TooLarge)) for leaf in leaves):
+                raise  # a cancel or an interrupt, not the provider's doing
+            too_large = [leaf for leaf in leaves if isinstance(leaf, _TooLarge)]
             what = f"MCP call_tool {name!r} failed" if connected else f"MCP HTTP connect to {url!r} failed"
-            raise ReplyError(f"{what}: {describe(exc)}") from None
+            raise ReplyError(f"{what}: {describe(too_large[0] if too_large else exc)}") from None
         texts = [item.text for item in result.content if getattr(item, "type", None) == "text"]
         return _Reply(bool(result.isError), "\n".join(texts), len(result.content) - len(texts))
 
@@ -443,7 +460,6 @@ class McpBackend:
                 run.ended_at = time.monotonic()
                 if run.run_id in self._calls:
                     self._unread[run.run_id] = run.ended_at
-        self._tell()
 
     def _tell(self) -> None:
         if self._notify is not None:

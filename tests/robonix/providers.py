@@ -17,7 +17,8 @@ tools ``status`` and ``cancel``. Three providers share the port, each at its own
   legacy providers do); ``status`` answers ``{"state", "detail"}``: ``running_state`` (RUNNING unless
   asked otherwise) for ``duration_s`` after the start, then ``outcome`` (or CANCELED once cancelled);
   ``status_reply`` makes it answer garbage instead (``not_json``, ``no_state``, ``unknown_state``,
-  ``error``); ``cancel`` cancels the run.
+  ``error``); ``reply_after_s`` holds the start's answer back that long after the run began; ``cancel``
+  cancels the run.
 * ``/garbage/mcp``: answers the MCP handshake, then every tool call with a result that is not a
   CallToolResult.
 
@@ -119,14 +120,16 @@ _latest: list[str] = []
 
 
 @async_provider.tool()
-def run(duration_s: float = 0.2, outcome: str = "SUCCEEDED", detail: str = "", status_reply: str = "json",
-        with_run_id: bool = True, running_state: str = "RUNNING") -> str:
-    """Starts a run that reports ``running_state`` for ``duration_s``, then ``outcome`` with ``detail``."""
+async def run(duration_s: float = 0.2, outcome: str = "SUCCEEDED", detail: str = "", status_reply: str = "json",
+              with_run_id: bool = True, running_state: str = "RUNNING", reply_after_s: float = 0.0) -> str:
+    """Starts a run that reports ``running_state`` for ``duration_s``, then ``outcome`` with ``detail``; the
+    start is answered ``reply_after_s`` after the run began."""
     run_id = uuid.uuid4().hex
     _runs[run_id] = {"started": time.monotonic(), "duration_s": duration_s, "outcome": outcome, "detail": detail,
                      "status_reply": status_reply, "running_state": running_state, "polls": 0, "cancelled": False,
                      "cancelled_by": None}
     _latest[:] = [run_id]
+    await asyncio.sleep(reply_after_s)
     return json.dumps({"run_id": run_id, "accepted": True} if with_run_id else {"accepted": True})
 
 
