@@ -269,7 +269,7 @@ ROUTES: tuple[Route, ...] = (
 )
 
 ROUTES_BY_NAME = {route.name: route for route in ROUTES}
-DOORS = ("http", "mcp", "ros")
+DOORS = ("http", "mcp", "ros", "robonix")
 
 
 def route_named(routes: dict[str, Route], name: str) -> Route:
@@ -417,7 +417,8 @@ class ControlCalls:
     def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
         """Run operation ``name`` with ``args``: its answer, or the typed ControlError that refuses it (NotFound
         for an unknown name, BadArgument for bad arguments, whatever the executor raises).
-        ``door``: "http", "mcp" or "ros", what the executor's events say a stop point was armed or disarmed over."""
+        ``door``: "http", "mcp", "ros" or "robonix", what the executor's events say a stop point was armed or disarmed
+        over."""
         route = route_named(ROUTES_BY_NAME, name)
         args = route.checked(args)
         if route.says_door:

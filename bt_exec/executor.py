@@ -278,7 +278,7 @@ class Executor:
         op finished, before the next op starts).
 
         A StopGuard is placed above the op (an op already running goes on untouched and
-        is checked when it completes). ``source``: the door that asks (api, http, mcp, ros,
+        is checked when it completes). ``source``: the door that asks (api, http, mcp, ros, robonix,
         builtin), named by the ``stop_point`` events.
         """
         plan_id, op_id, when = self._stop_point_args(plan_id, op_id, when, source, "stop_plan_at")

@@ -19,7 +19,7 @@ from .plan_views import plan_shape
 from .stop_points import StopPoints
 
 # Who arms or disarms a stop point: the Python API, a door, or a plan (a builtin call or a meta op).
-STOP_POINT_SOURCES = ("api", "http", "mcp", "ros", "builtin")
+STOP_POINT_SOURCES = ("api", "http", "mcp", "ros", "robonix", "builtin")
 
 
 class PlanRun:
