@@ -259,6 +259,8 @@ class AtlasClient:
                 try:
                     self.register(registration)
                 except AtlasError as error:
+                    if self._stop.is_set():  # closed mid-registration: its calls failed on the closed channel
+                        return
                     log.warning("Atlas at %s: registration attempt %d failed: %s; next try in %.1f s",
                                 self.endpoint, attempt, error, retry_s)
                     wait_s, retry_s = retry_s, min(retry_s * 2, retry_max_s)
@@ -272,6 +274,8 @@ class AtlasClient:
             try:
                 self.heartbeat()
             except AtlasError as error:
+                if self._stop.is_set():
+                    return
                 if error.code == "NOT_FOUND":
                     log.warning("Atlas at %s no longer knows '%s' (it restarted or evicted it): registering again",
                                 self.endpoint, self.provider_id)
