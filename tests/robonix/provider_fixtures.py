@@ -6,6 +6,7 @@ import pathlib
 import selectors
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.request
 
@@ -20,8 +21,9 @@ class ProviderProcess:
     """``python tests/robonix/providers.py`` on a free port: started, waited for by its READY line, stopped."""
 
     def __init__(self, ready_timeout_s: float = 60.0):
+        self.log = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads while the tests run would fill and stall it
         self.process = subprocess.Popen([sys.executable, str(PROVIDERS), "--port", "0"], stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
+                                        stderr=self.log, text=True)
         selector = selectors.DefaultSelector()
         selector.register(self.process.stdout, selectors.EVENT_READ)
         ready = selector.select(ready_timeout_s)
@@ -29,7 +31,8 @@ class ProviderProcess:
         line = self.process.stdout.readline() if ready else ""
         if not line.startswith("READY "):
             self.stop()
-            raise RuntimeError(f"the stand-in providers did not start: {line!r} {self.process.stderr.read()}")
+            self.log.seek(0)
+            raise RuntimeError(f"the stand-in providers did not start: {line!r} {self.log.read()}")
         self.port = int(line.split()[1])
         self.base = f"127.0.0.1:{self.port}"
 
@@ -47,7 +50,7 @@ class ProviderProcess:
                 self.process.kill()
                 self.process.wait()
         self.process.stdout.close()
-        self.process.stderr.close()
+        self.log.close()
 
 
 class TableResolver:
