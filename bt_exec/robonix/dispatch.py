@@ -136,7 +136,6 @@ class _Call:
     ended_at: float | None = None
     task: asyncio.Task | None = None
     endpoint: Endpoint | None = None
-    released: bool = False  # the endpoint went back (or will, once a resolve still running returns)
     provider_run_id: str = ""  # an asynchronous capability's run_id, from its first reply
     start_sent: bool = False  # an asynchronous capability's run was asked for: a cancel must reach it
     cancel_requested: bool = False
@@ -154,7 +153,7 @@ class McpBackend:
 
     ``resolver``: a ``Resolver``. ``poll_period_s``: how often an asynchronous capability's status is
     asked. ``cancel_timeout_s``: the longest a cancel spends telling an asynchronous capability (its
-    start reply still awaited, then ``<id>/cancel``). ``notify``: called from the backend's loop thread
+    start reply still awaited, then ``<id>/cancel``). ``notify``: called from the backend's threads
     whenever a call's state changed (it ended, or its status moved); it must not block: pass whatever
     wakes the caller's tick loop, so the change is taken at once rather than at its next period.
     ``resolve_workers``: the threads the resolver's calls (and the loop's other blocking work) run on.
@@ -267,7 +266,7 @@ class McpBackend:
             self._calls[run.run_id] = run
             self._working += 1
             self._forget_stale()
-        self._loop.call_soon_threadsafe(self._begin, run)
+            self._pool.submit(self._resolve, run)  # then on to the loop: one thread hop fewer than through it
         return run.run_id
 
     def status(self, run_id: str) -> CallStatus:
@@ -304,7 +303,8 @@ class McpBackend:
     # --- on the loop ---------------------------------------------------------------------
 
     def _begin(self, run: _Call) -> None:
-        if run.cancel_requested:  # cancelled before its work began: there is nothing to undo
+        if run.cancel_requested:  # cancelled before its MCP calls began: the endpoint goes back, nothing else
+            self._release(run)
             self._work_ended()
             return
         run.task = self._loop.create_task(self._drive(run))
@@ -344,10 +344,7 @@ class McpBackend:
         self._end(run, outcome)
 
     async def _call(self, run: _Call) -> CallStatus | None:
-        call = run.call
-        endpoint = await self._loop.run_in_executor(self._pool, self._resolve, run)
-        if endpoint is None or run.cancel_requested:
-            return None
+        call, endpoint = run.call, run.endpoint
         url = mcp_url(endpoint.url)
         if not endpoint.asynchronous:
             reply = await self._call_tool(url, tool_name(call.cap), call.args)
@@ -415,9 +412,28 @@ class McpBackend:
         texts = [item.text for item in result.content if getattr(item, "type", None) == "text"]
         return _Reply(bool(result.isError), "\n".join(texts), len(result.content) - len(texts))
 
-    def _resolve(self, run: _Call) -> Endpoint | None:
-        """On the pool: the endpoint, kept on the call unless it ended meanwhile (then it goes back at once)."""
-        call = run.call
+    # --- on the pool -------------------------------------------------------------------
+
+    def _resolve(self, run: _Call) -> None:
+        """The call's endpoint, then its MCP calls handed to the loop; a call cancelled meanwhile goes no further."""
+        if run.cancel_requested:
+            self._work_ended()
+            return
+        try:
+            endpoint = self._endpoint_of(run.call)
+        except ResolveError as exc:
+            self._end(run, CallStatus("FAILED", error=self._cut(str(exc))))
+            self._work_ended()
+            return
+        with self._lock:
+            run.endpoint = endpoint
+        try:
+            self._loop.call_soon_threadsafe(self._begin, run)
+        except RuntimeError:  # the loop was closed meanwhile
+            self._release(run)
+            self._work_ended()
+
+    def _endpoint_of(self, call: CapabilityCall) -> Endpoint:
         try:
             endpoint = self.resolver.resolve(call.provider, call.cap)
         except ResolveError:
@@ -426,19 +442,18 @@ class McpBackend:
             raise ResolveError(f"resolving {call.cap} of provider {call.provider!r} failed: {describe(exc)}") from None
         if not isinstance(endpoint, Endpoint) or not isinstance(endpoint.url, str):
             raise ResolveError(f"the resolver answered {_quote(repr(endpoint))} for {call.cap}, not an Endpoint")
-        with self._lock:
-            if not run.released:
-                run.endpoint = endpoint
-                return endpoint
-        self._release_endpoint(endpoint)
-        return None
+        return endpoint
 
     def _release(self, run: _Call) -> None:
+        """The call's endpoint back to the resolver, once (from any thread)."""
         with self._lock:
-            run.released = True
             endpoint, run.endpoint = run.endpoint, None
-        if endpoint is not None:
+        if endpoint is None:
+            return
+        try:
             self._pool.submit(self._release_endpoint, endpoint)
+        except RuntimeError:  # the pool is shut down: release it here
+            self._release_endpoint(endpoint)
 
     def _release_endpoint(self, endpoint: Endpoint) -> None:
         try:
