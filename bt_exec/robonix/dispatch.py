@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import functools
 import itertools
 import json
 import logging
@@ -304,21 +305,20 @@ class McpBackend:
 
     def _begin(self, run: _Call) -> None:
         if run.cancel_requested:  # cancelled before its MCP calls began: the endpoint goes back, nothing else
-            self._release(run)
-            self._work_ended()
+            self._close_call(run)
             return
         run.task = self._loop.create_task(self._drive(run))
         self._tasks.add(run.task)
-        run.task.add_done_callback(self._task_done)
+        run.task.add_done_callback(functools.partial(self._task_done, run))
 
-    def _task_done(self, task: asyncio.Task) -> None:
+    def _task_done(self, run: _Call, task: asyncio.Task) -> None:
         self._tasks.discard(task)
-        self._work_ended()
+        self._close_call(run)
 
     def _work_ended(self) -> None:
         with self._lock:
             self._working -= 1
-        self._tell()  # the call ended (its final state is set) and its work is over
+        self._tell()  # its work is over too (calls_in_flight counts one fewer)
 
     def _cancel_on_loop(self, run: _Call) -> None:
         task = run.task
@@ -339,8 +339,6 @@ class McpBackend:
             pass  # cancel() set the final state; the task just ends
         except Exception as exc:
             outcome = CallStatus("FAILED", error=self._cut(describe(exc)))
-        finally:
-            self._release(run)
         self._end(run, outcome)
 
     async def _call(self, run: _Call) -> CallStatus | None:
@@ -430,8 +428,7 @@ class McpBackend:
         try:
             self._loop.call_soon_threadsafe(self._begin, run)
         except RuntimeError:  # the loop was closed meanwhile
-            self._release(run)
-            self._work_ended()
+            self._close_call(run)
 
     def _endpoint_of(self, call: CapabilityCall) -> Endpoint:
         try:
@@ -444,22 +441,25 @@ class McpBackend:
             raise ResolveError(f"the resolver answered {_quote(repr(endpoint))} for {call.cap}, not an Endpoint")
         return endpoint
 
-    def _release(self, run: _Call) -> None:
-        """The call's endpoint back to the resolver, once (from any thread)."""
+    def _close_call(self, run: _Call) -> None:
+        """The call's work is over: its endpoint goes back to the resolver (on the pool), then it no longer
+        counts as in flight."""
         with self._lock:
             endpoint, run.endpoint = run.endpoint, None
         if endpoint is None:
+            self._work_ended()
             return
         try:
-            self._pool.submit(self._release_endpoint, endpoint)
+            self._pool.submit(self._release_then_end, endpoint)
         except RuntimeError:  # the pool is shut down: release it here
-            self._release_endpoint(endpoint)
+            self._release_then_end(endpoint)
 
-    def _release_endpoint(self, endpoint: Endpoint) -> None:
+    def _release_then_end(self, endpoint: Endpoint) -> None:
         try:
             self.resolver.release(endpoint)
         except Exception as exc:
             log.warning("MCP backend: releasing %s failed: %s", endpoint.url, describe(exc))
+        self._work_ended()
 
     def _progress(self, run: _Call, status: CallStatus) -> None:
         with self._lock:
@@ -470,11 +470,14 @@ class McpBackend:
 
     def _end(self, run: _Call, outcome: CallStatus | None) -> None:
         with self._lock:
-            if run.final is None:
+            ended = run.final is None
+            if ended:
                 run.final = outcome or CallStatus("CANCELED", error="canceled on request")
                 run.ended_at = time.monotonic()
                 if run.run_id in self._calls:
                     self._unread[run.run_id] = run.ended_at
+        if ended:
+            self._tell()  # at once: the endpoint's release that follows is no reason to keep the caller waiting
 
     def _tell(self) -> None:
         if self._notify is not None:
