@@ -43,6 +43,9 @@ HEALTH_TTL_MS = 5000
 # that refuse trailers past 8 KiB (gRPC's default), so the whole message is kept under this many bytes encoded.
 MAX_REFUSAL_BYTES = 4096
 _MAX_REASON_CHARS = 1000
+# A call's output or error beyond this is cut (at most 1 MiB of UTF-8 each), so that its event stays within what a
+# client reads of one message (4 MiB) whatever result size the executor keeps (16 KiB by default).
+MAX_OUTPUT_CHARS = 256 * 1024
 _MAX_ISSUE_MESSAGE_CHARS = 300
 _STOP_ON_ENTER = "stop point on_enter"  # how a bt_exec op stopped before it started is detailed
 
@@ -203,8 +206,8 @@ def operator_detail(kind: int, op_id: str, description: str, state: str, detail:
 
 def leaf_result(node: PlanNode, result: object, detail: str):
     """A do node's ``CapabilityCallResult``: the call's ids as the plan gave them, its success, output (text as
-    the provider gave it; any other value as JSON) and error. A call that ended without a result (torn down while
-    it ran) failed, with the reason as its error."""
+    the provider gave it; any other value as JSON; past ``MAX_OUTPUT_CHARS`` cut, saying so) and error. A call that
+    ended without a result (torn down while it ran) failed, with the reason as its error."""
     message = pilot_pb2.CapabilityCallResult(call_id=node.call_id, provider_id=node.provider_id,
                                              contract_id=node.contract_id)
     if not isinstance(result, dict):
@@ -214,9 +217,11 @@ def leaf_result(node: PlanNode, result: object, detail: str):
         message.call_id = result["call_id"]
     message.success = result.get("success") is True
     output = result.get("output")
-    message.output = utf8(output) if isinstance(output, str) else "" if output is None else \
+    text = utf8(output) if isinstance(output, str) else "" if output is None else \
         dumps(output, separators=(",", ":"), default=str)
-    message.error = utf8(str(result.get("error") or ""))
+    message.output = text if len(text) <= MAX_OUTPUT_CHARS else \
+        f"{text[:MAX_OUTPUT_CHARS]}… (cut: {len(text)} characters in all)"
+    message.error = utf8(str(result.get("error") or ""))[:MAX_OUTPUT_CHARS]
     return message
 
 

@@ -20,12 +20,17 @@ door by bt_exec's id.
 When the Execute client goes away mid-plan the plan runs on to its end, as robonix-executor's does (its plan task
 keeps running and ignores that the stream is gone); ``ControlPlan`` and ``ListActivePlans`` still reach it.
 
+``plan_started`` goes out before the plan starts (its start is held until then): its first tick would otherwise
+hold the interpreter while this loop waits to write.
+
 Bounds: at most ``max_streams`` Execute streams at once (one more: RESOURCE_EXHAUSTED). Events wait for a slow
-client in its stream's backlog, at most ``max_backlog_bytes`` of them, and at most ``max_total_backlog_bytes``
-over all streams (then the stream furthest behind is the one ended): past either, that stream is ended with
-RESOURCE_EXHAUSTED, its backlog dropped, and the plan runs on; the executor's thread never waits for a client.
-Requests are at most the executor's ``max_input_bytes``; an answer at most 4 MiB (what Robonix's clients read).
-A request that is not the protobuf it should be is refused INVALID_ARGUMENT, and the server serves on.
+client in its stream's backlog, at most every event its plan can give (``events_allowance``) plus
+``max_backlog_bytes``, and at most ``max_total_backlog_bytes`` over all streams (then the stream furthest behind
+is the one ended): past either, that stream is ended with RESOURCE_EXHAUSTED, its backlog dropped, and the plan
+runs on; the executor's thread never waits for a client. Requests are at most the executor's
+``max_input_bytes``; an answer at most 4 MiB (what Robonix's clients read). A request that is not the protobuf it
+should be is refused INVALID_ARGUMENT, and the server serves on. bt_exec's event stream for the door is drained
+as soon as it has news; events it dropped when full are made good from the plans' final records.
 """
 from __future__ import annotations
 

@@ -83,3 +83,5 @@ def test_an_output_that_is_not_text_goes_as_json_and_text_as_it_is():
     assert convert.leaf_result(node, {"success": True, "output": {"v": float("nan")}}, "").output == '{"v":"NaN"}'
     assert convert.leaf_result(node, {"success": True, "output": "plain \ud800"}, "").output == "plain ?"
     assert convert.leaf_result(node, None, "torn down").error == "torn down"
+    cut = convert.leaf_result(node, {"success": True, "output": "x" * (convert.MAX_OUTPUT_CHARS + 5)}, "").output
+    assert cut.startswith("x" * 1000) and cut.endswith(f"(cut: {convert.MAX_OUTPUT_CHARS + 5} characters in all)")

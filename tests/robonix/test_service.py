@@ -301,6 +301,15 @@ def test_a_plan_over_the_executors_limits_is_refused_with_the_limit_issue(serve)
     assert details["issues"][0]["code"] == "too_many_ops"
 
 
+def test_a_plan_over_the_executors_byte_limit_is_refused_before_it_is_read(serve):
+    served = serve({"limits": Limits(max_input_bytes=100_000)})
+    with pytest.raises(grpc.RpcError) as refused:
+        next(served.execute(plan_of("heavy", do("a", QUICK, description="x" * 200_000)), timeout=WAIT_S))
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "larger than max" in refused.value.details()
+    assert served.executor.get_finished_plans()["plans"] == []
+
+
 def test_malformed_protobuf_is_refused_and_the_server_serves_on(served):
     raw = served.channel.unary_stream(EXECUTE)  # no serializers: the bytes go as they are
     with pytest.raises(grpc.RpcError) as refused:
