@@ -23,7 +23,8 @@ SEQUENCE, PARALLEL, DO = 0, 1, 2
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELED = 0, 1, 2, 3, 4
 PLAN_STARTED, NODE_STATE, PLAN_COMPLETE = 0, 1, 2
 QUICK, SHORT, LONG, BROKEN = "robonix/test/quick", "robonix/test/short", "robonix/test/long", "robonix/test/broken"
-SCRIPT = {"caps": {QUICK: {}, SHORT: {"duration_s": 0.05}, LONG: {"duration_s": 600},
+BULKY = "robonix/test/bulky"
+SCRIPT = {"caps": {QUICK: {}, SHORT: {"duration_s": 0.05}, LONG: {"duration_s": 600}, BULKY: {"output": "y" * 200_000},
                    BROKEN: {"outcome": "failure", "error": "gripper jammed"}, "arm.wave": {"duration_s": 600}}}
 EXECUTE = "/robonix.contracts.RobonixSystemExecutorExecute/Execute"
 CONTROL = "/robonix.contracts.RobonixSystemExecutorControlPlan/ControlPlan"
@@ -517,6 +518,21 @@ def test_a_client_that_never_reads_is_cut_off_at_the_bound_and_others_go_on(serv
         assert served.executor.get_finished_plans()["plans"][-1]["outcome"] == "succeeded"
     finally:
         stuck_channel.close()
+
+
+def test_a_stream_further_behind_than_its_plan_can_be_is_ended_and_the_plan_runs_on(serve):
+    # No allowance beyond the plan's own events: an output of 200 kB is more than a client may be behind by.
+    served = serve({"max_result_bytes": 1 << 20}, max_backlog_bytes=0)
+    done = threading.Event()
+    served.executor.subscribe(lambda e: e["event"] == "plan_complete" and done.set())
+    stream = Stream(served.execute(plan_of("bulky", node(SEQUENCE, "r", "r", children=[1]), do("a", BULKY)),
+                                   timeout=WAIT_S))
+    with pytest.raises(grpc.RpcError) as ended:
+        stream.rest()
+    assert ended.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "fell" in ended.value.details() and "backlogs are full" not in ended.value.details()
+    assert done.wait(WAIT_S)
+    assert served.executor.get_finished_plans()["plans"][0]["outcome"] == "succeeded"
 
 
 def test_the_plan_runs_on_when_the_execute_client_goes_away(served):
