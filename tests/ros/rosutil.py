@@ -37,6 +37,8 @@ SIM_SCRIPT = {
     "caps": {
         "sim.slow": {"outcome": "success", "duration_s": 60},
         "sim.step": {"outcome": "success", "duration_s": 0.4},
+        # runs long enough for a few control calls to arrive while it does, on a loaded machine too
+        "sim.hold": {"outcome": "success", "duration_s": 2.5},
         "sim.fail": {"outcome": "failure", "duration_s": 0.02},
     },
 }

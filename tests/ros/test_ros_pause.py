@@ -95,8 +95,8 @@ def test_a_stop_point_armed_and_disarmed_over_ros_says_so_on_status(api):
 
 
 def test_pause_holds_the_next_op_and_resume_completes_the_plan(api):
-    plan_id = api.submit(plan(seq(do("sim.step"), do(), do())))
-    api.wait_status(plan_id, lambda status: states(status)[1] == "running")
+    plan_id = api.submit(plan(seq(do("sim.hold"), do(), do())))
+    first = api.wait_status(plan_id, lambda status: states(status)[1] == "running")["ops"][1]["op_id"]
     paused = api.call("pause", plan_id=plan_id)
     assert (paused.success, paused.changed) == (True, True) and "paused" in paused.message, paused.message
     (event,) = events_of(api, plan_id, "paused")
@@ -104,9 +104,10 @@ def test_pause_holds_the_next_op_and_resume_completes_the_plan(api):
     again = api.call("pause", plan_id=plan_id)
     assert (again.success, again.changed) == (True, False) and "already paused" in again.message
 
-    time.sleep(0.8)  # twice the first op's run: no op starts while paused
+    # the sim robot pauses the call in progress too, so the plan holds where it is: nothing after it starts
+    events_of(api, plan_id, "node_state", op_id=first, state="paused")
     status = api.status(plan_id)
-    assert status["paused"] is True and states(status)[2:] == ["pending", "pending"], status
+    assert status["paused"] is True and states(status)[1:] == ["paused", "pending", "pending"], status
     assert "outcome" not in status
     listed = json.loads(api.call("list_plans").plans_json)["plans"]
     assert [p["paused"] for p in listed if p["plan_id"] == plan_id] == [True]
@@ -127,7 +128,7 @@ def test_pause_holds_the_next_op_and_resume_completes_the_plan(api):
 
 
 def test_a_pause_point_armed_over_ros_fires_then_step_and_resume_go_on(api):
-    plan_id = api.submit(plan(seq(do("sim.step"), do(), do())))
+    plan_id = api.submit(plan(seq(do("sim.hold"), do(), do())))
     ids = [op["op_id"] for op in api.status(plan_id)["ops"]]
     armed = api.call("stop_at", plan_id=plan_id, op_id=ids[2], when="on_enter", action="pause")
     assert armed.success and "Pause point set" in armed.message, armed.message
