@@ -83,6 +83,21 @@ def msg_to_arena(plan) -> dict:
             "root_index": plan.root_index, "nodes": nodes}
 
 
+BUILTIN_PROVIDER = "executor"  # the provider id bt_exec's RTDL dialect reads as its own builtins
+
+
+def addressed_to_builtins(arena: dict, executor_id: str) -> dict:
+    """``arena`` with the calls to ``executor_id`` addressed to bt_exec's builtins: robonix-executor runs a do node
+    in process when its provider is the executor's own id, whatever ``--id`` named it. The arena itself is left
+    as it is (events and listings name the provider the plan gave)."""
+    if executor_id == BUILTIN_PROVIDER:
+        return arena
+    nodes = [dict(node, call=dict(node["call"], provider_id=BUILTIN_PROVIDER))
+             if node.get("call") and node["call"]["provider_id"] == executor_id else node
+             for node in arena["nodes"]]
+    return dict(arena, nodes=nodes)
+
+
 def plan_nodes(arena: dict) -> dict[str, PlanNode]:
     """Op id -> its node (the first node that has it), of ``msg_to_arena``'s arena."""
     nodes: dict[str, PlanNode] = {}

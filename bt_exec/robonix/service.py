@@ -306,7 +306,8 @@ class RobonixServer:
                 checked = await self._call(inline, self.control.call, "validate_plan",
                                            {"graph": arena, "dialect": "rtdl"})
                 return grpc.StatusCode.INVALID_ARGUMENT, convert.refusal_message(reason, checked["issues"])
-            answer = await self._call(inline, self._submits.call, "submit_plan", {"graph": arena, "dialect": "rtdl"})
+            graph = convert.addressed_to_builtins(arena, self.executor_id)
+            answer = await self._call(inline, self._submits.call, "submit_plan", {"graph": graph, "dialect": "rtdl"})
         except Exception as exc:  # never a dead server: the refusal or the bug's type, as every door answers it
             status, answer = error_answer(exc, "Execute")
             return _GRPC_STATUS.get(status, grpc.StatusCode.INTERNAL), answer["error"]["message"]

@@ -34,7 +34,8 @@ class Served:
     """An executor on the sim, its control surface, the server over it, and a client's stubs over a channel."""
 
     def __init__(self, executor_options=None, api_options=None, **server_options):
-        self.executor = bt_exec.Executor(bt_exec.SimBackend(SCRIPT), **(executor_options or {}))
+        self.backend = bt_exec.SimBackend(SCRIPT)
+        self.executor = bt_exec.Executor(self.backend, **(executor_options or {}))
         self.executor.start()
         self.api = ControlApi(self.executor, **(api_options or {}))
         self.server = RobonixServer(self.api, "executor-under-test", "127.0.0.1:0", **server_options)
@@ -51,6 +52,9 @@ class Served:
         self.server.stop(0)
         self.api.close()
         self.executor.close(wait_ms=5000)
+
+    def executor_backend_calls(self, cap) -> list:
+        return [call for call in self.backend.calls if call.cap == cap]
 
     def control_plan(self, action, plan_id="", op_id="", when="", wait_ms=0):
         return self.control(executor_pb2.ControlPlan_Request(action=action, plan_id=plan_id, op_id=op_id, when=when,
@@ -213,6 +217,18 @@ def test_a_failed_call_fails_its_sequence_and_the_plan(served):
     assert finals["root"].state == FAILED
     assert finals["root"].operator_detail.startswith(
         "RTDL sequence op_id=root failed because one or more child nodes failed: grip then lift (")
+
+
+def test_a_call_to_the_executors_own_id_runs_the_builtin_in_process(served):
+    builtin = "robonix/system/executor/builtin/get_all_plans"
+    plan = plan_of("pilot-plan-own", node(SEQUENCE, "root", "list then act", children=[1, 2]),
+                   do("list", builtin, provider="executor-under-test"), do("act", QUICK))
+    events = Stream(served.execute(plan, timeout=WAIT_S)).rest()
+    assert_framed(events, "pilot-plan-own", any_failed=False)
+    listed = final_states(events)["list"]
+    assert listed.state == SUCCEEDED and listed.leaf_result.provider_id == "executor-under-test"
+    assert len(json.loads(listed.leaf_result.output)["plans"]) == 1  # the builtin's answer: this plan, in flight
+    assert not served.executor_backend_calls(builtin), "a builtin never goes to the backend"
 
 
 def test_a_plan_without_plan_id_is_named_by_bt_exec_id(served):
