@@ -14,7 +14,8 @@ Figures:
 1. A one-node call through McpBackend, time added to a raw MCP call (the difference, p50 and p99).
    Pairs, interleaved: the raw call is what the backend does for a synchronous capability, written
    directly on the mcp client (one persistent httpx client, a streamable-HTTP session per call:
-   initialize, ``call_tool("echo")``, close) on an event loop in this thread; the backend's call is
+   initialize, the ``tools/call`` request for ``echo``, close; sent as the backend sends it, without
+   ``ClientSession.call_tool``'s listing of the tools first) on an event loop in this thread; the backend's call is
    ``start`` until ``status`` reads the final state, woken by the backend's ``notify`` (the resolver,
    the loop thread's hop and the state handed back, on top of the same MCP exchange). The difference
    of each pair, backend - raw. Bar: 2 ms at p50 (the issue's bar is on Execute's whole path; this is
@@ -63,6 +64,7 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def added_time(providers: ProviderProcess, pairs: int) -> dict:
     import httpx
+    import mcp.types as types
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -74,10 +76,12 @@ def added_time(providers: ProviderProcess, pairs: int) -> dict:
     http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
 
     async def raw_call() -> str:
+        request = types.ClientRequest(types.CallToolRequest(params=types.CallToolRequestParams(
+            name="echo", arguments={"text": "ping"})))
         async with streamable_http_client(url, http_client=http) as (read, write, _):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                result = await session.call_tool("echo", {"text": "ping"})
+                result = await session.send_request(request, types.CallToolResult)
         return result.content[0].text
 
     def backend_call() -> str:

@@ -171,12 +171,13 @@ class McpBackend:
             if not (isinstance(value, int) and value >= least):
                 raise ConfigError(f"McpBackend: {name} must be an integer of at least {least}, got {value!r}")
         try:
+            import mcp.types as mcp_types
             from mcp import ClientSession
             from mcp.client.streamable_http import streamable_http_client
         except ImportError as exc:
             raise ConfigError(f"calling Robonix capabilities over MCP needs the mcp package, 1.24 or later ({exc}): "
                               "pip install 'bt_exec[robonix]'") from None
-        self._session_type, self._open_transport = ClientSession, streamable_http_client
+        self._session_type, self._open_transport, self._types = ClientSession, streamable_http_client, mcp_types
         self.resolver = resolver
         self.poll_period_s = float(poll_period_s)
         self.cancel_timeout_s = float(cancel_timeout_s)
@@ -397,7 +398,13 @@ class McpBackend:
                 async with self._session_type(read, write) as session:
                     await session.initialize()
                     connected = True
-                    result = await session.call_tool(name, args)
+                    # Not session.call_tool: it lists the tools first (a round trip more) to check a tool's
+                    # structured output against its schema, and fails a call on it. Robonix's executor reads
+                    # the text contents alone, and so does this backend.
+                    request = self._types.CallToolRequest(params=self._types.CallToolRequestParams(name=name,
+                                                                                                  arguments=args))
+                    result = await session.send_request(self._types.ClientRequest(request),
+                                                        self._types.CallToolResult)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
