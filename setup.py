@@ -48,7 +48,8 @@ class BuildPyWithStubs(build_py):
         super().run()
 
 
-ROBONIX = ["grpcio>=1.62,<2", "grpcio-tools>=1.62,<2", "protobuf>=4.25,<8", "mcp>=1.10,<2"]
+# mcp 1.24 brought the streamable-HTTP client that takes a shared HTTP client, which the MCP dispatch uses
+ROBONIX = ["grpcio>=1.62,<2", "grpcio-tools>=1.62,<2", "protobuf>=4.25,<8", "mcp>=1.24,<2"]
 
 setup(
     name=PACKAGE,
