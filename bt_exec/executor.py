@@ -478,6 +478,11 @@ class Executor:
         """Run the tick loop in a thread of its own (the ROS node and the web server drive it so)."""
         self._runner.start()
 
+    def wake(self) -> None:
+        """Poll the watched sources now rather than at the next period: a backend whose call changed state calls
+        it (from any thread; it never blocks), so the change is ticked at once."""
+        self._runner.wake()
+
     def stop(self) -> None:
         """Stop the tick loop; plans stay in flight and can be ticked by hand."""
         self._runner.stop()

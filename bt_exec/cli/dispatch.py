@@ -17,7 +17,8 @@ import sys
 import bt_exec
 
 from ..errors import BtExecError, PlanError
-from . import fleet_commands, journal_commands, plan_commands, replay_commands, ros_commands, web_commands
+from . import (fleet_commands, journal_commands, plan_commands, replay_commands, robonix_commands, ros_commands,
+               web_commands)
 from .console import (EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, configure_logging,
                       error, make_output_safe, print_refusal)
 
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     fleet_commands.add_commands(commands)
     journal_commands.add_commands(commands)
     replay_commands.add_commands(commands)
+    robonix_commands.add_commands(commands)
     return parser
 
 

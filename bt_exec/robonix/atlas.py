@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bt_exec.compilers.catalog import BUILTIN_ARGS_SCHEMAS
+from bt_exec.robonix import DEFAULT_ATLAS, DEFAULT_PROVIDER_ID
 from bt_exec.robonix.dispatch import Endpoint, ResolveError
 from bt_exec.robonix.stubs import load_wire
 
@@ -29,8 +30,6 @@ import grpc  # noqa: E402  (installed: load_wire checked)
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ATLAS_ENDPOINT = "127.0.0.1:50051"
-DEFAULT_PROVIDER_ID = "executor"
 EXECUTOR_NAMESPACE = "robonix/system/executor"
 BUILTIN_CONTRACT_PREFIX = f"{EXECUTOR_NAMESPACE}/builtin/"
 HEARTBEAT_PERIOD_S = 20.0  # Atlas evicts a provider after about a minute without one
@@ -180,7 +179,7 @@ class AtlasClient:
     has a deadline (``deadline_s``). ``close`` stops the thread, takes the registration back (so Pilot is
     not sent to an executor that is gone) and closes the channel."""
 
-    def __init__(self, endpoint: str = DEFAULT_ATLAS_ENDPOINT, provider_id: str = DEFAULT_PROVIDER_ID, *,
+    def __init__(self, endpoint: str = DEFAULT_ATLAS, provider_id: str = DEFAULT_PROVIDER_ID, *,
                  deadline_s: float = CALL_DEADLINE_S):
         self.endpoint = endpoint
         self.provider_id = provider_id

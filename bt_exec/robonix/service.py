@@ -43,7 +43,7 @@ import threading
 from bt_exec.control import ControlCalls, error_answer
 from bt_exec.errors import BadArgument, BtExecError, ControlError, Conflict, NotFound
 from bt_exec.events.shapes import FINAL_STATES
-from bt_exec.robonix import convert
+from bt_exec.robonix import DEFAULT_LISTEN, convert
 from bt_exec.robonix.stubs import load_wire
 
 _wire = load_wire()  # raises StubsMissing, saying what to run, before grpc is needed
@@ -55,7 +55,6 @@ from bt_exec.robonix.wire import executor_pb2, module_health_pb2, pilot_pb2  # n
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LISTEN = "127.0.0.1:50072"
 DOOR = "robonix"  # what the executor's events name as the door of the stop points armed here
 MAX_STREAMS = 64  # Execute streams at once: an executor runs 64 plans at once by default
 # One stream's events waiting for its client, beyond every event its plan can give (events_allowance): outputs
