@@ -129,7 +129,8 @@ def expected_wait_s(name: str, args: object, limits: Limits = DEFAULT_LIMITS) ->
 @dataclass(frozen=True)
 class Route:
     """One operation. ``path`` may hold ``{plan_id}``; the other arguments come from the JSON body
-    (POST) or the query string (GET). ``tool``: also offered as an MCP tool."""
+    (POST) or the query string (GET). ``tool``: also offered as an MCP tool. ``says_door``: the call is told the
+    door it came over (``source``); ``holds_start``: the call takes ``ControlCalls.hold_start_s``."""
 
     name: str
     method: str
@@ -140,6 +141,7 @@ class Route:
     required: tuple[str, ...] = ()
     tool: bool = True
     says_door: bool = False
+    holds_start: bool = False
 
     @property
     def schema(self) -> dict:
@@ -223,11 +225,12 @@ ROUTES: tuple[Route, ...] = (
     Route("submit_plan", "POST", "/api/plans",
           "Validate and start a plan. Refused plans run nothing and come back with their issues. The same "
           "run_id again returns the first answer and runs nothing again.",
-          lambda ex, graph, dialect="auto", run_id=None: ex.submit(graph, run_id=run_id, dialect=dialect),
+          lambda ex, graph, dialect="auto", run_id=None, **held: ex.submit(graph, run_id=run_id, dialect=dialect,
+                                                                            **held),
           {"graph": _GRAPH, "dialect": _DIALECT,
            "run_id": {"description": "idempotency key for this submission", "type": "string", "minLength": 1,
                       "maxLength": 256}},
-          ("graph",)),
+          ("graph",), holds_start=True),
     Route("stop_plan_at", "POST", "/api/plans/{plan_id}/stop_at",
           "Arm a stop point: when execution reaches op_id (on_enter: before it starts; on_complete: when it "
           "ends) the whole plan is cancelled, or, with action pause, paused (a pause point: it fires once, and "
@@ -404,14 +407,18 @@ class WaitSlots:
 class ControlCalls:
     """The routes bound to one executor: ``call(name, args, door)``, the one way every door runs an operation.
 
-    ``max_waits``: how many ``wait_for_plan`` calls may wait at once (``WaitSlots``).
+    ``max_waits``: how many ``wait_for_plan`` calls may wait at once (``WaitSlots``). ``hold_start_s``: a plan
+    submitted through these calls is admitted with its start held that long (``Executor.submit``'s
+    ``hold_start_s``, 0 to 1 s), until the door calls ``Executor.release_start`` once it has answered: for a door
+    whose answer or first event must go out before the plan's first tick.
     """
 
     routes = ROUTES
 
-    def __init__(self, executor, max_waits: int = MAX_WAITS):
+    def __init__(self, executor, max_waits: int = MAX_WAITS, *, hold_start_s: float = 0.0):
         self.executor = executor
         self.max_waits = max_waits
+        self.hold_start_s = hold_start_s
         self._waits = WaitSlots(max_waits)
 
     def call(self, name: str, args: dict | None = None, door: str = "http") -> dict:
@@ -423,6 +430,8 @@ class ControlCalls:
         args = route.checked(args)
         if route.says_door:
             args = {**args, "source": door if door in DOORS else "http"}
+        if route.holds_start and self.hold_start_s:
+            args = {**args, "hold_start_s": self.hold_start_s}
         with self._waits.held() if name == "wait_for_plan" else contextlib.nullcontext():
             return route.call(self.executor, **args)
 

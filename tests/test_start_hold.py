@@ -5,6 +5,9 @@ import time
 import pytest
 from rtdl_plans import do, seq
 
+from bt_exec.control import ControlCalls
+from bt_exec.errors import BadArgument
+
 HOLD_S = 1.0  # the longest hold: a test that sees the plan start early did not wait for the hold to run out
 
 
@@ -77,3 +80,20 @@ def test_a_hold_out_of_range_is_refused(make_executor, hold):
     with pytest.raises(ValueError, match="hold_start_s"):
         ex.submit(seq(do()), hold_start_s=hold)
     assert ex.get_all_plans()["count"] == 0
+
+
+def test_control_calls_hold_the_starts_of_the_plans_they_submit(make_executor, events):
+    """A door's dispatcher (``ControlCalls(hold_start_s=...)``) holds what it submits, and nothing else; a caller
+    cannot ask for a hold through the route's arguments."""
+    ex = make_executor({"default": {"duration_s": 0.0}})
+    held_calls, plain_calls = ControlCalls(ex, hold_start_s=HOLD_S), ControlCalls(ex)
+    held = held_calls.call("submit_plan", {"graph": seq(do())})["plan_id"]
+    plain = plain_calls.call("submit_plan", {"graph": seq(do())})["plan_id"]
+    ex.tick_once()
+    assert kinds(events, held) == [] and kinds(events, plain)[0] == "plan_started"
+    # The other calls reach the executor as they are.
+    assert held in [plan["plan_id"] for plan in held_calls.call("get_all_plans")["plans"]]
+    ex.release_start(held)
+    assert ex.run_until_complete(held, timeout=5)["outcome"] == "succeeded"
+    with pytest.raises(BadArgument, match="hold_start_s"):
+        plain_calls.call("submit_plan", {"graph": seq(do()), "hold_start_s": HOLD_S})

@@ -78,21 +78,6 @@ class ServeError(BtExecError):
     left for it."""
 
 
-class _HeldStarts:
-    """The executor as Execute submits to it: a plan is admitted with its start held (``Executor.submit``'s
-    ``hold_start_s``) until its stream is ready for its events, so none is published before."""
-
-    def __init__(self, executor):
-        self._executor = executor
-
-    def __getattr__(self, name: str):
-        return getattr(self._executor, name)
-
-    def submit(self, source, run_id: str | None = None, dialect: str = "auto") -> dict:
-        """``Executor.submit``, the plan's start held."""
-        return self._executor.submit(source, run_id=run_id, dialect=dialect, hold_start_s=START_HOLD_S)
-
-
 class _Stream:
     """One Execute call's events on their way out: the serialized ``RtdlEvent``s its client has not taken yet."""
 
@@ -144,7 +129,8 @@ class RobonixServer:
         self.max_backlog_bytes = max_backlog_bytes
         self.max_total_backlog_bytes = max_total_backlog_bytes
         self.address: str | None = None
-        self._submits = ControlCalls(_HeldStarts(control.executor))
+        # Execute's submits: a plan's start held until its stream is ready for its events, so none is published before.
+        self._submits = ControlCalls(control.executor, hold_start_s=START_HOLD_S)
         self._max_request_bytes = control.executor.limits.max_input_bytes
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

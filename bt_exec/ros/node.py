@@ -119,7 +119,8 @@ class ExecutorNode(Node):
             self.destroy_node()
             raise
         self._group = ReentrantCallbackGroup()
-        self._calls = ControlCalls(_StartsHeld(self.bt))
+        # A plan submitted here is held until ~/submit's answer has been sent (_start_after_answer releases it).
+        self._calls = ControlCalls(self.bt, hold_start_s=ANSWER_FIRST_S)
         self._pool = concurrent.futures.ThreadPoolExecutor(SUBMIT_WORKERS, thread_name_prefix="bt_exec-submit")
         # A waiting cancel holds one of these threads: one for each plan there may be and one for a cancel of
         # all, so a cancel is never queued behind the waits of others (only behind a cancel of the same plans).
@@ -512,22 +513,6 @@ class ExecutorNode(Node):
             return convert.status_to_msg(status, answer, response)
         except Exception as exc:  # never a dead service
             return convert.status_to_msg(*error_answer(exc, "~/get_status"), response)
-
-
-class _StartsHeld:
-    """The executor as the node's typed services reach it through the control dispatcher: the same, but a plan
-    submitted here is admitted with its start held for ANSWER_FIRST_S (``Executor.submit``'s ``hold_start_s``),
-    which ``~/submit`` releases once its answer has been sent (``ExecutorNode._start_after_answer``)."""
-
-    def __init__(self, executor: Executor):
-        self._executor = executor
-
-    def __getattr__(self, name: str):
-        return getattr(self._executor, name)
-
-    def submit(self, source, run_id: str | None = None, dialect: str = "auto") -> dict:
-        """``Executor.submit``, the plan's start held."""
-        return self._executor.submit(source, run_id=run_id, dialect=dialect, hold_start_s=ANSWER_FIRST_S)
 
 
 # --- process --------------------------------------------------------------------
