@@ -171,13 +171,13 @@ ROUTES: tuple[Route, ...] = (
           lambda ex: ex.get_all_plans()),
     Route("get_plan_status", "GET", "/api/plans/{plan_id}/status",
           "Live state of every op of an in-flight plan (op ids, kinds, descriptions, states, stop points, each "
-          "call's cap and args). For a "
+          "call's cap, args and the provider its plan names). For a "
           "large plan ask for summary=true (counts by state, running and failed ops), states or op_ids, and "
           "bound the answer with max_chars.",
           lambda ex, plan_id, **view: ex.get_plan_status(plan_id, **view),
           {"plan_id": _PLAN_ID, **_OP_VIEW,
-           "with_args": {"description": "list each call's cap and args (args past 4 KiB as a marker; get_op has "
-                                        "them whole)", "type": "boolean", "default": True}},
+           "with_args": {"description": "list each call's cap, provider and args (args past 4 KiB as a marker; "
+                                        "get_op has them whole)", "type": "boolean", "default": True}},
           ("plan_id",)),
     Route("get_op", "GET", "/api/plans/{plan_id}/ops/{op_id}",
           "One op of a plan in flight or finished, whole: its state, cap, args (never cut, where status and tree "

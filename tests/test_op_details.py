@@ -20,15 +20,30 @@ def test_status_lists_each_calls_cap_and_args_cutting_large_args_to_a_marker(mak
     ex = make_executor({"default": {"duration_s": 1.0}})
     plan_id = ex.submit(PLAN)["plan_id"]
     ops = ops_by_id(ex.get_plan_status(plan_id)["ops"])
-    assert (ops["2"]["cap"], ops["2"]["args"]) == ("arm.reach", {"x": 1.5})
-    assert "cap" not in ops["1"] and "args" not in ops["3"], "composites have no call"
+    assert (ops["2"]["cap"], ops["2"]["args"], ops["2"]["provider"]) == ("arm.reach", {"x": 1.5}, "arm")
+    assert "cap" not in ops["1"] and "args" not in ops["3"] and "provider" not in ops["3"], "composites have no call"
     marker = ops["4"]["args"]
     assert marker["truncated"] is True and marker["bytes"] > ARGS_SHOWN_CHARS
     assert marker["preview"].startswith('{"poses"')
     bare = ops_by_id(ex.get_plan_status(plan_id, with_args=False)["ops"])
-    assert "cap" not in bare["2"] and "args" not in bare["2"]
+    assert "cap" not in bare["2"] and "args" not in bare["2"] and "provider" not in bare["2"]
     with pytest.raises(bt_exec.ControlError, match="with_args must be true or false"):
         ex.get_plan_status(plan_id, with_args="no")
+
+
+def test_status_names_a_calls_provider_where_the_plan_names_one(make_executor):
+    ex = make_executor({"default": {"duration_s": 1.0}})
+    arena = {"plan_id": "p", "root_index": 0, "nodes": [
+        {"node_kind": 0, "children": [1, 2], "op_id": "root", "description": "two calls"},
+        {"node_kind": 2, "children": [], "op_id": "named", "description": "a provider named",
+         "call": {"call_id": "c1", "provider_id": "arm_a", "contract_id": "sim.act", "args_json": "{}"}},
+        {"node_kind": 2, "children": [], "op_id": "unnamed", "description": "no provider named",
+         "call": {"call_id": "c2", "contract_id": "sim.act", "args_json": "{}"}}]}
+    answer = ex.submit(arena)
+    assert answer["accepted"], answer
+    ops = ops_by_id(ex.get_plan_status(answer["plan_id"])["ops"])
+    assert ops["named"]["provider"] == "arm_a"
+    assert "provider" not in ops["unnamed"] and "provider" not in ops["root"]
 
 
 def test_get_op_gives_the_whole_op_live_and_finished(make_executor):

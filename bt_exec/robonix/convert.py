@@ -360,12 +360,12 @@ def active_plan(listing: dict, status: dict, plan_id: str, nodes: dict[str, Plan
     ``ops``, each with ``op_id``, ``kind``, ``description``, ``provider_id``, ``contract_id`` and ``state`` in
     ``get_plan_status``' words. ``nodes``: the plan's ``plan_nodes`` when it came over Execute (its ops are
     then in arena order, with their provider); None for another door's plan (its ops in plan order, the
-    contract its ``cap``, no provider)."""
+    contract its ``cap``, the provider the status names for it, else none)."""
     ops = []
     for op in status["ops"]:
         node = nodes.get(op["op_id"]) if nodes is not None else None
         ops.append({"op_id": op["op_id"], "kind": op["kind"], "description": op["description"],
-                    "provider_id": node.provider_id if node is not None else "",
+                    "provider_id": node.provider_id if node is not None else op.get("provider") or "",
                     "contract_id": node.contract_id if node is not None else op.get("cap") or "",
                     "state": op["state"]})
     if nodes is not None:

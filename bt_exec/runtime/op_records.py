@@ -11,6 +11,7 @@ _DESCRIPTION = attrgetter("description")
 _KIND = attrgetter("kind")
 _CAP = attrgetter("cap")
 _ARGS = attrgetter("args")
+_PROVIDER = attrgetter("provider")
 # Compact JSON of one op's entry beyond its own texts: keys, quotes, state, stop point, times.
 _STATUS_ENTRY_CHARS = 90
 _RECORD_ENTRY_CHARS = 180
@@ -154,10 +155,11 @@ class OpRecords(dict):
         return size
 
     def op_text_chars(self) -> int:
-        """The characters of every op's id, kind, description and cap: counted once, when first asked."""
+        """The characters of every op's id, kind, description, cap and provider: counted once, when first asked."""
         if self._op_text_chars is None:
             ops = self.plan.ops
             self._op_text_chars = (2 * sum(map(len, ops)) + sum(map(len, map(_DESCRIPTION, ops.values())))
                                    + sum(map(len, map(_KIND, ops.values())))
-                                   + sum(map(len, filter(None, map(_CAP, ops.values())))))
+                                   + sum(map(len, filter(None, map(_CAP, ops.values()))))
+                                   + sum(map(len, filter(None, map(_PROVIDER, ops.values())))))
         return self._op_text_chars

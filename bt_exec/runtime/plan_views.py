@@ -72,8 +72,8 @@ def snapshot(run) -> dict:
 
 def status(run, with_args: bool, max_bytes: int | None = None) -> dict:
     """``get_plan_status``'s answer: every op's id, kind, description, state and stop point (and each call's
-    ``cap`` and shown ``args`` ``with_args``). A status whose ops alone are over ``max_bytes`` is answered by its
-    marker, built from its first ops only."""
+    ``cap``, shown ``args`` and the ``provider`` the plan names for it ``with_args``). A status whose ops alone
+    are over ``max_bytes`` is answered by its marker, built from its first ops only."""
     records = run.records.items()
     too_large = max_bytes is not None and run.records.status_size() > max_bytes
     if too_large:
@@ -89,6 +89,8 @@ def status(run, with_args: bool, max_bytes: int | None = None) -> dict:
         for op, record in zip(ops, run.records.values()):
             if record.op.cap is not None:
                 op.update(cap=record.op.cap, args=record.shown_args())
+                if record.op.provider:
+                    op["provider"] = record.op.provider
     answer = {"plan_id": run.plan_id, "running": not run.finished, "paused": run.paused,
               "cancelled": run.cancel_requested, "description": run.description, "ops": ops}
     if run.transitions is not None:  # what the robot holds, always

@@ -453,8 +453,12 @@ def test_list_active_plans_while_running(served):
     stream = Stream(served.execute(plan, timeout=WAIT_S))
     stream.until(running("now"))
     other = served.api.call("submit_plan", {"graph": {"op": "do", "description": "from http", "cap": "arm.wave"}})
+    arena = served.api.call("submit_plan", {"graph": {"plan_id": "from-mcp", "root_index": 0, "nodes": [
+        {"node_kind": 2, "children": [], "op_id": "call", "description": "an arena from another door",
+         "call": {"call_id": "c1", "provider_id": "other_provider", "contract_id": LONG, "args_json": "{}"}}]}},
+        door="mcp")
     listed = served.active_plans()
-    assert listed["count"] == 2
+    assert listed["count"] == 3
     ours = next(p for p in listed["plans"] if p["plan_id"] == "listed")
     assert {k: ours[k] for k in ("description", "op_count", "cancelled", "stop_points")} == \
         {"description": "two calls", "op_count": 3, "cancelled": False, "stop_points": 0}
@@ -466,7 +470,10 @@ def test_list_active_plans_while_running(served):
         {"op_id": "later", "kind": "do", "description": "call later", "provider_id": "other_provider",
          "contract_id": QUICK, "state": "pending"}]
     theirs = next(p for p in listed["plans"] if p["plan_id"] == other["plan_id"])
-    assert theirs["ops"][0]["contract_id"] == "arm.wave" and theirs["ops"][0]["provider_id"] == ""
+    # Another door's plans: the provider their ops name (a tree's cap is provider-qualified).
+    assert (theirs["ops"][0]["contract_id"], theirs["ops"][0]["provider_id"]) == ("arm.wave", "arm")
+    [from_mcp] = (p for p in listed["plans"] if p["plan_id"] == arena["plan_id"])
+    assert (from_mcp["ops"][0]["contract_id"], from_mcp["ops"][0]["provider_id"]) == (LONG, "other_provider")
 
 
 def test_get_module_health(served):
