@@ -30,10 +30,12 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
         INVALID (from RUNNING): the plan was torn down; the call is cancelled and the op
             reports ``canceled``.
 
-    Waking: while its call runs the action is a watched source of its plan. The
-    runtime calls ``poll()`` once per period; ``poll`` asks the backend (or sees
-    the deadline pass) and keeps what changed; the tick that follows takes it in
-    ``update``. A tick with no news costs no backend call.
+    Waking: while its call runs the action is a watched source of its plan. On a
+    backend that pushes (``watch_call``) the runtime calls ``poll()`` only once the
+    backend told it the call has news, or once the op timeout is due; on any other,
+    once per period. ``poll`` asks the backend (or sees the deadline pass) and keeps
+    what changed; the tick that follows takes it in ``update``. A tick with no news
+    costs no backend call.
 
     After it finishes, ``final_state`` is the op state (succeeded, failed,
     timeout, canceled) and ``result`` is ``{success, output, error, cap, call_id, event}``.
@@ -49,6 +51,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
     _reported_state = "RUNNING"
     _deadline: float | None = None
     _paused_at: float | None = None  # when pause_call paused the call
+    _tell_news = None  # the call's backend pushes: what tells the runtime this source has news
 
     def __init__(self, name: str, op_id: str, cap: str, args: dict, provider: str | None = None,
                  call_id: str | None = None):
@@ -91,7 +94,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
     def initialise(self) -> None:
         if self.final_state is not None or self._news is not None or self._deadline is not None \
                 or self._reported_state != "RUNNING":  # entered again: forget everything of the last call
-            self.result = self.final_state = self._run_id = self._news = self._deadline = None
+            self.result = self.final_state = self._run_id = self._news = self._deadline = self._tell_news = None
             self._reported_state = "RUNNING"
         self.report_to.op_state(self.op_id, "running", None, None)
         if self.call_id is None:
@@ -106,18 +109,40 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
             self._run_id = started
             if self.timeout_s is not None:
                 self._deadline = time.monotonic() + self.timeout_s
-            self.hooks.watch(self)
+            self._watch(started)
         elif isinstance(started, CallStatus) and started.terminal:
             self._finish(started)
         else:
             self._finish(CallStatus("FAILED", error=f"backend returned {_describe(started)} from start, "
                                                     "expected a run id or a terminal CallStatus"))
 
+    def _watch(self, run_id: str) -> None:
+        """Wait on the call: told of its news where its backend pushes, else polled every period."""
+        watch_call = getattr(self.backend, "watch_call", None)
+        if watch_call is None:
+            self.hooks.watch(self)
+            return
+        self._tell_news = self.hooks.watch_for_news(self)
+        try:
+            watch_call(run_id, self._tell_news)
+        except Exception as exc:  # then asked every period, as on a backend that cannot push
+            log.warning("watch_call of %s (op %s, run %s) raised %s: %s; polling it instead", self.cap, self.op_id,
+                        run_id, type(exc).__name__, exc)
+            self._tell_news = None
+            self.hooks.unwatch(self)
+            self.hooks.watch(self)
+            return
+        if self._deadline is not None:
+            self.hooks.poll_at(self, self._deadline)
+
     def poll(self) -> bool:
         """Ask the backend for news (or see the op timeout pass); True when a tick must take it."""
-        if self._deadline is not None and self._paused_at is None and time.monotonic() >= self._deadline:
-            self._news = _TIMED_OUT
-            return True
+        if self._deadline is not None and self._paused_at is None:
+            if time.monotonic() >= self._deadline:
+                self._news = _TIMED_OUT
+                return True
+            if self._tell_news is not None:  # polled before its deadline: look again at the deadline
+                self.hooks.poll_at(self, self._deadline)
         status = self._status()
         if status.terminal or status.state != self._reported_state:
             self._news = status
@@ -164,6 +189,8 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
                         type(exc).__name__, exc)
             return False
         self._paused_at = time.monotonic()
+        if self._tell_news is not None:  # the tick polls it, as it polls a call asked every period
+            self._tell_news()
         return True
 
     def resume_call(self) -> None:
@@ -178,6 +205,8 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
         except Exception as exc:
             log.warning("resume of %s (op %s, run %s) raised %s: %s", self.cap, self.op_id, self._run_id,
                         type(exc).__name__, exc)
+        if self._tell_news is not None:  # polled this tick; the poll looks again at the deadline moved on
+            self._tell_news()
 
     def _cancel_call(self) -> None:
         try:

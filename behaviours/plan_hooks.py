@@ -6,17 +6,20 @@ runtime's per-plan run record implements it.
 Event-driven ticking, the contract every behaviour under bt_exec keeps: the
 runtime ticks a plan's tree only when something in it can have changed. A
 behaviour that stays RUNNING because it waits for something outside the tree
-(a capability call, a deadline) registers that source with ``watch``; the
-runtime polls every watched source once per period and ticks the tree when a
-poll reports news, when ``wake`` is called, or when a control request (a stop
-point armed, a cancel) arrives. A plan left RUNNING with nothing watched and
+(a capability call, a deadline) registers that source: with ``watch`` the
+runtime polls it once per period; with ``watch_for_news`` it is polled only
+after the callable it returns is called (from any thread: the source has news)
+or once the time given to ``poll_at`` has come, so a plan waiting on such a
+source costs nothing per period. The tree is ticked when a poll reports news,
+when ``wake`` is called, or when a control request (a stop point armed, a
+cancel) arrives. A plan left RUNNING with nothing watched (either way) and
 nothing pending can never be woken: the runtime's watchdog ends it with a
 reason that names the behaviour at the tip of the tree. A paused plan is
 waiting legitimately: its held ops are entered once it resumes (which wakes it).
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 
 class WatchedSource(Protocol):
@@ -51,6 +54,13 @@ class PlanHooks(Protocol):
 
     def watch(self, source: WatchedSource) -> None:
         """A behaviour now waits on ``source``: poll it every period and tick the plan when it has news."""
+
+    def watch_for_news(self, source: WatchedSource) -> Callable[[], None]:
+        """A behaviour now waits on ``source``, which is told when it has news: poll it at the next tick, then
+        only after the callable returned is called (from any thread; it never blocks) or at ``poll_at``."""
+
+    def poll_at(self, source: WatchedSource, when: float) -> None:
+        """Poll ``source`` (watched for news) at the first tick at or after ``when`` (``time.monotonic()``)."""
 
     def unwatch(self, source: Any) -> None:
         """That wait is over (the call ended or was cancelled)."""

@@ -14,6 +14,15 @@ A backend may also serve the pair ``pause(run_id)`` / ``resume(run_id)``: a paus
 then pauses its calls in progress too (the call reports PAUSED until resumed); on a
 backend without them, calls already running go on to their end while the plan holds
 every op not yet started.
+
+A backend may also tell the runtime when a call has news rather than be asked for it every period
+(push): it serves ``watch_call(run_id, news)``, after which it calls ``news()`` (from any thread; it
+must not block, and costs a set insertion) whenever the call's status may have changed, until the
+call ended or was cancelled. The runtime then asks ``status(run_id)`` only after ``news()`` (once
+right after ``watch_call`` too, for what changed before it). A change that comes with the passing of
+time alone (a simulated call's end, a timeout the backend keeps) is told from
+``send_due_news()``, which the runtime calls once per period whatever the number of calls: it must
+cost next to nothing when nothing is due. A backend without ``watch_call`` is asked every period.
 """
 from __future__ import annotations
 
@@ -63,5 +72,6 @@ class Backend(Protocol):
 
     def cancel(self, run_id: str) -> None: ...
 
-    # Optional: ``def state(self) -> dict`` and the ``pause(run_id)``/``resume(run_id)`` pair (see the
-    # module's description); not part of the protocol, so a backend without them still is one.
+    # Optional: ``def state(self) -> dict``, the ``pause(run_id)``/``resume(run_id)`` pair, and the push
+    # pair ``watch_call(run_id, news)``/``send_due_news()`` (see the module's description); not part of the
+    # protocol, so a backend without them still is one.

@@ -113,7 +113,8 @@ class Executor:
         self._bus = EventBus()
         self._runner = Runner(publish=self._bus.publish, tick_period=1.0 / tick_rate_hz,
                               keep_finished=keep_finished, keep_finished_bytes=keep_finished_bytes,
-                              on_finished=self._released, tick_on_news_only=tick_on_news_only)
+                              on_finished=self._released, tick_on_news_only=tick_on_news_only,
+                              send_due_news=getattr(backend, "send_due_news", None))
         self._admission = Admission(context, self.limits, max_plans=max_plans, max_active_runs=max_active_runs,
                                     remember_run_ids=remember_run_ids, remember_run_ids_bytes=remember_run_ids_bytes,
                                     carry_out=self._carry_out,
@@ -181,7 +182,7 @@ class Executor:
                   text_chars: int | None) -> PlanRun:
         kind = dialect_of(plan)
         compiled = kind.compile(plan, self._admission.context)
-        run = PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus, self._runner.wake,
+        run = PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus, self._runner.wake_run,
                       max_result_bytes=self.max_result_bytes, max_plan_result_bytes=self.max_plan_result_bytes,
                       text_chars=text_chars, pause_timeout_s=self.pause_timeout_s)
         run.set_up({"capabilities": self._routers[plan.dialect], "op_timeout_s": self.op_timeout_s,

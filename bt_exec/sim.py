@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import heapq
 import itertools
 import pathlib
 import threading
@@ -29,6 +30,7 @@ class _SimRun:
     output: object
     skill: object = None  # a step-graph skill simulated on the world when the call ends
     left_s: float | None = None  # while paused: the time the call still had to run
+    news: Callable[[], None] | None = None  # what tells the runtime the call ended (``watch_call``)
 
 
 class SimBackend:
@@ -51,6 +53,10 @@ class SimBackend:
 
     A call in progress can be paused (``pause``): it reports PAUSED and its clock stops
     until ``resume``.
+
+    It pushes: a call watched (``watch_call``) is told it has news by ``send_due_news``
+    once its end time has come on ``clock``, from one heap of end times (a period with no
+    call ending costs one comparison), and when it is paused or resumed.
     """
 
     def __init__(self, script: dict | str | pathlib.Path | None = None, world=None, history: int = 10_000,
@@ -66,6 +72,7 @@ class SimBackend:
         self.world = world
         self._lock = threading.Lock()
         self._runs: dict[str, _SimRun] = {}
+        self._ends: list[tuple[float, str]] = []  # heap of (ends_at, run_id) of the watched calls
         self._run_ids = itertools.count(1)
         self._call_counts: dict[tuple[str, str], int] = {}  # calls of each entry whose outcome is a list
         self._default_outputs: dict[str, dict] = {}
@@ -135,19 +142,63 @@ class SimBackend:
             if self._runs.pop(run_id, None) is not None:
                 self.cancelled.append(run_id)
 
+    def watch_call(self, run_id: str, news: Callable[[], None]) -> None:
+        """Call ``news()`` once the call's end time has come (from ``send_due_news``), and when it is paused
+        or resumed."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                return
+            run.news = news
+            if run.left_s is None:
+                self._push_end(run.ends_at, run_id)
+
+    def send_due_news(self) -> None:
+        """Tell the watched calls whose end time has come (the runtime calls it once per period)."""
+        ends = self._ends
+        if not ends or ends[0][0] > self.clock():
+            return
+        told = []
+        with self._lock:
+            now, ends = self.clock(), self._ends
+            while ends and ends[0][0] <= now:
+                _, run_id = heapq.heappop(ends)
+                run = self._runs.get(run_id)  # cancelled, or ended and read: nothing to tell
+                if run is not None and run.left_s is None and run.news is not None and run.ends_at <= now:
+                    told.append(run.news)
+        for news in told:
+            news()
+
+    def _push_end(self, ends_at: float, run_id: str) -> None:
+        """Caller holds the lock."""
+        heapq.heappush(self._ends, (ends_at, run_id))
+        if len(self._ends) > 64 + 2 * len(self._runs):  # entries of cancelled or moved calls
+            self._ends = [(at, rid) for at, rid in self._ends if rid in self._runs and self._runs[rid].ends_at == at]
+            heapq.heapify(self._ends)
+
     def pause(self, run_id: str) -> None:
         """Stop the call's clock (an unknown or finished run: nothing)."""
         with self._lock:
             run = self._runs.get(run_id)
-            if run is not None and run.left_s is None:
-                run.left_s = max(0.0, run.ends_at - self.clock())
+            if run is None or run.left_s is not None:
+                return
+            run.left_s = max(0.0, run.ends_at - self.clock())
+            news = run.news
+        if news is not None:
+            news()
 
     def resume(self, run_id: str) -> None:
         """Start a paused call's clock again where it stopped."""
         with self._lock:
             run = self._runs.get(run_id)
-            if run is not None and run.left_s is not None:
-                run.ends_at, run.left_s = self.clock() + run.left_s, None
+            if run is None or run.left_s is None:
+                return
+            run.ends_at, run.left_s = self.clock() + run.left_s, None
+            news = run.news
+            if news is not None:
+                self._push_end(run.ends_at, run_id)
+        if news is not None:
+            news()
 
     def state(self) -> dict:
         """The script's state snapshot (a copy: a reader cannot change what later calls see)."""

@@ -37,15 +37,36 @@ outcomes = st.fixed_dictionaries({"outcome": st.sampled_from(["success", "failur
                                   "duration_s": st.sampled_from([0.0, STEP_S, 3 * STEP_S, 7 * STEP_S])})
 
 
-def run_events(tree, script, stop, gated):
+class PolledSim:
+    """A SimBackend that cannot push: the runtime asks it for every watched call's status every period."""
+
+    def __init__(self, sim):
+        self.sim = sim
+
+    def start(self, call):
+        return self.sim.start(call)
+
+    def status(self, run_id):
+        return self.sim.status(run_id)
+
+    def cancel(self, run_id):
+        self.sim.cancel(run_id)
+
+
+def run_events(tree, script, stop, gated, pushed=True, pause=None):
     clock = SteppedClock()
-    executor = bt_exec.Executor(bt_exec.SimBackend(script, clock=clock), tick_on_news_only=gated)
+    sim = bt_exec.SimBackend(script, clock=clock)
+    executor = bt_exec.Executor(sim if pushed else PolledSim(sim), tick_on_news_only=gated)
     log = EventLog()
     executor.subscribe(log)
     plan_id = executor.submit(tree)["plan_id"]
     if stop is not None:
         executor.stop_plan_at(plan_id, *stop)
-    for _ in range(500):
+    for tick in range(500):
+        if pause is not None and tick == pause[0]:
+            executor.pause_plan(plan_id)
+        if pause is not None and tick == pause[0] + pause[1]:
+            executor.resume_plan(plan_id)
         executor.tick_once()
         if any(event["event"] == "plan_complete" for event in log.events):
             break
@@ -57,14 +78,20 @@ def run_events(tree, script, stop, gated):
 @settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tree=trees, data=st.data())
 def test_gated_ticking_gives_the_same_events_as_ticking_every_period(tree, data):
+    """Calls that push their news (the sim) and calls polled every period, each ticked gated and every period:
+    the same events, in the same ticks."""
     count = bt_exec.load(tree).op_count
     script = {"ops": {str(op_id): data.draw(outcomes) for op_id in range(1, count + 1)}}
     stop = data.draw(st.none() | st.tuples(st.integers(1, count).map(str), st.sampled_from(["on_enter",
                                                                                                 "on_complete"])))
-    gated = run_events(tree, script, stop, gated=True)
-    every_period = run_events(tree, script, stop, gated=False)
-    assert gated[-1]["event"] == "plan_complete"
-    assert gated == every_period
+    pause = data.draw(st.none() | st.tuples(st.integers(0, 6), st.integers(1, 5)))  # at tick, for ticks
+    pushed = run_events(tree, script, stop, gated=True, pause=pause)
+    assert pushed[-1]["event"] == "plan_complete"
+    assert pushed == run_events(tree, script, stop, gated=False, pause=pause)
+    polled = run_events(tree, script, stop, gated=True, pushed=False, pause=pause)
+    assert polled == run_events(tree, script, stop, gated=False, pushed=False, pause=pause)
+    if pause is None:  # a polled sim cannot pause its calls: paused, the two differ as they should
+        assert pushed == polled
 
 
 def test_a_behaviour_that_nothing_can_wake_is_ended_by_the_watchdog(make_executor):
@@ -107,6 +134,51 @@ def test_an_idle_plan_is_not_ticked_until_its_call_has_news(make_executor):
     ex.tick_once()
     assert ticked == [1]
     assert ex.run_until_complete(plan_id, timeout=1)["outcome"] == "succeeded"
+
+
+class SilentBackend:
+    """Pushes, but never has news: its calls run until cancelled. Counts the status calls."""
+
+    def __init__(self):
+        self.asked = 0
+        self.cancelled = []
+
+    def start(self, call):
+        return f"silent-{call.op_id}"
+
+    def status(self, run_id):
+        self.asked += 1
+        return bt_exec.CallStatus("RUNNING")
+
+    def cancel(self, run_id):
+        self.cancelled.append(run_id)
+
+    def watch_call(self, run_id, news):
+        self.news = news
+
+
+def test_a_call_whose_backend_pushes_is_asked_only_when_told(make_executor):
+    backend = SilentBackend()
+    ex = make_executor(backend=backend)
+    plan_id = ex.submit(seq(do()))["plan_id"]
+    for _ in range(20):
+        ex.tick_once()
+    assert backend.asked == 1, "asked once, right after watch_call, then never without news"
+    assert ex.get_plan_status(plan_id)["running"], "a plan waiting on a pushing call is not stalled"
+    backend.news()
+    ex.tick_once()
+    ex.tick_once()
+    assert backend.asked == 2
+    ex.cancel_plan(plan_id)
+
+
+def test_the_op_timeout_ends_a_call_that_never_has_news(make_executor):
+    backend = SilentBackend()
+    ex = make_executor(backend=backend, op_timeout_s=0.05)
+    plan_id = ex.submit(seq(do()))["plan_id"]
+    record = ex.run_until_complete(plan_id, timeout=5)
+    assert record["ops"][1]["state"] == "timeout" and backend.cancelled == ["silent-2"]
+    assert backend.asked <= 2, "the deadline came from the runner's timer, not from asking every period"
 
 
 # --- stop guards ------------------------------------------------------------------------

@@ -45,6 +45,8 @@ class GuardedBackend:
             self.pause, self.resume = backend.pause, backend.resume
             if hasattr(backend, "can_pause"):
                 self.can_pause = backend.can_pause
+        if hasattr(backend, "watch_call"):  # its calls push their news behind the guard as without it
+            self.watch_call = backend.watch_call
 
     def start(self, call: CapabilityCall) -> CallStatus | str:
         decision = self.guard.decide(call.cap, call.provider, call.args, self._state)

@@ -1,6 +1,7 @@
 """One submitted plan while it runs: its tree, the parts it is made of, what it waits on, its events."""
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from typing import Callable
@@ -37,7 +38,7 @@ class PlanRun:
     """
 
     def __init__(self, plan_id: str, plan: Plan, compiled: CompiledPlan, run_id: str | None, control_only: bool,
-                 world, bus: EventBus, wake_runner: Callable[[], None], *, max_result_bytes: int,
+                 world, bus: EventBus, wake_runner: Callable[[PlanRun], None], *, max_result_bytes: int,
                  max_plan_result_bytes: int, text_chars: int | None = None, pause_timeout_s: float | None = None):
         """``max_result_bytes``, ``max_plan_result_bytes``, ``text_chars``: the records' budget (``OpRecords``).
         ``pause_timeout_s``: a pause lasting longer cancels the plan (None: a pause lasts until resumed)."""
@@ -57,7 +58,10 @@ class PlanRun:
         self.records = OpRecords(plan, max_result_bytes, max_plan_result_bytes, text_chars)
         self.stop_points = StopPoints()
         self.pausing = Pausing(pause_timeout_s)
-        self.watched: set = set()
+        self.watched: set = set()  # every source the tree waits on
+        self.polled: set = set()   # those of them polled every period (the others are told of their news)
+        self.wake_armed_at: float | None = None  # the runner's timer for this run (its own bookkeeping)
+        self.tick_order = 0  # the runner ticks runs in the order they were added
         self.cancel_reason: str | None = None
         self.ready = False     # its tree is set up
         self.started = False
@@ -70,8 +74,10 @@ class PlanRun:
         self.terminal_reason: str | None = None
         self.tick_lock = threading.RLock()  # re-entrant: a builtin in this plan's tick may arm a stop point on it
         self.done = threading.Event()
-        self._control_lock = threading.Lock()  # the cancel reason, the guards to place
+        self._control_lock = threading.Lock()  # the cancel reason, the guards to place, the sources with news
         self._guards_to_place: list[str] = []
+        self._told: set = set()  # sources watched for news that were told they have some, since the last poll
+        self._poll_times: dict = {}  # source -> monotonic time it is to be polled at (``poll_at``)
         self._events: list[dict] = []
         self._bus = bus
         self._wake_runner = wake_runner
@@ -131,13 +137,35 @@ class PlanRun:
 
     def watch(self, source) -> None:
         self.watched.add(source)
+        self.polled.add(source)
+
+    def watch_for_news(self, source) -> Callable[[], None]:
+        self.watched.add(source)
+        news = functools.partial(self._tell, source)
+        news()  # polled at the next tick: what changed before the source's backend could tell
+        return news
+
+    def poll_at(self, source, when: float) -> None:
+        self._poll_times[source] = when
 
     def unwatch(self, source) -> None:
         self.watched.discard(source)
+        self.polled.discard(source)
+        self._poll_times.pop(source, None)
 
     def wake(self) -> None:
         self.needs_tick = True
-        self._wake_runner()
+        self._wake_runner(self)
+
+    def _tell(self, source) -> None:
+        """``source`` has news (any thread): poll it at the next tick."""
+        with self._control_lock:
+            if self.finished:
+                return
+            first = not self._told
+            self._told.add(source)
+        if first:  # otherwise the runner was told already and has not polled them yet
+            self._wake_runner(self)
 
     def step_taken(self, step_id: str, skill: str, event: str, following: str, state: dict) -> None:
         self.state = state
@@ -297,12 +325,36 @@ class PlanRun:
                 self.tree.root = guard
 
     def poll_watched(self) -> bool:
-        """Poll every watched source once; True when any has news for the tree."""
+        """Poll the sources polled every period, those told they have news and those whose ``poll_at`` time
+        has come, once each; True when any has news for the tree."""
         news = False
-        for source in self.watched:  # only a tick (this thread, later) adds or removes sources
+        for source in self.polled:  # only a tick (this thread, later) adds or removes sources
             if source.poll():
                 news = True
+        if self._told:
+            with self._control_lock:
+                due, self._told = self._told, set()
+        else:
+            due = set()
+        if self._poll_times:
+            now = time.monotonic()
+            for source, when in list(self._poll_times.items()):
+                if when <= now:
+                    del self._poll_times[source]
+                    due.add(source)
+        for source in due:
+            if source in self.watched and source.poll():
+                news = True
         return news
+
+    def wake_at(self) -> float | None:
+        """The earliest time this run must be ticked though nothing told it (a ``poll_at``, the pause timeout)."""
+        times = self._poll_times
+        when = min(times.values()) if times else None
+        deadline = self.pausing.deadline
+        if deadline is not None and (when is None or deadline < when):
+            when = deadline
+        return when
 
     def tear_down(self) -> None:
         """Stop every running op (they end canceled); ops never reached stay pending."""
@@ -339,4 +391,8 @@ class PlanRun:
         self.tree = None
         self.ops = {}
         self.watched.clear()
+        self.polled.clear()
+        self._poll_times.clear()
+        with self._control_lock:
+            self._told.clear()
         self.pausing.release()

@@ -1,7 +1,10 @@
 """The runner: the table of plans in flight, the tick loop, wake-ups, the watchdog, and finishing."""
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
+import operator
 import threading
 import time
 from typing import Callable
@@ -12,6 +15,8 @@ from .plan_views import final_record
 
 log = logging.getLogger(__name__)
 
+_TICK_ORDER = operator.attrgetter("tick_order")
+
 MAX_START_HOLD_S = 1.0  # the longest a door may hold a plan's start (``Admission.submit`` checks it)
 
 
@@ -20,12 +25,17 @@ class Runner:
 
     A plan's tree is ticked only when something in it can have changed (the waking
     contract of ``bt_exec.behaviours.plan_hooks``): a watched source polled news, a
-    control request woke it, or it has just begun. ``tick_on_news_only=False`` ticks
-    every plan every period instead (same events, for behaviours that do not keep the
-    contract); the watchdog then has nothing to watch. With the gate on, a plan whose
+    control request woke it, or it has just begun. A period visits only the plans that
+    can have news: those told so (a source watched for news was told, a wake, a control
+    request), those whose timer came (one heap for all plans: a ``poll_at``, a pause
+    timeout, a held start's end) and those with sources polled every period; a plan
+    waiting on sources that push costs nothing per period. ``send_due_news`` (the robot
+    backend's, if it has one) is called once per period first. ``tick_on_news_only=False``
+    ticks every plan every period instead (same events, for behaviours that do not keep
+    the contract); the watchdog then has nothing to watch. With the gate on, a plan whose
     tree stays RUNNING with nothing watched and nothing pending is ended by the watchdog,
     with an error naming the behaviour it waits in; a paused plan is not (it waits for its
-    resume, or for its pause timeout, checked here every period).
+    resume, or for its pause timeout).
 
     A plan added with ``hold_s`` is not started (no ``plan_started``, no tick) until
     ``release_start`` or until ``hold_s`` has passed, whichever comes first, or at once when
@@ -40,9 +50,10 @@ class Runner:
 
     def __init__(self, *, publish: Callable[[list[dict]], None], tick_period: float, keep_finished: int,
                  keep_finished_bytes: int, on_finished: Callable[[PlanRun, dict], None],
-                 tick_on_news_only: bool = True):
+                 tick_on_news_only: bool = True, send_due_news: Callable[[], None] | None = None):
         self.tick_period = tick_period
         self.tick_on_news_only = tick_on_news_only
+        self._send_due_news = send_due_news
         self._publish = publish
         self._on_finished = on_finished
         self._lock = threading.Lock()  # guards the tables below; never held while ticking
@@ -50,6 +61,10 @@ class Runner:
         self._finishing: dict[str, PlanRun] = {}  # left the table, plan_complete not yet delivered
         self._held: dict[str, float] = {}  # plan_id -> monotonic time its start is held until
         self._finished = BoundedTable(keep_finished, keep_finished_bytes)
+        self._due: set[PlanRun] = set()  # to be ticked at the next period (told, woken, added)
+        self._polling: set[PlanRun] = set()  # runs with sources polled every period
+        self._timers: list[tuple[float, int, str]] = []  # heap of (when, n, plan_id): PlanRun.wake_armed_at
+        self._order = itertools.count()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -60,9 +75,13 @@ class Runner:
     def add(self, run: PlanRun, hold_s: float = 0.0) -> None:
         """Put ``run`` in flight; with ``hold_s`` > 0 its start is held that long (see the class)."""
         with self._lock:
+            run.tick_order = next(self._order)
             self._active[run.plan_id] = run
             if hold_s > 0:
-                self._held[run.plan_id] = time.monotonic() + hold_s
+                self._held[run.plan_id] = until = time.monotonic() + hold_s
+                self._arm(run, until)
+            else:
+                self._due.add(run)
         if hold_s <= 0:
             self._wake.set()
 
@@ -70,6 +89,9 @@ class Runner:
         """Let a held plan start at the next tick (the loop is woken); nothing if it is not held."""
         with self._lock:
             held = self._held.pop(plan_id, None) is not None
+            run = self._active.get(plan_id) if held else None
+            if run is not None:
+                self._due.add(run)
         if held:
             self._wake.set()
 
@@ -107,7 +129,27 @@ class Runner:
             return self._finished.values()[-limit:] if limit else []
 
     def wake(self) -> None:
+        """Tick now rather than at the next period (what is due then is what was due)."""
         self._wake.set()
+
+    def wake_run(self, run: PlanRun) -> None:
+        """``run`` is to be ticked (any thread; never blocks): at once, and at the next period."""
+        with self._lock:
+            if self._active.get(run.plan_id) is run:
+                self._due.add(run)
+        self._wake.set()
+
+    def _arm(self, run: PlanRun, when: float) -> None:
+        """Caller holds the lock: tick ``run`` at ``when`` (its earlier timer, if any, no longer counts)."""
+        run.wake_armed_at = when
+        heapq.heappush(self._timers, (when, next(self._order), run.plan_id))
+        if len(self._timers) > 64 + 4 * len(self._active):  # entries of ended runs and moved timers
+            self._timers = [entry for entry in self._timers if self._armed(entry)]
+            heapq.heapify(self._timers)
+
+    def _armed(self, entry: tuple[float, int, str]) -> bool:
+        run = self._active.get(entry[2])
+        return run is not None and run.wake_armed_at == entry[0]
 
     # --- ticking ----------------------------------------------------------------------
 
@@ -116,9 +158,37 @@ class Runner:
         return getattr(self._ticking, "active", False)
 
     def tick_once(self) -> None:
-        """Tick every plan in flight once (from inside a tick: nothing, the tick in progress goes on)."""
-        for run in self.active_runs():
+        """One period: tick every plan in flight that can have news (every plan, with the gate off), in the
+        order they were added (from inside a tick: nothing, the tick in progress goes on)."""
+        if self.in_tick():
+            return
+        if self._send_due_news is not None:
+            try:
+                self._send_due_news()
+            except Exception:  # a backend's fault never stops the tick
+                log.exception("send_due_news of the backend failed")
+        for run in self._runs_to_tick():
             self.tick_run(run)
+
+    def _runs_to_tick(self) -> list[PlanRun]:
+        with self._lock:
+            due, self._due = self._due, set()
+            if not self.tick_on_news_only:
+                return list(self._active.values())
+            timers = self._timers
+            if timers:
+                now = time.monotonic()
+                while timers and timers[0][0] <= now:
+                    entry = heapq.heappop(timers)
+                    if self._armed(entry):
+                        run = self._active[entry[2]]
+                        run.wake_armed_at = None
+                        due.add(run)
+            if self._polling:
+                due |= self._polling
+        if len(due) > 1:
+            return sorted(due, key=_TICK_ORDER)
+        return list(due)
 
     def tick_run(self, run: PlanRun) -> None:
         if self.in_tick():
@@ -128,6 +198,21 @@ class Runner:
             self._tick_run(run)
         finally:
             self._ticking.active = False
+        with self._lock:  # what the next periods must look at for this run
+            if run.finished:
+                self._polling.discard(run)
+                return
+            if run.polled:
+                self._polling.add(run)
+            else:
+                self._polling.discard(run)
+            if self.tick_on_news_only:
+                when = run.wake_at()
+                held_until = self._held.get(run.plan_id)
+                if held_until is not None and (when is None or held_until < when):
+                    when = held_until
+                if when is not None and when != run.wake_armed_at:
+                    self._arm(run, when)
 
     def _tick_run(self, run: PlanRun) -> None:
         with run.tick_lock:
@@ -171,6 +256,8 @@ class Runner:
         record = final_record(run)
         with self._lock:
             self._active.pop(run.plan_id, None)
+            self._polling.discard(run)
+            self._due.discard(run)
             self._finishing[run.plan_id] = run
         self._on_finished(run, record)
         size = run.records.record_size(record)
