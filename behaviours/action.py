@@ -1,6 +1,7 @@
 """The action behaviours: one capability call over a backend, and one step of a step graph."""
 from __future__ import annotations
 
+import functools
 import logging
 import time
 
@@ -51,7 +52,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
     _reported_state = "RUNNING"
     _deadline: float | None = None
     _paused_at: float | None = None  # when pause_call paused the call
-    _tell_news = None  # the call's backend pushes: what tells the runtime this source has news
+    _pushed = False  # the call's backend tells the runtime when it has news
 
     def __init__(self, name: str, op_id: str, cap: str, args: dict, provider: str | None = None,
                  call_id: str | None = None):
@@ -94,7 +95,8 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
     def initialise(self) -> None:
         if self.final_state is not None or self._news is not None or self._deadline is not None \
                 or self._reported_state != "RUNNING":  # entered again: forget everything of the last call
-            self.result = self.final_state = self._run_id = self._news = self._deadline = self._tell_news = None
+            self.result = self.final_state = self._run_id = self._news = self._deadline = None
+            self._pushed = False
             self._reported_state = "RUNNING"
         self.report_to.op_state(self.op_id, "running", None, None)
         if self.call_id is None:
@@ -122,16 +124,16 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
         if watch_call is None:
             self.hooks.watch(self)
             return
-        self._tell_news = self.hooks.watch_for_news(self)
-        try:
-            watch_call(run_id, self._tell_news)
+        self.hooks.watch_for_news(self)
+        try:  # what the backend holds refers to this action; nothing here refers back to it (no cycle)
+            watch_call(run_id, functools.partial(self.hooks.news, self))
         except Exception as exc:  # then asked every period, as on a backend that cannot push
             log.warning("watch_call of %s (op %s, run %s) raised %s: %s; polling it instead", self.cap, self.op_id,
                         run_id, type(exc).__name__, exc)
-            self._tell_news = None
             self.hooks.unwatch(self)
             self.hooks.watch(self)
             return
+        self._pushed = True
         if self._deadline is not None:
             self.hooks.poll_at(self, self._deadline)
 
@@ -141,7 +143,7 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
             if time.monotonic() >= self._deadline:
                 self._news = _TIMED_OUT
                 return True
-            if self._tell_news is not None:  # polled before its deadline: look again at the deadline
+            if self._pushed:  # polled before its deadline: look again at the deadline
                 self.hooks.poll_at(self, self._deadline)
         status = self._status()
         if status.terminal or status.state != self._reported_state:
@@ -189,8 +191,8 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
                         type(exc).__name__, exc)
             return False
         self._paused_at = time.monotonic()
-        if self._tell_news is not None:  # the tick polls it, as it polls a call asked every period
-            self._tell_news()
+        if self._pushed:  # the tick polls it, as it polls a call asked every period
+            self.hooks.news(self)
         return True
 
     def resume_call(self) -> None:
@@ -205,8 +207,8 @@ class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
         except Exception as exc:
             log.warning("resume of %s (op %s, run %s) raised %s: %s", self.cap, self.op_id, self._run_id,
                         type(exc).__name__, exc)
-        if self._tell_news is not None:  # polled this tick; the poll looks again at the deadline moved on
-            self._tell_news()
+        if self._pushed:  # polled this tick; the poll looks again at the deadline moved on
+            self.hooks.news(self)
 
     def _cancel_call(self) -> None:
         try:

@@ -8,8 +8,8 @@ runtime ticks a plan's tree only when something in it can have changed. A
 behaviour that stays RUNNING because it waits for something outside the tree
 (a capability call, a deadline) registers that source: with ``watch`` the
 runtime polls it once per period; with ``watch_for_news`` it is polled only
-after the callable it returns is called (from any thread: the source has news)
-or once the time given to ``poll_at`` has come, so a plan waiting on such a
+after ``news(source)`` is called (from any thread: the source has news) or
+once the time given to ``poll_at`` has come, so a plan waiting on such a
 source costs nothing per period. The tree is ticked when a poll reports news,
 when ``wake`` is called, or when a control request (a stop point armed, a
 cancel) arrives. A plan left RUNNING with nothing watched (either way) and
@@ -19,7 +19,7 @@ waiting legitimately: its held ops are entered once it resumes (which wakes it).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 
 class WatchedSource(Protocol):
@@ -55,9 +55,12 @@ class PlanHooks(Protocol):
     def watch(self, source: WatchedSource) -> None:
         """A behaviour now waits on ``source``: poll it every period and tick the plan when it has news."""
 
-    def watch_for_news(self, source: WatchedSource) -> Callable[[], None]:
+    def watch_for_news(self, source: WatchedSource) -> None:
         """A behaviour now waits on ``source``, which is told when it has news: poll it at the next tick, then
-        only after the callable returned is called (from any thread; it never blocks) or at ``poll_at``."""
+        only after ``news(source)`` or at ``poll_at``."""
+
+    def news(self, source: WatchedSource) -> None:
+        """``source`` has news: poll it at the next tick. Any thread may call it; it never blocks."""
 
     def poll_at(self, source: WatchedSource, when: float) -> None:
         """Poll ``source`` (watched for news) at the first tick at or after ``when`` (``time.monotonic()``)."""

@@ -1,7 +1,6 @@
 """One submitted plan while it runs: its tree, the parts it is made of, what it waits on, its events."""
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from typing import Callable
@@ -139,11 +138,9 @@ class PlanRun:
         self.watched.add(source)
         self.polled.add(source)
 
-    def watch_for_news(self, source) -> Callable[[], None]:
+    def watch_for_news(self, source) -> None:
         self.watched.add(source)
-        news = functools.partial(self._tell, source)
-        news()  # polled at the next tick: what changed before the source's backend could tell
-        return news
+        self.news(source)  # polled at the next tick: what changed before the source's backend could tell
 
     def poll_at(self, source, when: float) -> None:
         self._poll_times[source] = when
@@ -157,8 +154,7 @@ class PlanRun:
         self.needs_tick = True
         self._wake_runner(self)
 
-    def _tell(self, source) -> None:
-        """``source`` has news (any thread): poll it at the next tick."""
+    def news(self, source) -> None:
         with self._control_lock:
             if self.finished:
                 return

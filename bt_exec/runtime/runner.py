@@ -172,12 +172,15 @@ class Runner:
 
     def _runs_to_tick(self) -> list[PlanRun]:
         with self._lock:
-            due, self._due = self._due, set()
             if not self.tick_on_news_only:
+                self._due = set()
                 return list(self._active.values())
             timers = self._timers
+            now = time.monotonic() if timers else 0.0
+            if not (self._due or self._polling or timers and timers[0][0] <= now):
+                return []  # the idle period: nothing told, nothing polled, no timer due
+            due, self._due = self._due, set()
             if timers:
-                now = time.monotonic()
                 while timers and timers[0][0] <= now:
                     entry = heapq.heappop(timers)
                     if self._armed(entry):
