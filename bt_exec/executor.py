@@ -480,8 +480,9 @@ class Executor:
         self._runner.start()
 
     def wake(self) -> None:
-        """Poll the watched sources now rather than at the next period: a backend whose call changed state calls
-        it (from any thread; it never blocks), so the change is ticked at once."""
+        """Run the next period now rather than when it is due: a backend that cannot push (it has no
+        ``watch_call``) may call it (from any thread; it never blocks) when a call changed state, so the change
+        is ticked at once."""
         self._runner.wake()
 
     def stop(self) -> None:

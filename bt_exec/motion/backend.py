@@ -6,12 +6,15 @@ symbolic World, then runs the skill in a worker thread and returns a run id; ``s
 (``World.apply``) and reports ``output = {"state": world.snapshot(), "phases": [...]}``, so the step
 router sees its effects confirmed; a failure reports its catalog event and the error text, with the
 failing trajectory point when the motion policy refused one. The arm runs one call at a time.
+It pushes (``watch_call``): the worker tells the runtime when the skill ended, so a call is never
+polled while the arm moves.
 """
 from __future__ import annotations
 
 import itertools
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
 from bt_exec.backends import CallStatus, CapabilityCall
 from bt_exec.compilers.symbolic import World
@@ -24,6 +27,7 @@ class _Run:
     thread: threading.Thread
     result: CallStatus | None = None
     canceled: bool = False
+    news: Callable[[], None] | None = None  # what tells the runtime the skill ended (``watch_call``)
 
 
 class MoveItBackend:
@@ -84,6 +88,13 @@ class MoveItBackend:
             self._draining.append(run.thread)
         self.skills.stop()
 
+    def watch_call(self, run_id: str, news: Callable[[], None]) -> None:
+        """Call ``news()`` from the worker once the skill ended."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is not None:
+                run.news = news
+
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Join every worker thread (tests, shutdown); True when none is left running."""
         with self._lock:
@@ -102,6 +113,9 @@ class MoveItBackend:
             if run is None or run.canceled:
                 return  # reported CANCELED already; the world does not move on a cancelled call
             run.result = self._result(skill, call, outcome)
+            news = run.news
+        if news is not None:
+            news()
 
     def _result(self, skill, call: CapabilityCall, outcome: SkillOutcome) -> CallStatus:
         event = outcome.event

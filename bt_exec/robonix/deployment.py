@@ -27,9 +27,8 @@ class RobonixExecutor:
                  heartbeat_s: float | None = None):
         self.provider_id = provider_id
         self.atlas = AtlasClient(atlas, provider_id)
-        # A call's end wakes the tick loop, so it is taken at once rather than at the next period.
-        self.backend = McpBackend(AtlasResolver(self.atlas), poll_period_s=poll_period_s,
-                                  notify=lambda: self.executor.wake())
+        # Its calls push their news (watch_call): a call's end is ticked at once, and a call is never polled.
+        self.backend = McpBackend(AtlasResolver(self.atlas), poll_period_s=poll_period_s)
         self.executor = bt_exec.Executor(backend=self.backend, catalog=catalog, call_guard=call_guard,
                                          op_timeout_s=op_timeout_s, tick_rate_hz=tick_rate_hz)
         self.control = ControlApi(self.executor)

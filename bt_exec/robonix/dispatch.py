@@ -141,6 +141,7 @@ class _Call:
     start_sent: bool = False  # an asynchronous capability's run was asked for: a cancel must reach it
     cancel_requested: bool = False
     wake: asyncio.Event | None = None  # set by a cancel: the status poll's wait ends early
+    news: Callable[[], None] | None = None  # what tells the runtime the call's state changed (``watch_call``)
 
 
 class _Reply(NamedTuple):
@@ -154,9 +155,10 @@ class McpBackend:
 
     ``resolver``: a ``Resolver``. ``poll_period_s``: how often an asynchronous capability's status is
     asked. ``cancel_timeout_s``: the longest a cancel spends telling an asynchronous capability (its
-    start reply still awaited, then ``<id>/cancel``). ``notify``: called from the backend's threads
-    whenever a call's state changed (it ended, or its status moved); it must not block: pass whatever
-    wakes the caller's tick loop, so the change is taken at once rather than at its next period.
+    start reply still awaited, then ``<id>/cancel``). It pushes: a call watched (``watch_call``) has its
+    ``news`` called from the backend's threads whenever its state changed (it ended, or its status moved),
+    so the runtime asks for a call's state only then; an asynchronous capability's status is polled on the
+    backend's own schedule, in its loop. ``notify``: called likewise on any call's change (it must not block).
     ``resolve_workers``: the threads the resolver's calls (and the loop's other blocking work) run on.
     """
 
@@ -281,7 +283,15 @@ class McpBackend:
                 return run.progress
             del self._calls[run_id]
             self._unread.pop(run_id, None)
+            run.news = None  # read: the executor's run is not kept while the call's work winds down
             return run.final
+
+    def watch_call(self, run_id: str, news: Callable[[], None]) -> None:
+        """Call ``news()`` (from the backend's threads) whenever the call's state changes, until it ended."""
+        with self._lock:
+            run = self._calls.get(run_id)
+            if run is not None:
+                run.news = news
 
     def cancel(self, run_id: str) -> None:
         """End the call: its state is forgotten at once; an asynchronous capability is sent ``<id>/cancel``."""
@@ -290,6 +300,7 @@ class McpBackend:
             if run is None:
                 return
             self._unread.pop(run_id, None)
+            run.news = None
             if run.final is not None:
                 return
             run.final = CallStatus("CANCELED", error="canceled on request")
@@ -473,7 +484,7 @@ class McpBackend:
             changed = run.final is None and run.progress.state != status.state
             run.progress = status
         if changed:
-            self._tell()
+            self._tell(run)
 
     def _end(self, run: _Call, outcome: CallStatus | None) -> None:
         with self._lock:
@@ -484,14 +495,15 @@ class McpBackend:
                 if run.run_id in self._calls:
                     self._unread[run.run_id] = run.ended_at
         if ended:
-            self._tell()  # at once: the endpoint's release that follows is no reason to keep the caller waiting
+            self._tell(run)  # at once: the endpoint's release that follows is no reason to keep the caller waiting
 
-    def _tell(self) -> None:
-        if self._notify is not None:
-            try:
-                self._notify()
-            except Exception as exc:
-                log.warning("MCP backend: notify raised %s: %s", type(exc).__name__, exc)
+    def _tell(self, run: _Call | None = None) -> None:
+        for callback in (None if run is None else run.news, self._notify):
+            if callback is not None:
+                try:
+                    callback()
+                except Exception as exc:
+                    log.warning("MCP backend: telling of a change raised %s: %s", type(exc).__name__, exc)
 
     def _forget_stale(self) -> None:
         """Under the lock: drop ended calls nobody read, past ``keep_unread`` or ``FORGET_AFTER_S``."""
