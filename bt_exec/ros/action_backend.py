@@ -60,6 +60,13 @@ other reason (no answer to the goal request, the server gone) is cancelled the
 same way. ``close`` cancels what is in flight and waits (bounded) for the
 servers to answer.
 
+It pushes (``watch_call``): a watched call's news is told from the node's
+callbacks (the goal accepted or rejected, feedback, the result, a pause
+answered), so the executor asks for its status only then. What changes with
+time alone is told from ``send_due_news``: a goal still waiting for its server
+or its acceptance every period, an accepted goal's liveness check every
+0.2 s; a period with nothing due costs one comparison.
+
 Goals go through ``LockedActionClient`` (``bt_exec.compat.rclpy``): rclpy's
 ActionClient drops a response that comes as its request is being sent from
 another thread.
@@ -76,7 +83,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from action_msgs.msg import GoalStatus
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -159,6 +166,7 @@ class _Goal:
     progress: CallStatus = CallStatus("PENDING")
     final: CallStatus | None = None
     ended_at: float | None = None
+    news: Callable[[], None] | None = None  # what tells the executor the call has news (``watch_call``)
 
 
 class RosActionBackend:
@@ -189,6 +197,7 @@ class RosActionBackend:
         self._group = MutuallyExclusiveCallbackGroup()
         self._closed = False
         self._next_sweep = 0.0
+        self._next_due = 0.0  # when send_due_news has something to tell next (at the latest)
 
     # --- routing -------------------------------------------------------------------
 
@@ -264,6 +273,7 @@ class RosActionBackend:
             if goal is None or goal.polled_out:
                 return
             goal.polled_out = True
+            goal.news = None  # nobody waits on it now: the executor's run is not kept for the record's sake
             goal.cancelled_at = time.monotonic()
             if goal.final is not None:  # finished but not yet polled: nothing to cancel
                 self._retire(goal)
@@ -272,6 +282,39 @@ class RosActionBackend:
             if goal.phase == "waiting":  # nothing was sent: nothing to cancel on a server
                 self._retire(goal)
         self._send_cancel_if_due(goal)
+
+    def watch_call(self, run_id: str, news: Callable[[], None]) -> None:
+        """Call ``news()`` (from the node's callbacks, or from ``send_due_news``) whenever the call may have
+        changed, until it ended."""
+        with self._lock:
+            goal = self._goals.get(run_id)
+            if goal is not None:
+                goal.news = news
+                self._next_due = 0.0
+
+    def send_due_news(self) -> None:
+        """Tell the watched calls whose goal must be moved on with time: sent once its server is there, given
+        up when it waits too long, checked for its server's liveness (the executor calls it once per period)."""
+        now = time.monotonic()
+        if now < self._next_due:
+            return
+        due = []
+        next_due = now + _LIVENESS_PERIOD_S
+        with self._lock:
+            for goal in self._goals.values():
+                if goal.news is None or goal.final is not None:
+                    continue
+                if goal.phase == "waiting" or goal.phase == "sent":
+                    due.append(goal.news)
+                    next_due = now  # every period until the goal is accepted
+                elif goal.phase == "active":
+                    if goal.next_check <= now:
+                        due.append(goal.news)
+                    else:
+                        next_due = min(next_due, goal.next_check)
+            self._next_due = next_due
+        for news in due:
+            news()
 
     def can_pause(self, run_id: str) -> bool:
         """Whether the server of this call offers the pause service (as far as discovery knows now)."""
@@ -436,23 +479,29 @@ class RosActionBackend:
                 goal.phase = "done"
                 self._end(goal, CallStatus("FAILED", error=f"sending the goal to {goal.server} failed: {exc}"))
                 self._forget_if_unpolled(goal)
-                return
-            if not handle.accepted:
+                rejected = True
+            elif not handle.accepted:
                 goal.phase = "done"
                 self._end(goal, CallStatus("FAILED", error=f"action server {goal.server} rejected the goal "
                                                            f"(op {goal.call.op_id}, {goal.call.cap})"))
                 self._forget_if_unpolled(goal)
-                return
-            goal.handle = handle
-            goal.phase = "active"
-            if goal.final is None and goal.progress.state == "PENDING":
-                goal.progress = CallStatus("RUNNING")
+                rejected = True
+            else:
+                rejected = False
+                goal.handle = handle
+                goal.phase = "active"
+                if goal.final is None and goal.progress.state == "PENDING":
+                    goal.progress = CallStatus("RUNNING")
+        _tell(goal)
+        if rejected:
+            return
         try:
             handle.get_result_async().add_done_callback(functools.partial(self._on_result, goal))
         except Exception as exc:
             with self._lock:
                 self._end(goal, CallStatus("FAILED", error=f"asking {goal.server} for the result failed: {exc}"),
                           cancel=True)
+            _tell(goal)
         self._send_cancel_if_due(goal)
         self._send_pause_if_due(goal)  # a pause asked while the goal awaited acceptance
 
@@ -462,6 +511,7 @@ class RosActionBackend:
         with self._lock:
             if goal.final is None and goal.phase != "done":
                 goal.progress = CallStatus(state, detail=feedback.detail)
+        _tell(goal)
 
     def _on_result(self, goal: _Goal, future) -> None:
         exc = future.exception()
@@ -474,6 +524,7 @@ class RosActionBackend:
             if goal.final is None:
                 self._end(goal, outcome)
             self._forget_if_unpolled(goal)
+        _tell(goal)
 
     def _on_cancel_response(self, goal: _Goal, future) -> None:
         with self._lock:
@@ -545,6 +596,7 @@ class RosActionBackend:
             goal.pause_in_flight = False
             if answer is not None and answer.success and goal.final is None and goal.phase == "active":
                 goal.progress = CallStatus("PAUSED" if pausing else "RUNNING", detail=answer.message or None)
+        _tell(goal)
         if answer is None or not answer.success:
             log.warning("%s of goal %s on %s was refused: %s", "pause" if pausing else "resume", goal.goal_uuid,
                         goal.server, exc or answer.message)
@@ -556,6 +608,7 @@ class RosActionBackend:
         while len(self._finished) > 1000:
             self._finished.popitem(last=False)
         goal.polled_out = True
+        goal.news = None
         if goal.phase == "done" or goal.phase == "waiting":
             self._goals.pop(goal.run_id, None)
 
@@ -575,6 +628,13 @@ class RosActionBackend:
                      or (g.final is not None and g.ended_at is not None and now - g.ended_at > _FORGET_AFTER_S)]
             for run_id in stale:
                 self._goals.pop(run_id, None)
+
+
+def _tell(goal: _Goal) -> None:
+    """Tell the executor the goal may have changed (a callback's last step, outside the backend's lock)."""
+    news = goal.news
+    if news is not None:
+        news()
 
 
 def _unsettled(goal: _Goal) -> bool:
