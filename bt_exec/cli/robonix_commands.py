@@ -83,6 +83,9 @@ def robonix_command(args: argparse.Namespace) -> int:
                               op_timeout_s=args.op_timeout, poll_period_s=args.poll_period,
                               tick_rate_hz=args.tick_rate)
     web = None
+    # Taken from here on: a supervisor may stop it as soon as it says it serves, or while it starts.
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
     try:
         if journal is not None:
             robonix.executor.subscribe_batches(journal.write_batch)
@@ -90,8 +93,9 @@ def robonix_command(args: argparse.Namespace) -> int:
         web = start_web(robonix.control, args)
         print(f"bt-exec robonix: serving the executor's contracts at {address} as '{provider_id}'; Atlas at "
               f"{atlas_address}", file=sys.stderr, flush=True)
-        _wait_for_stop()
+        _wait_for(stop)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if web is not None:
             web.close("bt-exec robonix ended")
         robonix.close()
@@ -109,15 +113,11 @@ def _open_journal(path: str) -> bt_exec.JsonlJournal:
         raise CommandError(f"cannot write events to {path}: {exc.strerror or exc}") from None
 
 
-def _wait_for_stop() -> None:
-    """Until Ctrl-C or SIGTERM (a deployment's supervisor stops robonix-executor so)."""
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+def _wait_for(stop: threading.Event) -> None:
+    """Until ``stop`` is set (SIGTERM: a deployment's supervisor stops robonix-executor so) or Ctrl-C."""
     try:
         while not stop.wait(SIGNAL_LATENCY_S):
             continue
     except KeyboardInterrupt:
         pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
