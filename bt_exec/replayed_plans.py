@@ -52,6 +52,8 @@ class ReplayedPlan:
                     [str(child) for child in entry.get("children") or ()])
             if "cap" in entry:
                 op.cap, op.args = entry["cap"], entry.get("args")
+                if isinstance(entry.get("provider"), str):  # journals before providers were shown have none
+                    op.provider = entry["provider"]
             self.records[op.op_id] = OpRecord(op)
         self.stop_points = StopPoints()
         self.pausing = Pausing()

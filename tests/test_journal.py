@@ -248,8 +248,10 @@ def test_a_journal_records_what_ran_so_a_replay_needs_nothing_else(tmp_path):
     [started] = [json.loads(line) for line in lines_of(path) if '"plan_started"' in line]
     assert started["plan"] == {"root": "1", "ops": [
         {"op_id": "1", "kind": "sequence", "description": "in order", "children": ["2", "3"]},
-        {"op_id": "2", "kind": "do", "description": "a", "children": [], "cap": "arm.reach", "args": {"x": 1}},
-        {"op_id": "3", "kind": "do", "description": "b", "children": [], "cap": "sim.act", "args": {}}]}
+        {"op_id": "2", "kind": "do", "description": "a", "children": [], "cap": "arm.reach", "args": {"x": 1},
+         "provider": "arm"},
+        {"op_id": "3", "kind": "do", "description": "b", "children": [], "cap": "sim.act", "args": {},
+         "provider": "sim"}]}
 
 
 def test_the_user_guides_journal_example_prints_what_it_shows(tmp_path):

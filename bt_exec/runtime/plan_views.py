@@ -187,9 +187,12 @@ def finished_feedback(record: dict, max_output_chars: int) -> dict:
 
 def plan_shape(run) -> dict:
     """What ran, as a journal records it for a replay: ``{root, ops: [{op_id, kind, description, children,
-    cap?, args?}], transitions?, state?}`` (step graphs: their transitions and the world they start from)."""
+    cap?, args?, provider?}], transitions?, state?}`` (step graphs: their transitions and the world they start
+    from)."""
     ops = [{"op_id": op.op_id, "kind": op.kind, "description": op.description, "children": list(op.children)}
            if op.cap is None else
+           {"op_id": op.op_id, "kind": op.kind, "description": op.description, "children": list(op.children),
+            "cap": op.cap, "args": op.args, "provider": op.provider} if op.provider else
            {"op_id": op.op_id, "kind": op.kind, "description": op.description, "children": list(op.children),
             "cap": op.cap, "args": op.args}
            for op in run.plan.ops.values()]
