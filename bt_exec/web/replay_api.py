@@ -316,6 +316,8 @@ class ReplayApi:
             if cursor.exhausted or self._position >= self.run.events:
                 with self._control:
                     self._ended = self._position >= self.run.events
+                    if self._ended:  # at the end it plays no more, as when played there: the clock says so at once
+                        self._playing = False
             self.events.send([self._clock_event("replay_clock" if step else "replay_seek")])
         finally:
             with self._control:
