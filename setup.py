@@ -104,9 +104,10 @@ setup(
         # `bt-exec robonix`: gRPC to Pilot and Atlas (grpcio-tools builds the stubs), MCP to capability providers
         "robonix": ROBONIX,
         # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them);
-        # ruff is the linter tests/test_lint.py runs (a minor release of ruff can add rules to the families chosen)
-        "test": ["pytest>=7", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20", "import-linter>=2.12,<3",
-                 "ruff>=0.17,<0.18", *ROBONIX],
+        # ruff is the linter tests/test_lint.py runs (a minor release of ruff can add rules to the families chosen);
+        # pytest-xdist spreads the plain run over the cores (pytest -n auto): most of its time is CPU
+        "test": ["pytest>=7", "pytest-xdist>=3.5,<4", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20",
+                 "import-linter>=2.12,<3", "ruff>=0.17,<0.18", *ROBONIX],
     },
     cmdclass={"build_py": BuildPyWithStubs},
     zip_safe=True,
