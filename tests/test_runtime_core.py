@@ -1,6 +1,8 @@
 """The runtime core's contracts: event-driven ticking and its watchdog, stop guards placed where stop
 points are (adopting running ops), the tip of the tree, the plan tree's tick, batched events, and
 cancellations a door can wait on its own way."""
+import threading
+
 import py_trees
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -179,6 +181,36 @@ def test_the_op_timeout_ends_a_call_that_never_has_news(make_executor):
     record = ex.run_until_complete(plan_id, timeout=5)
     assert record["ops"][1]["state"] == "timeout" and backend.cancelled == ["silent-2"]
     assert backend.asked <= 2, "the deadline came from the runner's timer, not from asking every period"
+
+
+def test_a_sleeping_tick_loop_is_woken_by_news_and_by_the_op_timeout(make_executor):
+    """With nothing polled and no send_due_news, the loop sleeps until told or until its next timer."""
+    class Told(SilentBackend):
+        def __init__(self):
+            super().__init__()
+            self.watched = threading.Event()
+            self.ended = False
+
+        def status(self, run_id):
+            self.asked += 1
+            return bt_exec.CallStatus("SUCCEEDED" if self.ended else "RUNNING")
+
+        def watch_call(self, run_id, news):
+            self.news = news
+            self.watched.set()
+
+    short, long = Told(), Told()
+    ex = make_executor(backend=short, op_timeout_s=0.3)
+    ex.start()
+    timed_out = ex.submit(seq(do()))["plan_id"]
+    assert ex.run_until_complete(timed_out, timeout=5)["ops"][1]["state"] == "timeout"
+    ex = make_executor(backend=long, op_timeout_s=60)
+    ex.start()
+    told = ex.submit(seq(do()))["plan_id"]
+    assert long.watched.wait(5)
+    long.ended = True
+    threading.Thread(target=long.news).start()
+    assert ex.run_until_complete(told, timeout=5)["outcome"] == "succeeded"
 
 
 # --- stop guards ------------------------------------------------------------------------

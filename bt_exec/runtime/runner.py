@@ -30,7 +30,9 @@ class Runner:
     request), those whose timer came (one heap for all plans: a ``poll_at``, a pause
     timeout, a held start's end) and those with sources polled every period; a plan
     waiting on sources that push costs nothing per period. ``send_due_news`` (the robot
-    backend's, if it has one) is called once per period first. ``tick_on_news_only=False``
+    backend's, if it has one) is called once per period first. The loop sleeps whole
+    periods while nothing is polled and the backend has no ``send_due_news``: until it is
+    woken, or until the next timer. ``tick_on_news_only=False``
     ticks every plan every period instead (same events, for behaviours that do not keep
     the contract); the watchdog then has nothing to watch. With the gate on, a plan whose
     tree stays RUNNING with nothing watched and nothing pending is ended by the watchdog,
@@ -143,6 +145,8 @@ class Runner:
         """Caller holds the lock: tick ``run`` at ``when`` (its earlier timer, if any, no longer counts)."""
         run.wake_armed_at = when
         heapq.heappush(self._timers, (when, next(self._order), run.plan_id))
+        if self._timers[0][0] == when:  # the earliest now: a loop sleeping until a later one wakes to look
+            self._wake.set()
         if len(self._timers) > 64 + 4 * len(self._active):  # entries of ended runs and moved timers
             self._timers = [entry for entry in self._timers if self._armed(entry)]
             heapq.heapify(self._timers)
@@ -345,5 +349,17 @@ class Runner:
                 self.tick_once()
             except Exception:
                 log.exception("tick loop: unexpected error")
-            self._wake.wait(max(0.0, self.tick_period - (time.monotonic() - began)))
+            self._wake.wait(self._sleep_s(began))
             self._wake.clear()
+
+    def _sleep_s(self, began: float) -> float | None:
+        """How long the loop may sleep unless woken: the rest of the period while a period has work to look for
+        (sources polled, a backend's due news, the gate off), else until the next timer (None: none)."""
+        now = time.monotonic()
+        rest = max(0.0, self.tick_period - (now - began))
+        with self._lock:
+            if self._due or self._polling or self._send_due_news is not None or not self.tick_on_news_only:
+                return rest
+            if self._timers:
+                return max(rest, self._timers[0][0] - now)
+        return None
