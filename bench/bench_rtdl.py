@@ -52,6 +52,12 @@ Figures:
    op running on a SimBackend, which can pause calls): ``pause_plan`` + ``resume_plan`` (7), and
    arming a pause point on the same op (``action="pause"``, 7b). No tick runs between calls: each
    measures what the caller's thread pays, as the stop point's arm does.
+8. An idle tick's cost against the number of plans waiting: 10, 1,000 and 10,000 plans (one executor
+   each, ``max_plans`` raised), each plan one do op whose SimBackend call lasts an hour, every call
+   started; one ``Executor.tick_once()`` when nothing changed, the three executors timed in turn in
+   each repeat. The ratio is against the 10-plan executor (the raw column holds its time, not raw
+   py_trees'): a tick that costs what waiting plans do grows with them; one that only does work
+   for plans with news stays flat. Gated for 1,000 (8) and 10,000 plans (8b).
 
 Method: each figure is measured ``--repeats`` times (the ticks twice as often); within a repeat
 ours and raw run one after the other, the order rotating from repeat to repeat, each sample
@@ -82,7 +88,8 @@ import bt_exec
 
 # figure -> bar on the ratio ours / raw (growth: on the value, the per-op ratio 50k / 1k)
 BARS = {"real tick": 1.0, "idle tick": 0.3, "instant": 2.0, "instant, journal": 2.5, "compile": 2.5,
-        "compile, catalog": 3.5, "memory": 1.5, "growth": 1.2, "control": 1.5}
+        "compile, catalog": 3.5, "memory": 1.5, "growth": 1.2, "control": 1.5, "waiting plans": 1.5}
+WAITING_PLANS = (10, 1000, 10_000)
 
 SIM_CAP = "sim_robot.move_step"
 # The sim cap's args as the catalog figure checks them (every op of the bench plans matches).
@@ -294,6 +301,26 @@ def ticks(spec, repeats: int) -> dict:
     return {"real": paired(times, "real"), "idle": paired(times, "idle")}
 
 
+def waiting_plans(repeats: int) -> dict[str, list[float]]:
+    """Figure 8: an idle tick with each count of waiting plans; {count: seconds per tick, one per repeat}."""
+    executors = {}
+    for count in WAITING_PLANS:
+        ex = bt_exec.Executor(backend=bt_exec.SimBackend({"default": {"duration_s": 3600}}), max_plans=count)
+        plan = to_envelope(("sequence", ["do"]))
+        for _ in range(count):
+            answer = ex.submit(plan)
+            assert answer["accepted"], answer["message"]
+        ex.tick_once()
+        ex.tick_once()
+        assert ex.backend.calls_in_flight == count, "not every plan waits on its call"
+        executors[str(count)] = ex
+    times = interleave(repeats, {name: Side(ex.tick_once, loops_for(ex.tick_once)) for name, ex in executors.items()})
+    for ex in executors.values():
+        assert ex.backend.calls_in_flight == ex.get_all_plans()["count"], "a waiting plan moved"
+        ex.close(wait_ms=0)
+    return times
+
+
 def control(spec, repeats: int) -> dict[str, list[float]]:
     """Figure 7: pause + resume, and arming a pause point, against arming a stop point, on one steady plan."""
     long_id, = op_ids(spec, "long")
@@ -451,6 +478,13 @@ def _figure(name: str, bar: str | None, r: dict) -> Figure:
                   bar=BARS[bar] if bar else None, ours_min_s=r["ours_min"], raw_min_s=r["raw_min"])
 
 
+def _waiting_figure(name: str, times: dict[str, list[float]], count: int) -> Figure:
+    r = paired(times, str(count), str(WAITING_PLANS[0]))
+    return Figure("rtdl", name, ours_s=r["ours"], raw_s=r["raw"], ratio=r["ratio"], bar=BARS["waiting plans"],
+                  ours_min_s=r["ours_min"], raw_min_s=r["raw_min"],
+                  note=f"raw column: the idle tick with {WAITING_PLANS[0]} waiting plans, not raw py_trees")
+
+
 def figures(args, detail: list[str] | None = None) -> list[Figure]:
     """The figures of the module doc, in its order; ``detail`` gets one line per group."""
     repeats = args.repeats
@@ -463,6 +497,7 @@ def figures(args, detail: list[str] | None = None) -> list[Figure]:
     memory = memory_per_op(compile_spec)
     grown = growth(repeats)
     controls = control(flat(1000), repeats)
+    waiting = waiting_plans(repeats * 2)
 
     memory_note = ("tracemalloc: bytes allocated and still retained per op; the Plan excluded (loaded before "
                    "tracing) unless the row says included; raw: the raw tree of the same shape")
@@ -488,6 +523,8 @@ def figures(args, detail: list[str] | None = None) -> list[Figure]:
                on="value", bar=BARS["growth"], note=growth_note),
         _figure("7  pause+resume 1000 ops vs arming a stop point", "control", paired(controls, "pause")),
         _figure("7b arming a pause point vs a stop point", "control", paired(controls, "pause point")),
+        _waiting_figure("8  idle tick's cost, 1,000 waiting plans vs 10", waiting, 1000),
+        _waiting_figure("8b idle tick's cost, 10,000 waiting plans vs 10", waiting, 10_000),
     ]
     if detail is not None:
         idle = [flat_ticks[n]["idle"]["ours"] for n in (100, 1000, 10_000)]
@@ -506,6 +543,8 @@ def figures(args, detail: list[str] | None = None) -> list[Figure]:
             "of the raw build to the tree input",
             f"rtdl: memory per op: compiled tree {fmt_value(memory['tree'], 'B')}, Plan included "
             f"{fmt_value(memory['with plan'], 'B')}, raw py_trees {fmt_value(memory['raw'], 'B')}",
+            "rtdl: idle tick with 10 / 1,000 / 10,000 waiting plans: "
+            f"{' / '.join(fmt_time(statistics.median(waiting[str(n)])) for n in WAITING_PLANS)}",
             f"rtdl: load+validate+compile per op: {' / '.join(fmt_time(per_op[n]) for n in GROWTH_SIZES)} at "
             f"{' / '.join(f'{n:,}' for n in GROWTH_SIZES)} ops",
         ]
