@@ -16,7 +16,7 @@ from bt_exec.compilers.catalog import BUILTIN_ARGS_SCHEMAS
 from bt_exec.robonix import atlas
 from bt_exec.robonix.wire import atlas_pb2 as pb
 
-from .atlas_fixtures import SkillDriver, StandinAtlas, free_port, register_provider
+from .atlas_fixtures import EVENT_WAIT_S, SkillDriver, StandinAtlas, free_port, register_provider
 
 FAST = {"heartbeat_s": 0.2, "retry_first_s": 0.05, "retry_max_s": 0.2}
 LOGGER = "bt_exec.robonix.atlas"
@@ -153,6 +153,9 @@ def test_registers_again_after_atlas_restarts(standin, atlas_stub, client, caplo
     caplog.set_level(logging.INFO, logger=LOGGER)
     client.start(registration(), **FAST)
     standin.expect(r"state executor STATE_ACTIVE")
+    # Atlas printed its last step before the client had its answer: a crash before that fails the attempt
+    # itself, which is retried, not found missing by a heartbeat.
+    assert client.wait_registered(EVENT_WAIT_S)
     port = standin.port
 
     standin.kill()  # a crash: the new Atlas knows nothing
