@@ -21,6 +21,7 @@ import pytest
 from bt_exec.robonix.wire import atlas_pb2, contracts_pb2_grpc, executor_pb2, module_health_pb2, pilot_pb2
 
 from .atlas_fixtures import StandinAtlas, register_provider
+from .pilot_stubs import PilotStubs
 from .provider_fixtures import ASYNC, RUN, SYNC, ProviderProcess
 
 WAIT_S = 60.0  # the longest a test waits (a loaded machine); a pass takes far less
@@ -72,7 +73,7 @@ class Command:
                 self.process.kill()
 
 
-class Deployment:
+class Deployment(PilotStubs):
     """Atlas, the providers registered in it, bt-exec robonix registered too, and Pilot's stubs."""
 
     def __init__(self, journal):
@@ -89,12 +90,7 @@ class Deployment:
         self.web = self.command.expect(r"web console: (http://\S+)").group(1).rstrip("/")
         self.address = self.command.expect(r"serving the executor's contracts at (\S+) as").group(1)
         self.atlas.expect(rf"state {EXECUTOR_ID} STATE_ACTIVE")  # registered: Pilot can find it
-        self.channel = grpc.insecure_channel(self.address)
-        self.execute = contracts_pb2_grpc.RobonixSystemExecutorExecuteStub(self.channel).Execute
-        self.control = contracts_pb2_grpc.RobonixSystemExecutorControlPlanStub(self.channel).ControlPlan
-        self.list = contracts_pb2_grpc.RobonixSystemExecutorListActivePlansStub(self.channel).ListActivePlans
-        self.cancel_all = contracts_pb2_grpc.RobonixSystemExecutorCancelAllPlansStub(self.channel).CancelAll
-        self.health = contracts_pb2_grpc.RobonixSystemExecutorGetHealthStub(self.channel).GetModuleHealth
+        self.connect(self.address)
 
     def inspect(self) -> dict:
         return json.loads(self.atlas_stub.InspectAtlas(atlas_pb2.InspectAtlasRequest(), timeout=10).json)

@@ -18,6 +18,8 @@ from bt_exec.control import ControlApi
 from bt_exec.robonix.service import RobonixServer
 from bt_exec.robonix.wire import contracts_pb2_grpc, executor_pb2, module_health_pb2, pilot_pb2
 
+from .pilot_stubs import PilotStubs
+
 WAIT_S = 30.0  # the longest a test waits for an event (a loaded machine); a pass takes far less
 SEQUENCE, PARALLEL, DO = 0, 1, 2
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELED = 0, 1, 2, 3, 4
@@ -30,7 +32,7 @@ EXECUTE = "/robonix.contracts.RobonixSystemExecutorExecute/Execute"
 CONTROL = "/robonix.contracts.RobonixSystemExecutorControlPlan/ControlPlan"
 
 
-class Served:
+class Served(PilotStubs):
     """An executor on the sim, its control surface, the server over it, and a client's stubs over a channel."""
 
     def __init__(self, executor_options=None, api_options=None, **server_options):
@@ -40,12 +42,7 @@ class Served:
         self.api = ControlApi(self.executor, **(api_options or {}))
         self.server = RobonixServer(self.api, "executor-under-test", "127.0.0.1:0", **server_options)
         self.address = self.server.start()
-        self.channel = grpc.insecure_channel(self.address)
-        self.execute = contracts_pb2_grpc.RobonixSystemExecutorExecuteStub(self.channel).Execute
-        self.control = contracts_pb2_grpc.RobonixSystemExecutorControlPlanStub(self.channel).ControlPlan
-        self.list = contracts_pb2_grpc.RobonixSystemExecutorListActivePlansStub(self.channel).ListActivePlans
-        self.cancel_all = contracts_pb2_grpc.RobonixSystemExecutorCancelAllPlansStub(self.channel).CancelAll
-        self.health = contracts_pb2_grpc.RobonixSystemExecutorGetHealthStub(self.channel).GetModuleHealth
+        self.connect(self.address)
 
     def close(self):
         self.channel.close()
