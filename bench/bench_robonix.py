@@ -20,7 +20,7 @@ Figures:
    node makes). The difference of each pair, p50 and p99; no bar (the runtime and the door's share alone). The
    medians of both are in the detail line.
 3. The same against a local MCP provider: a second Executor whose backend is ``McpBackend`` (a call's end
-   wakes the tick loop, ``Executor.wake``, as ``bt-exec robonix`` runs it), with a resolver over a plain table
+   pushed to the runtime, as ``bt-exec robonix`` runs it), with a resolver over a plain table
    (no Atlas) naming the stand-in providers (``tests/robonix/providers.py``, a process of their own on
    127.0.0.1), its own ``RobonixServer`` and channel. Interleaved pairs: a one-node plan calling the sync
    stand-in's ``echo`` over Execute, request to ``plan_complete``; and the provider's own call, a raw MCP
@@ -87,15 +87,14 @@ def one_node_plan(plan_id: str, **call) -> pilot_pb2.Plan:
 
 
 class Door:
-    """An executor on ``backend`` (default: the sim), the Robonix server over it, and a client's Execute over a
-    channel. ``wakes``: the backend's ``notify`` wakes the tick loop (``Executor.wake``), as bt-exec robonix runs
-    McpBackend."""
+    """An executor on the backend ``make_backend()`` makes (default: the sim), the Robonix server over it, and a
+    client's Execute over a channel."""
 
     def __init__(self, make_backend=None):
         import grpc
 
         self.sim = bt_exec.SimBackend() if make_backend is None else None
-        backend = self.sim if make_backend is None else make_backend(lambda: self.executor.wake())
+        backend = self.sim if make_backend is None else make_backend()
         self.executor = bt_exec.Executor(backend, keep_finished=100)
         self.executor.start()
         self.api = ControlApi(self.executor)
@@ -184,7 +183,7 @@ class RawMcp:
 def one_node_mcp_added(pairs: int) -> dict:
     providers = ProviderProcess()
     resolver = standin_resolver(providers)
-    door = Door(lambda notify: McpBackend(resolver, notify=notify))
+    door = Door(lambda: McpBackend(resolver))
     raw = RawMcp(mcp_url(resolver.resolve(SYNC, ECHO).url))
     raw_t, execute_t = [], []
     try:

@@ -48,6 +48,9 @@ def add_commands(commands) -> None:
     robonix.add_argument("--poll-period", metavar="S", type=positive_seconds, default=2.0,
                          help="how often an asynchronous capability's status is asked (default: 2, as "
                               "robonix-executor)")
+    robonix.add_argument("--heartbeat", metavar="S", type=positive_seconds, default=20.0,
+                         help="how often Atlas is told the executor is alive, and finds out that Atlas restarted "
+                              "(default: 20, as robonix-executor)")
     robonix.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0,
                          help="ticks per second (default: 100)")
     add_guard(robonix)
@@ -81,7 +84,7 @@ def robonix_command(args: argparse.Namespace) -> int:
     journal = _open_journal(args.events) if args.events else None
     robonix = RobonixExecutor(atlas_address, listen, provider_id, catalog=catalog, call_guard=args.guard,
                               op_timeout_s=args.op_timeout, poll_period_s=args.poll_period,
-                              tick_rate_hz=args.tick_rate)
+                              tick_rate_hz=args.tick_rate, heartbeat_s=args.heartbeat)
     web = None
     # Taken from here on: a supervisor may stop it as soon as it says it serves, or while it starts.
     stop = threading.Event()

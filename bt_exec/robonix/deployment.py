@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bt_exec
 from bt_exec.control import ControlApi
-from bt_exec.robonix.atlas import AtlasClient, AtlasResolver, Registration, advertised_address
+from bt_exec.robonix.atlas import HEARTBEAT_PERIOD_S, AtlasClient, AtlasResolver, Registration, advertised_address
 from bt_exec.robonix.dispatch import POLL_PERIOD_S, McpBackend
 from bt_exec.robonix.service import RobonixServer
 
@@ -24,7 +24,7 @@ class RobonixExecutor:
 
     def __init__(self, atlas: str, listen: str, provider_id: str, *, catalog=None, call_guard=None,
                  op_timeout_s: float | None = None, poll_period_s: float = POLL_PERIOD_S, tick_rate_hz: float = 100.0,
-                 heartbeat_s: float | None = None):
+                 heartbeat_s: float = HEARTBEAT_PERIOD_S):
         self.provider_id = provider_id
         self.atlas = AtlasClient(atlas, provider_id)
         # Its calls push their news (watch_call): a call's end is ticked at once, and a call is never polled.
@@ -33,7 +33,7 @@ class RobonixExecutor:
                                          op_timeout_s=op_timeout_s, tick_rate_hz=tick_rate_hz)
         self.control = ControlApi(self.executor)
         self.server = RobonixServer(self.control, provider_id, listen)
-        self._heartbeat = {} if heartbeat_s is None else {"heartbeat_s": heartbeat_s}
+        self.heartbeat_s = heartbeat_s
         self.address: str | None = None
 
     def start(self) -> str:
@@ -41,7 +41,8 @@ class RobonixExecutor:
         the address the contracts are served at."""
         self.executor.start()
         self.address = self.server.start()
-        self.atlas.start(Registration(self.provider_id, advertised_address(self.address)), **self._heartbeat)
+        self.atlas.start(Registration(self.provider_id, advertised_address(self.address)),
+                         heartbeat_s=self.heartbeat_s)
         return self.address
 
     def close(self) -> None:
