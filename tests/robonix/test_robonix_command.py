@@ -76,7 +76,7 @@ class Command:
 class Deployment(PilotStubs):
     """Atlas, the providers registered in it, bt-exec robonix registered too, and Pilot's stubs."""
 
-    def __init__(self, journal):
+    def __init__(self, journal, *options: str):
         self.atlas = StandinAtlas().start()
         self.providers = ProviderProcess()
         self.atlas_stub, self._atlas_channel = self.atlas.stub()
@@ -86,7 +86,7 @@ class Deployment(PilotStubs):
                           contracts=[RUN, f"{RUN}/status", f"{RUN}/cancel"])
         self.journal = journal
         self.command = Command("--atlas", self.atlas.address, "--listen", "127.0.0.1:0", "--id", EXECUTOR_ID,
-                               "--web", "0", "--events", str(journal), "--poll-period", "0.1")
+                               "--web", "0", "--events", str(journal), "--poll-period", "0.1", *options)
         self.web = self.command.expect(r"web console: (http://\S+)").group(1).rstrip("/")
         self.address = self.command.expect(r"serving the executor's contracts at (\S+) as").group(1)
         self.atlas.expect(rf"state {EXECUTOR_ID} STATE_ACTIVE")  # registered: Pilot can find it
@@ -282,3 +282,31 @@ def test_the_settings_come_from_robonix_executors_environment_variables():
     assert settings(plain, {**environ, "ROBONIX_ATLAS_ENDPOINT": "10.0.0.3:2"})[0] == "10.0.0.3:2"
     given = build_parser().parse_args(["robonix", "--atlas", "h:3", "--listen", "h:4", "--id", "me"])
     assert settings(given, environ) == ("h:3", "h:4", "me")
+
+
+def test_atlas_going_away_mid_plan_fails_the_calls_that_need_it_and_it_registers_again(tmp_path):
+    deployment = Deployment(tmp_path / "events.jsonl", "--heartbeat", "0.3")
+    try:
+        stream = deployment.execute(plan(
+            "pilot-5",
+            node(SEQUENCE, "root", children=[1, 2]),
+            node(DO, "drive", provider=ASYNC, contract=RUN, args={"duration_s": 1.5}),
+            node(DO, "say", provider=SYNC, contract=ECHO, args={"text": "after Atlas left"})), timeout=WAIT_S)
+        before = set(deployment.providers.state()["runs"])
+        until(stream, lambda e: e.event_kind == NODE_STATE and e.node_state.op_id == "drive" and
+              e.node_state.state == RUNNING)
+        eventually("the drive under way at its provider", lambda: set(deployment.providers.state()["runs"]) - before)
+        deployment.atlas.kill()  # the drive's provider was found already; the next call needs Atlas
+        rest = list(stream)
+        done = finals(rest)
+        assert done["drive"].state == SUCCEEDED  # a call under way goes on without Atlas
+        assert done["say"].state == FAILED and "Atlas" in done["say"].leaf_result.error
+        assert rest[-1].event_kind == PLAN_COMPLETE and rest[-1].plan_complete.any_failed is True
+
+        deployment.atlas.start()  # on the same port, knowing nothing
+        deployment.atlas.expect(rf"state {EXECUTOR_ID} STATE_ACTIVE")
+        health = deployment.health(module_health_pb2.GetModuleHealth_Request(), timeout=WAIT_S)
+        assert health.report.module.state == "active"
+        assert not any("Traceback" in line for line in deployment.command.seen)
+    finally:
+        deployment.close()
