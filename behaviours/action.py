@@ -5,10 +5,11 @@ import functools
 import logging
 import time
 
-import py_trees
 from py_trees.common import Status
 
 from bt_exec.backends import OP_STATE_OF, CallStatus, CapabilityCall
+
+from bt_exec.compat.py_trees import LeanBehaviour
 
 from .op_behaviour import RUNNING, OpReports
 
@@ -17,7 +18,7 @@ log = logging.getLogger(__name__)
 _TIMED_OUT = CallStatus("TIMEOUT")  # the news a poll delivers when the op timeout passed
 
 
-class CapabilityAction(OpReports, py_trees.behaviour.Behaviour):
+class CapabilityAction(OpReports, LeanBehaviour):
     """Runs one capability call: started in ``initialise``, taken in ``update``, cancelled in ``terminate``.
 
     Statuses:

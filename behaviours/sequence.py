@@ -4,10 +4,12 @@ from __future__ import annotations
 import py_trees
 from py_trees.common import Status
 
+from bt_exec.compat.py_trees import LeanBehaviour
+
 from .op_behaviour import RUNNING, CompositeOp
 
 
-class OpSequence(CompositeOp, py_trees.composites.Sequence):
+class OpSequence(CompositeOp, py_trees.composites.Sequence, LeanBehaviour):
     """Ticks its children in order, each until it finishes (a py_trees Sequence with memory).
 
     Statuses:

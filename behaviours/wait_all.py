@@ -4,10 +4,12 @@ from __future__ import annotations
 import py_trees
 from py_trees.common import ParallelPolicy, Status
 
+from bt_exec.compat.py_trees import LeanBehaviour
+
 from .op_behaviour import FINAL_STATUSES, RUNNING, CompositeOp
 
 
-class WaitAllParallel(CompositeOp, py_trees.composites.Parallel):
+class WaitAllParallel(CompositeOp, py_trees.composites.Parallel, LeanBehaviour):
     """Starts every child and waits for all of them; a failed child does not cancel its siblings.
 
     py_trees' own Parallel stops the remaining children once its policy is decided;

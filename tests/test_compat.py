@@ -23,6 +23,25 @@ def test_what_acyclic_links_overrides_is_still_py_trees_own():
     assert behaviour.parent is None and behaviour.iterator is not None, "py_trees keeps them as AcyclicLinks expects"
 
 
+def test_lean_behaviour_stands_for_every_attribute_py_trees_init_sets():
+    plain = py_trees.behaviours.Success(name="plain")
+    assert set(vars(plain)) == {"id", "name", "blackboards", "qualified_name", "status", "iterator", "parent",
+                                "children", "logger", "feedback_message", "blackbox_level"}, (
+        "py_trees' Behaviour.__init__ sets other attributes than LeanBehaviour stands for: look at it again")
+
+    class Lean(py_trees_overrides.LeanBehaviour):
+        def update(self):
+            return py_trees.common.Status.SUCCESS
+
+    lean = Lean(name="lean")
+    assert lean.name == "lean"
+    for attribute in ("status", "feedback_message", "blackbox_level", "children", "parent", "blackboards"):
+        assert getattr(lean, attribute) == getattr(plain, attribute), attribute
+    assert lean.qualified_name == f"{Lean.__qualname__}/lean"
+    assert lean.logger.prefix == py_trees.logging.Logger("lean").prefix
+    assert lean.id == lean.id and lean.id != Lean(name="lean").id, "an id is made once and is each behaviour's own"
+
+
 def test_what_plan_tree_overrides_is_still_py_trees_own():
     assert_internals(py_trees.trees.BehaviourTree, "PlanTree", methods=("setup", "shutdown", "tick"),
                      attributes=("visitors", "pre_tick_handlers", "post_tick_handlers", "count", "root"))

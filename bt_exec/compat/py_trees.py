@@ -2,6 +2,8 @@
 costs what the ticked path costs."""
 from __future__ import annotations
 
+import uuid
+from functools import cached_property
 from weakref import ref
 
 import py_trees
@@ -9,6 +11,7 @@ import py_trees
 WRITTEN_FOR = "2.6.0"
 OVERRIDES = {
     "AcyclicLinks": "py_trees.behaviour.Behaviour's parent and iterator attributes",
+    "LeanBehaviour": "py_trees.behaviour.Behaviour.__init__ (every attribute it sets)",
     "PlanTree": "py_trees.trees.BehaviourTree.setup, shutdown and tick (its visitors, handlers and count)",
     "DerivedFeedback": "py_trees.behaviour.Behaviour's feedback_message attribute",
     "ViewOnlyComposite": "py_trees.composites.Composite.stop and remove_child, which stop the children",
@@ -46,6 +49,48 @@ class AcyclicLinks:
     @iterator.setter
     def iterator(self, _generator) -> None:
         """py_trees sets it as a behaviour is made and stopped; dropped here, it holds no cycle."""
+
+
+class LeanBehaviour(py_trees.behaviour.Behaviour):
+    """The last base of the behaviours a plan has one of per op: py_trees' ``Behaviour.__init__`` without what
+    each of them would pay for and few ever read.
+
+    py_trees makes, for every behaviour, a uuid4 (``id``), a ``Logger``, its qualified name, an empty list of
+    blackboard clients and a generator of its tick (``iterator``): on a 10,000-op plan that is most of the cost
+    of building the tree. Here ``id``, ``logger``, ``qualified_name`` and ``blackboards`` are made when first
+    read and then kept (a tree viewer reads the same id each time), ``status``, ``parent``, ``feedback_message``
+    and ``blackbox_level`` are class-level defaults until set, and no iterator is made (py_trees never reads
+    it). Being the last base, it is what py_trees' composites reach when their ``__init__`` calls
+    ``Behaviour.__init__``.
+    """
+
+    status = py_trees.common.Status.INVALID
+    parent = None
+    iterator = None
+    feedback_message = ""
+    blackbox_level = py_trees.common.BlackBoxLevel.NOT_A_BLACKBOX
+
+    def __init__(self, name: str):
+        if not isinstance(name, str):
+            raise TypeError(f"a behaviour name should be a string, but you passed in {type(name)}")
+        self.name = name
+        self.children = []
+
+    @cached_property
+    def id(self) -> uuid.UUID:
+        return uuid.uuid4()
+
+    @cached_property
+    def logger(self) -> py_trees.logging.Logger:
+        return py_trees.logging.Logger(self.name)
+
+    @cached_property
+    def qualified_name(self) -> str:
+        return f"{self.__class__.__qualname__}/{self.name}"
+
+    @cached_property
+    def blackboards(self) -> list:
+        return []
 
 
 class DerivedFeedback:
