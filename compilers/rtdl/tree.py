@@ -45,9 +45,10 @@ def load_tree_root(root: dict, path: str, limits: Limits, description: str | Non
 def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], issues: list[Issue],
                proving: bool = False) -> int:
     """Walk the nested tree in pre-order with an explicit stack (no recursion), filling ``ops``.
-    ``proving``: raise NotProven at the first node not proven within limits (``_plain_node``)."""
+    ``proving``: raise NotProven at the first node not proven within limits (``_well_formed_op``'s
+    ``plain_within``)."""
     max_depth_seen = 0
-    max_chars = limits.max_string_chars
+    plain_within = limits.max_string_chars if proving else None
     too_deep_reported = False
     count = 0
     max_ops, max_depth = limits.max_ops, limits.max_depth
@@ -63,10 +64,10 @@ def _walk_tree(root: dict, root_path: str, limits: Limits, ops: dict[str, Op], i
             return max_depth_seen
         if depth > max_depth_seen:
             max_depth_seen = depth
-        op = _well_formed_op(node, path, str(count), caps)
-        if proving and (op is None or not _plain_node(node, max_chars)):
-            raise NotProven
+        op = _well_formed_op(node, path, str(count), caps, plain_within)
         if op is None:
+            if proving:
+                raise NotProven
             op = _check_tree_node(node, path, str(count), issues, at_root=parent is None)
         if issues and issues.dropped:  # more faults than are listed: enough said
             return max_depth_seen
@@ -141,16 +142,23 @@ def _check_tree_node(node: object, path: str, op_id: str, issues: list[Issue], a
     return Op(op_id, kind, description, path=path)
 
 
-def _well_formed_op(node: object, path: str, op_id: str, caps: dict[str, tuple[str, str]]) -> Op | None:
+def _well_formed_op(node: object, path: str, op_id: str, caps: dict[str, tuple[str, str]],
+                    plain_within: int | None = None) -> Op | None:
     """The op of a node that passes every check below at a glance; None sends it to the checks, which
     say what is wrong (most nodes are well formed: this is the cost a valid plan pays). ``caps``:
     cap -> (that cap, its provider) for the caps already found well formed in this plan: most plans
-    call few caps many times, and each is matched once and kept once (not once per op)."""
+    call few caps many times, and each is matched once and kept once (not once per op).
+    ``plain_within``: also None unless the node's values are what ``check_document`` passes in decoded
+    text: ASCII strings within that many characters, integers within ``MAX_INT_BITS``, and args (or an
+    ignored op_id object) holding such values and no container. (Its children are nodes, each proven in turn.)"""
     if type(node) is not dict:
         return None
     kind = node.get("op")
     description = node.get("description")
     if type(description) is not str or not description or description.isspace():
+        return None
+    if plain_within is not None and (len(description) > plain_within or not description.isascii()
+                                     or "op_id" in node and not _plain_value(node["op_id"], plain_within)):
         return None
     if kind == "do":
         cap, args = node.get("cap"), node.get("args", _NO_ARGS)
@@ -164,6 +172,9 @@ def _well_formed_op(node: object, path: str, op_id: str, caps: dict[str, tuple[s
             known = (cap, cap.split(".", 1)[0])
             if not cap.startswith(BUILTIN_CAP_PREFIX):  # a builtin's args are looked at each time
                 caps[cap] = known
+        if plain_within is not None and (len(cap) > plain_within or not cap.isascii()
+                                         or args and not _plain_object(args, plain_within)):
+            return None
         return Op(op_id, "do", description, [], known[0], {} if args is _NO_ARGS else args, known[1], None, path)
     if (kind == "sequence" or kind == "parallel") and type(node.get("children")) is list \
             and node.keys() <= _COMPOSITE_FIELDS:
@@ -174,35 +185,32 @@ def _well_formed_op(node: object, path: str, op_id: str, caps: dict[str, tuple[s
 _NO_ARGS: dict = {}
 
 
-def _plain_node(node: dict, max_chars: int) -> bool:
-    """Whether a well-formed node's values are what ``check_document`` passes in decoded text: ASCII strings
-    within ``max_chars``, integers within ``MAX_INT_BITS``, and args holding such values and no container.
-    (Its keys are known fields; its children are nodes, each proven in turn.)"""
-    for key, value in node.items():
-        kind = type(value)
+def _plain_value(value: object, max_chars: int) -> bool:
+    """An ASCII string within ``max_chars``, an integer within ``MAX_INT_BITS``, a float, a bool, null, or an
+    object of those."""
+    kind = type(value)
+    if kind is str:
+        return len(value) <= max_chars and value.isascii()
+    if kind is int:
+        return value.bit_length() <= MAX_INT_BITS
+    if kind is dict:
+        return _plain_object(value, max_chars)
+    return kind is float or kind is bool or value is None
+
+
+def _plain_object(value: dict, max_chars: int) -> bool:
+    """Every key an ASCII string within ``max_chars``, every value a plain scalar (``_plain_value``, no container)."""
+    for name, item in value.items():
+        if len(name) > max_chars or not name.isascii():
+            return False
+        kind = type(item)
         if kind is str:
-            if len(value) > max_chars or not value.isascii():
+            if len(item) > max_chars or not item.isascii():
                 return False
-        elif kind is dict:  # the args, or an op_id (ignored, but a value of the document all the same)
-            for name, item in value.items():
-                if len(name) > max_chars or not name.isascii():
-                    return False
-                kind = type(item)
-                if kind is str:
-                    if len(item) > max_chars or not item.isascii():
-                        return False
-                elif kind is int:
-                    if item.bit_length() > MAX_INT_BITS:
-                        return False
-                elif kind is not float and kind is not bool and item is not None:
-                    return False
         elif kind is int:
-            if value.bit_length() > MAX_INT_BITS:
+            if item.bit_length() > MAX_INT_BITS:
                 return False
-        elif kind is list:
-            if key != "children":
-                return False
-        elif kind is not float and kind is not bool and value is not None:
+        elif kind is not float and kind is not bool and item is not None:
             return False
     return True
 
