@@ -55,10 +55,11 @@ class CapabilityAction(OpReports, LeanBehaviour):
     _paused_at: float | None = None  # when pause_call paused the call
     _pushed = False  # the call's backend tells the runtime when it has news
 
-    def __init__(self, name: str, op_id: str, cap: str, args: dict, provider: str | None = None,
+    def __init__(self, op_id: str, description: str, cap: str, args: dict, provider: str | None = None,
                  call_id: str | None = None):
-        super().__init__(name)
+        super().__init__(None)
         self.op_id = op_id
+        self.description = description
         self.cap = cap
         self.args = args
         self.provider = provider
@@ -262,8 +263,9 @@ class SkillAction(CapabilityAction):
     ``result["event"]`` is the outcome the graph's router follows.
     """
 
-    def __init__(self, name: str, op_id: str, skill: str, params: dict, outcomes: tuple, failure_outcomes: frozenset):
-        super().__init__(name, op_id, skill, params)
+    def __init__(self, op_id: str, description: str, skill: str, params: dict, outcomes: tuple,
+                 failure_outcomes: frozenset):
+        super().__init__(op_id, description, skill, params)
         self.outcomes = outcomes
         self.failure_outcomes = failure_outcomes
 

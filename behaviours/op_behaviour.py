@@ -1,6 +1,8 @@
 """What every op behaviour shares: its op id, the plan it reports to, and where its reports go."""
 from __future__ import annotations
 
+from functools import cached_property
+
 from py_trees.common import Status
 
 from bt_exec.compat.py_trees import AcyclicLinks
@@ -10,6 +12,16 @@ from .summary import children_summary
 
 RUNNING = Status.RUNNING
 FINAL_STATUSES = (Status.SUCCESS, Status.FAILURE)
+NAME_DESCRIPTION_CHARS = 60
+
+
+def short_name(text: str) -> str:
+    """A description fit for a node name: printable (names reach terminals), whitespace folded, cut short."""
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else " " for ch in text)
+    if "  " in text or text[:1] == " " or text[-1:] == " ":
+        text = " ".join(text.split())
+    return text if len(text) <= NAME_DESCRIPTION_CHARS else text[:NAME_DESCRIPTION_CHARS - 1] + "…"
 
 
 class OpReports(AcyclicLinks):
@@ -26,12 +38,20 @@ class OpReports(AcyclicLinks):
     An op entered while its plan is paused is held back the same way, and is
     entered afresh on a later tick once the plan resumed (``held_back`` makes
     its tick check the entry again).
+
+    Its py_trees ``name`` is ``[op id] description`` (the description made fit by ``short_name``), worked
+    out when first read: a plan's many ops are built for running, and few names are ever shown.
     """
 
     op_id: str
+    description: str
     hooks: PlanHooks | None = None
     report_to: object | None = None
     held_back = False
+
+    @cached_property
+    def name(self) -> str:
+        return f"[{self.op_id}] {short_name(self.description)}"
 
     def report(self, state: str, result: dict | None = None, detail: str | None = None) -> None:
         self.report_to.op_state(self.op_id, state, result, detail)

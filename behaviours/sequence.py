@@ -21,9 +21,10 @@ class OpSequence(CompositeOp, py_trees.composites.Sequence, LeanBehaviour):
             sequence, report ``canceled``.
     """
 
-    def __init__(self, name: str, op_id: str):
-        super().__init__(name, memory=True)
+    def __init__(self, op_id: str, description: str):
+        super().__init__(None, memory=True)
         self.op_id = op_id
+        self.description = description
         self._index = 0
 
     def tick(self):

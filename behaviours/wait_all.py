@@ -27,9 +27,10 @@ class WaitAllParallel(CompositeOp, py_trees.composites.Parallel, LeanBehaviour):
 
     waits_for_all = True
 
-    def __init__(self, name: str, op_id: str):
-        super().__init__(name, policy=ParallelPolicy.SuccessOnAll(synchronise=False))
+    def __init__(self, op_id: str, description: str):
+        super().__init__(None, policy=ParallelPolicy.SuccessOnAll(synchronise=False))
         self.op_id = op_id
+        self.description = description
 
     def tick(self):
         if self.status != RUNNING or self.held_back:

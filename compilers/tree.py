@@ -11,8 +11,6 @@ from bt_exec.behaviours import CapabilityAction, OpSequence, SkillAction, StepRo
 from .ir import Plan
 from .skill_catalog import SkillCatalog
 
-NAME_DESCRIPTION_CHARS = 60
-
 
 @dataclass(slots=True)
 class CompiledPlan:
@@ -29,11 +27,11 @@ def compile_tree(plan: Plan) -> CompiledPlan:
     ops: dict[str, py_trees.behaviour.Behaviour] = {}
     # Without recursion: reversed pre-order puts every child before its parent.
     for op in reversed(plan.ops.values()):
-        name = f"[{op.op_id}] {short_name(op.description)}"
         if op.kind == "do":
-            ops[op.op_id] = CapabilityAction(name, op.op_id, op.cap, op.args, op.provider, op.call_id)
+            ops[op.op_id] = CapabilityAction(op.op_id, op.description, op.cap, op.args, op.provider, op.call_id)
             continue
-        body = OpSequence(name, op.op_id) if op.kind == "sequence" else WaitAllParallel(name, op.op_id)
+        body = OpSequence(op.op_id, op.description) if op.kind == "sequence" else WaitAllParallel(op.op_id,
+                                                                                                    op.description)
         children = [ops[child] for child in op.children]
         for child in children:
             child.parent = body
@@ -50,7 +48,7 @@ def compile_graph(plan: Plan, catalog: SkillCatalog, *, terminals: frozenset, su
     for step_id, op in plan.ops.items():
         skill = catalog.skills[catalog.resolve(op.cap)]
         skills[step_id] = skill
-        steps[step_id] = SkillAction(f"[{step_id}] {short_name(op.description)}", step_id, skill.name, op.args,
+        steps[step_id] = SkillAction(step_id, op.description, skill.name, op.args,
                                      skill.outcomes, catalog.failure_outcomes)
     router = StepRouter(f"step graph from {graph.entry} ({len(steps)} steps)", steps, graph.entry,
                         graph.transitions, skills, {step_id: op.args for step_id, op in plan.ops.items()},
@@ -58,11 +56,3 @@ def compile_graph(plan: Plan, catalog: SkillCatalog, *, terminals: frozenset, su
                         unconfirmed_effects=unconfirmed_effects)
     return CompiledPlan(plan, router, steps)
 
-
-def short_name(text: str) -> str:
-    """A description fit for a node name: printable (names reach terminals), whitespace folded, cut short."""
-    if not text.isprintable():
-        text = "".join(ch if ch.isprintable() else " " for ch in text)
-    if "  " in text or text[:1] == " " or text[-1:] == " ":
-        text = " ".join(text.split())
-    return text if len(text) <= NAME_DESCRIPTION_CHARS else text[:NAME_DESCRIPTION_CHARS - 1] + "…"

@@ -61,7 +61,7 @@ class LeanBehaviour(py_trees.behaviour.Behaviour):
     read and then kept (a tree viewer reads the same id each time), ``status``, ``parent``, ``feedback_message``
     and ``blackbox_level`` are class-level defaults until set, and no iterator is made (py_trees never reads
     it). Being the last base, it is what py_trees' composites reach when their ``__init__`` calls
-    ``Behaviour.__init__``.
+    ``Behaviour.__init__``. A subclass that works its ``name`` out when read passes None for it.
     """
 
     status = py_trees.common.Status.INVALID
@@ -70,10 +70,11 @@ class LeanBehaviour(py_trees.behaviour.Behaviour):
     feedback_message = ""
     blackbox_level = py_trees.common.BlackBoxLevel.NOT_A_BLACKBOX
 
-    def __init__(self, name: str):
-        if not isinstance(name, str):
-            raise TypeError(f"a behaviour name should be a string, but you passed in {type(name)}")
-        self.name = name
+    def __init__(self, name: str | None):
+        if name is not None:
+            if not isinstance(name, str):
+                raise TypeError(f"a behaviour name should be a string, but you passed in {type(name)}")
+            self.name = name
         self.children = []
 
     @cached_property
