@@ -219,6 +219,32 @@ def test_an_event_json_cannot_hold_is_written_as_a_note_in_its_place(tmp_path):
     assert following == {"event": "next"} and not journal.failed
 
 
+def test_every_line_is_compact_ascii_json_that_reads_back_as_its_event(tmp_path):
+    """What the fast encoder would write otherwise (UTF-8 text, NaN as null, or nothing for an integer past 64
+    bits, an int key or a tuple) is written as json writes it: escaped, bare NaN and Infinity, keys as text."""
+    path = tmp_path / "events.jsonl"
+    events = [{"event": "node_state", "result": {"output": {"name": "café ✓"}}, "seq": 1},
+              {"event": "node_state", "run_id": None, "result": {"output": {"reading": float("nan"), "none": None}},
+               "seq": 2},
+              {"event": "node_state", "run_id": None, "time": float("-inf"), "seq": 3},
+              {"event": "node_state", "result": {"output": {"big": 2 ** 70, "by_id": {7: "seven"}}}, "seq": 4},
+              {"event": "node_state", "result": {"pose": (1.5, 2), "error": None}, "seq": 5},
+              {"event": "plan_started", "run_id": None, "plan": {"ops": [{"op_id": "1", "args": {"x": 1e-05}}]},
+               "seq": 6}]
+    journal = bt_exec.JsonlJournal(path)
+    journal.write_batch(events)
+    journal.close()
+    lines = lines_of(path)[1:-1]  # ASCII, or lines_of raises
+    assert all(", " not in line and '": ' not in line for line in lines)
+    read = [json.loads(line) for line in lines]
+    assert read[0] == events[0] and "\\u00e9" in lines[0]
+    assert '"reading":NaN' in lines[1] and read[1]["result"]["output"]["none"] is None
+    assert '"time":-Infinity' in lines[2]
+    assert read[3]["result"]["output"] == {"big": 2 ** 70, "by_id": {"7": "seven"}}
+    assert read[4]["result"] == {"pose": [1.5, 2], "error": None}
+    assert read[5] == events[5] and check_journal(path).clean
+
+
 def test_a_journal_on_a_pipe_nobody_reads_closes_within_its_bound(tmp_path):
     """A writer blocked for good (a FIFO whose reader never reads) does not hold the closing thread."""
     import threading

@@ -3,7 +3,8 @@ at the recorded pace (``bt_exec.replayed_plans`` rebuilds the plans they describ
 
 A journal's run is what one ``JsonlJournal`` wrote, from its header to the next (``journal.py``). Finding it
 reads the file once, line by line, without parsing most lines: our writer ends every event line with its
-``"seq": N}``, which is all the check needs (a line that ends otherwise is parsed). Only the chosen run's
+``"seq":N}`` (``"seq": N}`` before its lines were compact), which is all the check needs (a line that ends
+otherwise is parsed). Only the chosen run's
 first byte and line are kept, so a journal of any size is indexed in constant memory; the events are then
 read again from there as they are played, each value checked as it is read (``replay_checks``).
 """
@@ -19,8 +20,10 @@ from ..errors import BtExecError
 from .journal import RUN_HEADER, _parse
 from .replay_checks import MAX_EVENT_LINE_BYTES, JournalValueError, RunCheck, check_unparsed, is_recorded_time
 
-_HEADER_START = b'{"event": "' + RUN_HEADER.encode() + b'"'
-_SEQ_KEY = b'"seq": '
+# Lines as our writer starts them, compact, and as it did before with a space after each colon and comma.
+_EVENT_STARTS = (b'{"event":"', b'{"event": "')
+_HEADER_STARTS = tuple(start + RUN_HEADER.encode() + b'"' for start in _EVENT_STARTS)
+_SEQ_KEY = b'"seq":'
 # How much of a run's end is read to find its last event's time: a longer last line leaves the span open.
 _TAIL_BYTES = 64 * 1024
 # Events handed on at once when they are due together (a tick's, or all of them at --speed 0): enough to keep a
@@ -70,7 +73,7 @@ def find_run(path: str, number: int | None = None) -> JournalRun:
                 skipped = _skip_line(file)  # read past it: the next line is the file's next
                 offset += skipped
                 line = b""  # no event, whatever its start: too long to read (take() says so)
-            if line and line.startswith(_HEADER_START):
+            if line and line.startswith(_HEADER_STARTS):
                 why, header = _parse(line)
                 if why is None and header.get("event") == RUN_HEADER:
                     if current is not None:
@@ -154,10 +157,10 @@ def _skip_line(file) -> int:
 def _seq_of(line: bytes) -> int | str | None:
     """The ``seq`` our writer puts last on an event line; else the line parsed: its seq (None if it has none),
     or why it is no JSON event."""
-    if line.startswith(b'{"event": "') and line.endswith(b"}\n"):
+    if line.startswith(_EVENT_STARTS) and line.endswith(b"}\n"):
         at = line.rfind(_SEQ_KEY)
         if at > 0:
-            digits = line[at + len(_SEQ_KEY):-2]
+            digits = line[at + len(_SEQ_KEY):-2].removeprefix(b" ")
             if digits.isdigit():
                 return int(digits)
     why, event = _parse(line)
