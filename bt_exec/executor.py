@@ -479,12 +479,6 @@ class Executor:
         """Run the tick loop in a thread of its own (the ROS node and the web server drive it so)."""
         self._runner.start()
 
-    def wake(self) -> None:
-        """Run the next period now rather than when it is due: a backend that cannot push (it has no
-        ``watch_call``) may call it (from any thread; it never blocks) when a call changed state, so the change
-        is ticked at once."""
-        self._runner.wake()
-
     def stop(self) -> None:
         """Stop the tick loop; plans stay in flight and can be ticked by hand."""
         self._runner.stop()
