@@ -3,13 +3,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-OP_KINDS = ("sequence", "parallel", "do")
+OP_KINDS = ("sequence", "parallel", "do", "control")
 STOP_WHENS = ("on_enter", "on_complete")
 
 
 @dataclass(slots=True)
 class Op:
-    """One plan node. ``children`` holds child op ids in execution order."""
+    """One plan node. ``children`` holds child op ids in execution order.
+
+    ``node`` names the BehaviorTree.CPP node a ``control`` op runs as ("Sequence",
+    "ReactiveFallback", "Repeat", ...). ``reads`` maps a port to the blackboard key
+    it reads when the call (or node) starts; ``writes`` maps an output port to the
+    key its value from the call's output is written to on success.
+    """
 
     op_id: str
     kind: str
@@ -20,6 +26,9 @@ class Op:
     provider: str | None = None
     call_id: str | None = None
     path: str = ""  # where the node sits in the input, for messages
+    node: str | None = None
+    reads: dict[str, str] | None = None
+    writes: dict[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -61,7 +70,8 @@ class Plan:
         for op in self.ops.values():
             new_id = moved(op.op_id)
             ops[new_id] = Op(new_id, op.kind, op.description, [moved(c) for c in op.children],
-                             op.cap, op.args, op.provider, op.call_id, op.path)
+                             op.cap, op.args, op.provider, op.call_id, op.path,
+                             op.node, op.reads, op.writes)
         return replace(self, root=moved(self.root), ops=ops)
 
 
