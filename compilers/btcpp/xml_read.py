@@ -1,0 +1,159 @@
+"""BehaviorTree.CPP XML read safely: no DTD, no entity, no external reference is ever read, and the depth, the
+element count and every attribute's length are held to the limits while the text is parsed (a 10,000-deep
+nesting stops at the first element past the depth limit, never after building it)."""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+
+import defusedxml.common
+import defusedxml.ElementTree
+
+from bt_exec.errors import Issue, PlanError
+
+from ..limits import Limits
+
+# A BT.CPP document: after an XML declaration, comments and processing instructions, its <root> element.
+_XML_START = re.compile(r"\s*(?:<\?[^>]*\?>\s*|<!--.*?-->\s*)*<", re.DOTALL)
+_ROOT_TAG = re.compile(r"<root[\s>/]")
+_ROOT_END = re.compile(r"</root\s*>")
+# One fenced code block: a line opening with ``` (and perhaps a language), up to a line opening with ```.
+_FENCE = re.compile(r"^[ \t]*```[^\n`]*\n(.*?)^[ \t]*```", re.MULTILINE | re.DOTALL)
+# The wrapping levels above a tree's first node: <root> and <BehaviorTree>.
+WRAPPING_LEVELS = 2
+
+
+@dataclass(eq=False, slots=True)
+class Element:
+    """One XML element: its tag, attributes in document order, child elements, the line it starts on and the
+    text written inside it (its pieces stripped; empty when only blanks)."""
+
+    tag: str
+    attrs: dict[str, str]
+    children: list[Element] = field(default_factory=list)
+    line: int = 0
+    text: str = ""
+
+
+@dataclass(eq=False, slots=True)
+class XmlDocument:
+    """A BT.CPP XML document as read: its ``<root>`` element (or whatever the document's element is)."""
+
+    root: Element
+
+
+def looks_like_xml(text: str) -> bool:
+    """Whether ``text`` is an XML document: its first markup, after blanks, an XML declaration and comments, is
+    an element."""
+    return _XML_START.match(text) is not None
+
+
+def xml_in_reply(text: str) -> tuple[str, list[dict]] | None:
+    """The XML document a model's reply carries among prose, with a warning saying what was skipped: the one
+    fenced code block that holds a ``<root`` element, else the text from the first ``<root`` to the last
+    ``</root>``; None when the text holds no ``<root`` element."""
+    fences = [fence for fence in _FENCE.finditer(text) if _ROOT_TAG.search(fence.group(1))]
+    if len(fences) == 1:
+        start, end = fences[0].span(1)
+        return text[start:end], [_skipped_warning("the XML in the fenced code block", start, end, len(text))]
+    found = _ROOT_TAG.search(text)
+    if found is None:
+        return None
+    start = found.start()
+    closings = list(_ROOT_END.finditer(text, start))
+    end = closings[-1].end() if closings else text.find(">", start) + 1 or len(text)
+    return text[start:end], [_skipped_warning("the <root> element", start, end, len(text))]
+
+
+def read_xml(text: str, limits: Limits) -> XmlDocument:
+    """The document ``text`` holds; PlanError, located by line and column, for text that is not well-formed XML,
+    that declares a DTD (where entities, entity bombs and external references live: refused, never read), or
+    that goes past the limits (nesting deeper than ``max_depth`` tree levels, more elements than four per op
+    of ``max_ops``, an attribute longer than ``max_string_chars``)."""
+    builder = _Builder(limits)
+    parser = defusedxml.ElementTree.DefusedXMLParser(target=builder, forbid_dtd=True)
+    builder.expat = parser.parser
+    try:
+        parser.feed(text)
+        root = parser.close()
+    except _Refused as exc:
+        raise PlanError([exc.issue]) from None
+    except defusedxml.common.DefusedXmlException as exc:
+        raise PlanError([Issue("xml_forbidden", "", f"line {builder.expat.CurrentLineNumber}: {_forbidden(exc)}: "
+                                                    "BT.CPP XML has no DTD, and entities and external references "
+                                                    "are never read")]) from None
+    except ElementTree.ParseError as exc:
+        line, column = exc.position
+        raise PlanError([Issue("xml_syntax", "", f"malformed XML at line {line} column {column + 1}: "
+                                                 f"{_reason(exc)}")]) from None
+    return XmlDocument(root)
+
+
+class _Refused(Exception):
+    def __init__(self, issue: Issue):
+        self.issue = issue
+
+
+class _Builder:
+    """The parser's target: builds ``Element``s, holding the document to the limits as it goes."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.max_nesting = limits.max_depth + WRAPPING_LEVELS
+        self.max_elements = 4 * limits.max_ops
+        self.count = 0
+        self.stack: list[Element] = []
+        self.root: Element | None = None
+        self.expat = None
+
+    def start(self, tag: str, attrs: dict[str, str]) -> None:
+        line = self.expat.CurrentLineNumber
+        self.count += 1
+        if self.count > self.max_elements:
+            raise _Refused(Issue("too_many_ops", "", f"line {line}: more than {self.max_elements} elements (the "
+                                                     f"limit is {self.limits.max_ops} nodes)"))
+        if len(self.stack) >= self.max_nesting:
+            raise _Refused(Issue("too_deep", "", f"line {line}: elements nested deeper than the limit of "
+                                                 f"{self.limits.max_depth} tree levels"))
+        for name, value in attrs.items():
+            if len(value) > self.limits.max_string_chars:
+                raise _Refused(Issue("string_too_long", "", f"line {line}: attribute {name!r} of <{tag}> is "
+                                                            f"{len(value)} characters, over the limit of "
+                                                            f"{self.limits.max_string_chars}"))
+        element = Element(tag, attrs, line=line)
+        if self.stack:
+            self.stack[-1].children.append(element)
+        else:
+            self.root = element
+        self.stack.append(element)
+
+    def end(self, tag: str) -> None:
+        self.stack.pop()
+
+    def data(self, text: str) -> None:
+        if self.stack and not text.isspace():
+            element = self.stack[-1]
+            element.text = f"{element.text} {text.strip()}" if element.text else text.strip()
+
+    def close(self) -> Element:
+        return self.root
+
+
+def _forbidden(exc: Exception) -> str:
+    if isinstance(exc, defusedxml.common.DTDForbidden):
+        return "a DOCTYPE declaration is refused"
+    if isinstance(exc, defusedxml.common.EntitiesForbidden):
+        return "an entity declaration is refused"
+    return "an external reference is refused"
+
+
+def _reason(exc: ElementTree.ParseError) -> str:
+    """expat's words for a syntax error, without the position it appends (the message gives it first)."""
+    return re.sub(r": line \d+, column \d+$", "", str(exc))
+
+
+def _skipped_warning(what: str, start: int, end: int, length: int) -> dict:
+    return {"code": "text_skipped", "message": f"read {what} at characters {start} to {end} of the input and "
+                                              f"skipped the text around it ({start} characters before, "
+                                              f"{length - end} after)"}
