@@ -1,6 +1,8 @@
 """What every op behaviour shares: its op id, the plan it reports to, and where its reports go."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cached_property
 
 from py_trees.common import Status
@@ -13,6 +15,24 @@ from .summary import children_summary
 RUNNING = Status.RUNNING
 FINAL_STATUSES = (Status.SUCCESS, Status.FAILURE)
 NAME_DESCRIPTION_CHARS = 60
+PLAN_CANCELLED = "plan cancelled while the op ran"
+_HALT_REASON: ContextVar[str | None] = ContextVar("halt_reason", default=None)
+
+
+def canceled_detail() -> str:
+    """Why an op torn down while running ends ``canceled``: the reason of the node halting it, if one does (a
+    BehaviorTree.CPP node halts children it no longer needs), else its plan's cancel."""
+    return _HALT_REASON.get() or PLAN_CANCELLED
+
+
+@contextmanager
+def halting(reason: str):
+    """Ops torn down inside this block were halted by a node of their plan, for ``reason``, not by its cancel."""
+    token = _HALT_REASON.set(reason)
+    try:
+        yield
+    finally:
+        _HALT_REASON.reset(token)
 
 
 def short_name(text: str) -> str:
@@ -87,4 +107,4 @@ class CompositeOp(OpReports):
         if new_status != Status.INVALID:
             self.report("succeeded" if new_status == Status.SUCCESS else "failed", detail=children_summary(self))
         elif self.status == RUNNING and not self.held_back:
-            self.report("canceled", detail="plan cancelled while the op ran")
+            self.report("canceled", detail=canceled_detail())
