@@ -27,6 +27,7 @@ from ..terminal.render import one_line, printable
 from ..terminal.run_view import EventLines, LiveView
 from .arguments import (add_catalog, add_fix, add_guard, add_input, add_op_timeout, add_scene, add_web, positive_int,
                         stop_point, tick_rate)
+from .btcpp_options import add_export, export_command
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
 from .dry_run_commands import dry_run_command
 from .inputs import checking_executor, control_message, label, read_input, read_plan
@@ -68,6 +69,7 @@ def add_commands(commands) -> None:
     add_catalog(compile_)
     add_scene(compile_)
     add_guard(compile_)
+    add_export(compile_)
     compile_.set_defaults(command=compile_command)
 
     run = commands.add_parser("run", help="run a plan to the end; exit 0 if it succeeded")
@@ -265,6 +267,9 @@ def compile_command(args: argparse.Namespace) -> int:
         # the issues of the input itself: those its repaired document would have are validate's to show
         raise PlanError([Issue(**issue) for issue in report["issues"] if not issue.get("after_fixes")])
     plan = bt_exec.load(source, dialect=args.dialect)
+    exported = export_command(plan, args)
+    if exported is not None:
+        return exported
     compiled = bt_exec.compile_plan(plan, catalog_for(plan, args.catalog))
     if args.render == "dot":
         rendered = dot_text(compiled)
