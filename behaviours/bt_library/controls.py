@@ -1,7 +1,7 @@
 """The control nodes of BehaviorTree.CPP 4 and Nav2, with their semantics (which child runs when, what halts)."""
 from __future__ import annotations
 
-from .node import EVERY_PERIOD, FAILURE, RUNNING, SUCCESS, ControlNode, was_skipped
+from .node import EVERY_PERIOD, FAILURE, RUNNING, SUCCESS, ControlNode, was_held, was_skipped
 from .ports import PortSpec
 
 
@@ -124,6 +124,9 @@ class _Reactive(ControlNode):
             yield from child.tick()
             status = child.status
             if status == RUNNING:
+                if self._running is not None and self._running != index and (
+                        was_held(child) or self.hooks.cancel_requested):
+                    return RUNNING  # a check held at its entry (a pause point on it): the running child goes on
                 self.reset_others(index, f"child {child.op_id} runs")
                 self._running = index
                 return RUNNING

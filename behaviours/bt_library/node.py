@@ -24,6 +24,13 @@ def was_skipped(child) -> bool:
     return child.status == SUCCESS and getattr(child, "skipped", False)
 
 
+def was_held(child) -> bool:
+    """Whether a RUNNING child is only held at its entry (its plan paused or being cancelled): it started nothing."""
+    if isinstance(child, StopGuard):
+        child = child.decorated
+    return child.held_back
+
+
 class BtNode(CompositeOp):
     """Mixin of the library's nodes: one op of a plan with BehaviorTree.CPP's semantics for ``NODE``.
 
