@@ -263,6 +263,26 @@ class Executor:
                 trees[run.plan_id] = tree.root
         return trees
 
+    def get_plan_ir(self, plan_id: str | int) -> Plan:
+        """The loaded plan (``bt_exec.compilers.Plan``) of a plan in flight, or ending now (its ``plan_complete`` not
+        yet delivered), its op ids as its events name them: for a door that draws the plan in a format of its own
+        (Groot2's XML). Read only. NotFound for a plan not in flight and for a plan of pure control (neither is
+        listed by ``get_all_plans``)."""
+        plan_id = checked_id(plan_id, "plan_id", "get_plan_ir")
+        run = self._runner.live(plan_id)
+        if run is None or run.control_only:
+            raise NotFound(f"get_plan_ir: no plan {quote(plan_id)} in flight; call get_all_plans to list them")
+        return run.plan
+
+    def get_blackboard(self, plan_id: str | int) -> dict:
+        """A copy of the blackboard of a plan in flight (key -> value, as its ports wrote them; empty for a plan that
+        keeps none): for a door that shows it (Groot2). NotFound for a plan not in flight."""
+        plan_id = checked_id(plan_id, "plan_id", "get_blackboard")
+        run = self._runner.live(plan_id)
+        if run is None:
+            raise NotFound(f"get_blackboard: no plan {quote(plan_id)} in flight; call get_all_plans to list them")
+        return dict(run.blackboard)
+
     def get_plan_result(self, plan_id: str | int, *, states=None, op_ids=None, summary: bool = False,
                         max_chars: int | None = None) -> dict:
         """The final record of a finished plan (states, results, timings); its ops narrowed as

@@ -27,7 +27,7 @@ from ..terminal.render import one_line, printable
 from ..terminal.run_view import EventLines, LiveView
 from .arguments import (add_catalog, add_fix, add_guard, add_input, add_op_timeout, add_scene, add_web, positive_int,
                         stop_point, tick_rate)
-from .btcpp_options import add_export, export_command
+from .btcpp_options import add_export, add_groot2, export_command, start_groot2
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
 from .dry_run_commands import dry_run_command
 from .inputs import checking_executor, control_message, label, read_input, read_plan
@@ -93,6 +93,7 @@ def add_commands(commands) -> None:
     add_op_timeout(run)
     add_guard(run)
     add_web(run)
+    add_groot2(run)
     run.add_argument("--keep-serving", action="store_true",
                      help="with --web: keep serving after the plan ended, until Ctrl-C (more plans can be "
                           "submitted). Without it the app serves on after the plan ended until its page has loaded "
@@ -295,6 +296,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.keep_serving and args.web is None:
         raise CommandError("--keep-serving goes with --web PORT")
     web = start_web(ControlApi(executor), args)
+    groot2 = start_groot2(executor, args)
     try:
         answer = executor.submit(source, dialect=args.dialect)
         if not answer["accepted"]:
@@ -329,6 +331,8 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         if web is not None:
             web.close("bt-exec run ended")  # the console's last word: it shows the run ended, not a lost link
+        if groot2 is not None:
+            groot2.close()
         executor.close()
 
 

@@ -1,0 +1,83 @@
+"""Each node's status as Groot2 reads it, kept from a plan's events as BT.CPP's publisher keeps its buffer."""
+from __future__ import annotations
+
+import threading
+
+from ..compilers.btcpp.export import BtcppExport
+from .protocol import FAILURE, IDLE, IDLE_AFTER, RUNNING, SKIPPED, STATUS_ENTRY, SUCCESS
+
+# bt_exec's op states as BT.CPP's node statuses; "canceled" is decided by what the node was doing (``_canceled``).
+STATUS_OF_STATE = {"pending": IDLE, "running": RUNNING, "paused": RUNNING, "succeeded": SUCCESS,
+                   "failed": FAILURE, "timeout": FAILURE}
+STATUS_OF_OUTCOME = {"succeeded": SUCCESS, "failed": FAILURE, "cancelled": FAILURE}
+
+
+class StatusBoard:
+    """The status reply of one tree: for every node (uid order) its uid and status byte, changed in place.
+
+    ``op_state`` moves the nodes that show an op: running and paused are RUNNING, succeeded SUCCESS, failed and
+    timeout FAILURE; canceled is what BT.CPP shows of a halted node (IDLE, once RUNNING) or, for an op stopped
+    before it ran, SKIPPED. As in BT.CPP, a node that ends resets its children to IDLE (each showing the status it
+    had, ``IDLE_AFTER`` + status), so a finished child keeps its status while its parent runs. ``reply`` copies
+    the buffer under the lock the ticking thread writes it with: one copy of 3 bytes a node.
+    """
+
+    def __init__(self, export: BtcppExport):
+        count = export.node_count
+        self._buffer = bytearray(b"".join(STATUS_ENTRY.pack(uid, IDLE) for uid in range(1, count + 1)))
+        self._children: list[list[int]] = [[] for _ in range(count + 1)]
+        self._nodes_of_op: dict[str, list[int]] = {}
+        for uid in range(1, count + 1):
+            self._children[export.parent[uid]].append(uid)
+            op_id = export.op_of[uid]
+            if op_id is not None:
+                self._nodes_of_op.setdefault(op_id, []).append(uid)
+        self._plan_nodes = list(export.plan_nodes)
+        self._lock = threading.Lock()
+
+    def reply(self) -> bytes:
+        """The status reply's body: uid (uint16) and status (uint8) of every node."""
+        with self._lock:
+            return bytes(self._buffer)
+
+    def status(self, uid: int) -> int:
+        """The status byte node ``uid`` shows now."""
+        return self._buffer[3 * uid - 1]
+
+    def uids_of(self, op_id: str) -> list[int]:
+        """The nodes that show op ``op_id`` (none for an op the tree does not draw)."""
+        return self._nodes_of_op.get(op_id, [])
+
+    def op_state(self, op_id: str, state: str) -> None:
+        """An op of the plan is now in ``state`` (a node_state event's)."""
+        nodes = self._nodes_of_op.get(op_id)
+        if not nodes:
+            return
+        with self._lock:
+            for uid in nodes:
+                status = STATUS_OF_STATE.get(state)
+                self._set(uid, self._canceled(uid) if status is None else status)
+
+    def plan_started(self) -> None:
+        """The plan began: the nodes that show the plan itself run."""
+        with self._lock:
+            for uid in self._plan_nodes:
+                self._set(uid, RUNNING)
+
+    def plan_ended(self, outcome: str) -> None:
+        """The plan ended ``outcome``: the nodes that show the plan itself end so, innermost first."""
+        status = STATUS_OF_OUTCOME.get(outcome, FAILURE)
+        with self._lock:
+            for uid in reversed(self._plan_nodes):
+                self._set(uid, status)
+
+    def _canceled(self, uid: int) -> int:
+        return IDLE_AFTER + RUNNING if self.status(uid) in (RUNNING, IDLE_AFTER + RUNNING) else SKIPPED
+
+    def _set(self, uid: int, status: int) -> None:
+        self._buffer[3 * uid - 1] = status
+        if status in (SUCCESS, FAILURE, SKIPPED) or status >= IDLE_AFTER:
+            for child in self._children[uid]:
+                shown = self._buffer[3 * child - 1]
+                if RUNNING <= shown <= SKIPPED:
+                    self._buffer[3 * child - 1] = IDLE_AFTER + shown
