@@ -16,6 +16,10 @@ cancel) arrives. A plan left RUNNING with nothing watched (either way) and
 nothing pending can never be woken: the runtime's watchdog ends it with a
 reason that names the behaviour at the tip of the tree. A paused plan is
 waiting legitimately: its held ops are entered once it resumes (which wakes it).
+
+The blackboard: one dict per plan run (``blackboard``), key -> value, which the
+ops of a dialect with dataflow read and write as they run (a call's input read
+from it when the call starts, its output written to it when it succeeds).
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ class PlanHooks(Protocol):
     cancel_requested: bool  # once true, no op may start: the teardown follows this tick
     paused: bool  # no op may start until the plan resumes
     holding_entries: bool  # paused, or a step is pending: an op being entered asks may_enter first
+    blackboard: dict  # the run's blackboard: read and written by ops in the ticking thread only
 
     def may_enter(self, op_id: str) -> bool:
         """``op_id`` is being entered while ``holding_entries``: False holds it back (it stays pending and is

@@ -57,6 +57,7 @@ class PlanRun:
         self.records = OpRecords(plan, max_result_bytes, max_plan_result_bytes, text_chars)
         self.stop_points = StopPoints()
         self.pausing = Pausing(pause_timeout_s)
+        self.blackboard: dict = {}  # the ops' blackboard (PlanHooks): its keys are named by the plan
         self.watched: set = set()  # every source the tree waits on
         self.polled: set = set()   # those of them polled every period (the others are told of their news)
         self.wake_armed_at: float | None = None  # the runner's timer for this run (its own bookkeeping)
@@ -260,9 +261,12 @@ class PlanRun:
 
     def running_calls(self) -> list[tuple[str, bool]]:
         """The calls in progress, in op order: (op id, whether its backend can pause it). They are the watched
-        sources (a copy taken at once: the tick thread changes the set), so this costs no walk of the plan."""
+        sources that make calls (a copy taken at once: the tick thread changes the set; a node waiting on a timer
+        is watched too), so this costs no walk of the plan."""
         calls = []
         for source in list(self.watched):
+            if not hasattr(source, "pause_call"):
+                continue
             backend = getattr(source, "backend", None)
             pausable = hasattr(backend, "pause") and hasattr(backend, "resume")
             can_pause = getattr(backend, "can_pause", None)  # a backend whose pausing depends on the call
