@@ -25,6 +25,10 @@ Web app (``web_port`` > 0): ``bt_exec.web``'s operator console, JSON API and
 event stream over the same executor, served by threads of its own; bound as
 the node is made (a taken port or a missing token stops the start), served
 from ``start()``, closed first in ``close()``.
+
+Groot2 (``groot2_port`` > 0): ``bt_exec.groot2``'s publisher serves the newest plan to Groot2's monitor from a
+thread of its own, bound and serving as the node is made (a taken port, or no pyzmq, stops the start), closed
+once the executor is in ``close()``.
 """
 from __future__ import annotations
 
@@ -110,12 +114,16 @@ class ExecutorNode(Node):
         super().__init__(node_name, **node_options)
         self._backend = None
         self.web = None
+        self.groot2 = None
         self.watcher = None
         try:
             self.settings = self._declare_parameters()
             self.bt = executor if executor is not None else self._make_executor()
             self.web = self._make_web()
+            self.groot2 = self._make_groot2()
         except BaseException:
+            if self.web is not None:
+                self.web.close()
             self.destroy_node()
             raise
         self._group = ReentrantCallbackGroup()
@@ -169,6 +177,8 @@ class ExecutorNode(Node):
             except OSError as exc:
                 if self.web is not None:
                     self.web.close()
+                if self.groot2 is not None:
+                    self.groot2.close()
                 self.destroy_node()
                 raise ConfigError(f"journal_path: cannot write events to {journal_path}: "
                                   f"{exc.strerror or exc}") from None
@@ -274,6 +284,26 @@ class ExecutorNode(Node):
             api.close()
             raise
 
+    def _make_groot2(self):
+        """The Groot2 publisher over this node's executor when ``groot2_port`` is set (serving), else None.
+
+        ConfigError when it cannot be: pyzmq is not installed, or a port is taken."""
+        s = self.settings
+        if not s["groot2_port"]:
+            return None
+        try:
+            from ..groot2.publisher import Groot2Error, Groot2Publisher  # only when asked for: it needs pyzmq
+        except ImportError as exc:
+            raise ConfigError(f"groot2_port: Groot2 needs pyzmq ({exc}); install it (pip install pyzmq, or "
+                              "python3-zmq)") from None
+        try:
+            publisher = Groot2Publisher(self.bt, s["groot2_port"], host=s["groot2_host"]).start()
+        except Groot2Error as exc:
+            raise ConfigError(f"groot2_port: {exc}") from None
+        self.get_logger().info(f"Groot2: connect to {s['groot2_host']}:{s['groot2_port']} "
+                               f"(publisher on {s['groot2_port'] + 1})")
+        return publisher
+
     def start(self, tick: bool = True) -> None:
         """Start publishing and (``tick``) the executor's tick loop. The node must be in an executor already."""
         if self._started:
@@ -320,6 +350,8 @@ class ExecutorNode(Node):
             self.bt.close(wait_ms=min(SHUTDOWN_CANCEL_MS, _ms_left(deadline)))
         except Exception as exc:
             self.get_logger().error(f"closing the executor: {type(exc).__name__}: {exc}")
+        if self.groot2 is not None:  # once the plans' last statuses are in
+            self.groot2.close()
         for unsubscribe in self._unsubscribes:
             unsubscribe()
         answers_due = min(deadline, time.monotonic() + 1.0)  # let waiting service callbacks send their answers

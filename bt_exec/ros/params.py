@@ -77,6 +77,10 @@ PARAMETERS: tuple[Param, ...] = (
     Param("web_token", "", "Bearer token the web app requires on every POST (all control); reads stay open. "
                            f"Required when web_host is not loopback. Empty: ${WEB_TOKEN_ENV} if set, else none. "
                            "Parameters are readable over ROS (ros2 param get): prefer the environment variable."),
+    Param("groot2_port", 0, "Let Groot2 watch the newest plan: BehaviorTree.CPP's monitor protocol on this port "
+                            "(request/reply) and the next (publisher); needs pyzmq. 0: off.", "0..65534"),
+    Param("groot2_host", "127.0.0.1", "Address the Groot2 sockets bind to (* for every address; the protocol has "
+                                      "no authentication).", "an address, host name or *"),
 )
 
 PARAMETER_NAMES = tuple(p.name for p in PARAMETERS)
@@ -132,9 +136,13 @@ def check(values: dict) -> list[str]:
             problems.append(f"{name} must be an integer >= 1, got {values[name]!r}")
     if not 0 <= values["web_port"] <= 65535:
         problems.append(f"web_port must be 0..65535, got {values['web_port']!r}")
+    if not 0 <= values["groot2_port"] <= 65534:
+        problems.append(f"groot2_port must be 0..65534 (it and the next port are served), got "
+                        f"{values['groot2_port']!r}")
     for name in ("moveit_group", "tcp_link"):
         if not values[name].strip():
             problems.append(f"{name} must not be empty")
-    if not values["web_host"].strip():
-        problems.append("web_host must be an address or host name (127.0.0.1, 0.0.0.0, ...), got ''")
+    for name in ("web_host", "groot2_host"):
+        if not values[name].strip():
+            problems.append(f"{name} must be an address or host name (127.0.0.1, 0.0.0.0, ...), got ''")
     return problems
