@@ -36,10 +36,10 @@ from .runtime.op_views import MAX_VIEW_CHARS, MAX_WAIT_FOR_PLAN_S, MIN_VIEW_CHAR
 
 log = logging.getLogger(__name__)
 
-_GRAPH = {"description": "the plan: an RTDL envelope or tree, a Qwen3 step graph or submit envelope; a JSON object "
-                         "or its JSON text",
+_GRAPH = {"description": "the plan: an RTDL envelope or tree, a Qwen3 step graph or submit envelope (a JSON object "
+                         "or its JSON text), or BehaviorTree.CPP XML text",
           "type": ["object", "string"]}
-_DIALECT = {"description": "input dialect (default: auto-detected)", "enum": ["auto", "rtdl", "qwen3"],
+_DIALECT = {"description": "input dialect (default: auto-detected)", "enum": ["auto", "rtdl", "qwen3", "btcpp"],
             "default": "auto"}
 # Ids are text; a non-negative integer is taken as its decimal string, as plans' meta ops take it.
 _PLAN_ID = {"description": "plan id, as submit_plan or get_all_plans gave it (text, or a non-negative integer)",

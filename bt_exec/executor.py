@@ -13,7 +13,7 @@ from .backends import Backend
 from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits, Plan, Scene, SkillCatalog,
                         dialect_of, scene_of, skill_catalog_of)
 from .compilers.call_guard import CallGuard, CallNames, load_call_guard
-from .compilers.dialects import DIALECTS, capability_catalog_of
+from .compilers.dialects import DIALECTS, NodeCatalog, capability_catalog_of, node_catalog_of
 from .compilers.ir import STOP_WHENS
 from .compilers.limits import INT64_MAX, number_shown
 from .errors import BadArgument, Conflict, ControlError, Issue, NotFound
@@ -49,7 +49,8 @@ class Executor:
                  op_timeout_s: float | None = None, max_plans: int = 64, tick_on_news_only: bool = True,
                  max_result_bytes: int = 16 * 1024, max_plan_result_bytes: int = 4 * 1024 * 1024,
                  keep_finished_bytes: int = 64 * 1024 * 1024, remember_run_ids_bytes: int = 16 * 1024 * 1024,
-                 call_guard: CallGuard | dict | str | None = None, pause_timeout_s: float | None = None):
+                 call_guard: CallGuard | dict | str | None = None, pause_timeout_s: float | None = None,
+                 node_catalog: NodeCatalog | str | None = None):
         """``catalog``: RTDL capability catalog. Step graphs (Qwen3) use ``skill_catalog`` (default
         grant) and ``scene`` (a Scene, its dict, or a file path): without a scene they are refused.
         ``max_active_runs`` step graphs may run at once (one robot: 1); each executes at most
@@ -73,7 +74,10 @@ class Executor:
         do ops it denies whatever the robot's state are refused at submit (``call_denied``).
 
         ``pause_timeout_s``: a plan paused longer than this is cancelled, its cancel reason saying so
-        (None: a pause lasts until resumed)."""
+        (None: a pause lasts until resumed).
+
+        ``node_catalog``: the BT.CPP nodes BT XML trees are checked against (a NodeCatalog, or the path of a
+        TreeNodesModel file; None: their leaves are not checked)."""
         if tick_rate_hz <= 0:
             raise ValueError(f"tick_rate_hz must be positive, got {tick_rate_hz}")
         if op_timeout_s is not None and not (isinstance(op_timeout_s, (int, float))
@@ -97,6 +101,7 @@ class Executor:
         self.max_steps = max_steps
         self.skill_catalog = skill_catalog_of(skill_catalog)
         self.catalog = capability_catalog_of(catalog)
+        self.node_catalog = node_catalog_of(node_catalog)
         self.limits = limits or Limits()
         scene = scene_of(scene)
         if backend is None:
@@ -106,7 +111,8 @@ class Executor:
         self.call_guard = load_call_guard(call_guard, CallNames(self.skill_catalog,
                                                                 getattr(backend, "routed_provider", None)))
         context = CheckContext(self.catalog, self.skill_catalog, scene, require_scene=True,
-                               call_guard=self.call_guard, max_wait_ms=self.limits.max_wait_ms)
+                               call_guard=self.call_guard, max_wait_ms=self.limits.max_wait_ms,
+                               node_catalog=self.node_catalog)
         builtins = BuiltinBackend(self, max_result_bytes)
         self._routers = {name: CapabilityRouter(backend, builtins if kind.routes_builtins else None, self.call_guard)
                          for name, kind in DIALECTS.items()}

@@ -13,7 +13,7 @@ from typing import Callable
 from bt_exec.errors import ConfigError, Issue, Issues, PlanError
 
 from .catalog import CapabilityCatalog
-from .fixes import document_fixes, issues_uncovered, joined, patched
+from .fixes import document_fixes, issues_uncovered, joined
 from .dialects import DIALECTS, FALLBACK_DIALECT, CheckContext, Dialect, dialect_of, scene_of, skill_catalog_of
 from .ir import ControlRequest, Op, Plan
 from .report import PartlyRead, Report
@@ -29,8 +29,8 @@ DIALECT_NAMES = ("auto", *DIALECTS)
 
 __all__ = ["CapabilityCatalog", "CheckContext", "CompiledPlan", "ControlRequest", "DIALECT_NAMES", "Dialect",
            "Limits", "Op", "Plan", "Report", "Scene", "SkillCatalog", "apply_fixes", "compile_plan", "dialect_of",
-           "check_source", "document_of", "fixable", "issues_after_fixes", "load", "gc_paused", "load_with_warnings",
-           "refusal_issues", "scene_of", "skill_catalog_of", "validate"]
+           "check_source", "document_of", "document_text", "fixable", "issues_after_fixes", "load", "gc_paused",
+           "load_with_warnings", "refusal_issues", "scene_of", "skill_catalog_of", "validate"]
 
 
 def load(source, dialect: str = "auto", limits: Limits | None = None) -> Plan | ControlRequest:
@@ -83,7 +83,13 @@ def fixable(doc: object, dialect: str = "auto") -> object:
 def apply_fixes(doc: object, issues) -> object:
     """The repaired document: the ``fix`` of every issue (dicts or Issues), in order, applied to a copy of
     ``fixable(doc)``. Raises jsonpatch's errors if the fixes are not this document's."""
-    return patched(fixable(doc), issues)
+    return _reader(doc, None).fixes.patch(fixable(doc), issues)
+
+
+def document_text(doc: object) -> str | None:
+    """The text of a document that is not JSON (BT.CPP XML), as its dialect writes it; None for a JSON document."""
+    write = _reader(doc, None).fixes.text
+    return write(doc) if write is not None else None
 
 
 def issues_after_fixes(doc: object, issues: list[Issue], check_again: Callable[[object], list[Issue]],
@@ -91,28 +97,34 @@ def issues_after_fixes(doc: object, issues: list[Issue], check_again: Callable[[
     """``issues``, followed by those ``doc`` repaired by their fixes still has (``after_fixes``), round after round
     while new ones carry fixes (``fixes.issues_uncovered``); ``check_again(document)``: the issues of a
     document, with their fixes."""
-    return issues_uncovered(fixable(doc, dialect), issues, check_again)
+    fixes = _reader(doc, DIALECTS.get(dialect)).fixes
+    return issues_uncovered(fixes.fixable(doc), issues, check_again, fixes.patch)
 
 
 def _reader(doc: object, named: Dialect | None) -> Dialect:
     """The dialect that reads ``doc``: the one named, else the first that recognises it, else the one a document
     that is no JSON object is reported against."""
-    return named or (_recognising(doc) if isinstance(doc, dict) else None) or FALLBACK_DIALECT
+    return named or _recognising(doc) or FALLBACK_DIALECT
 
 
-def _recognising(doc: dict) -> Dialect | None:
+def _recognising(doc: object) -> Dialect | None:
     """The first dialect that recognises ``doc`` as its own."""
     return next((kind for kind in DIALECTS.values() if kind.recognises(doc)), None)
 
 
-def _recognised(doc: dict) -> bool:
+def _recognised(doc: object) -> bool:
     return _recognising(doc) is not None
 
 
 def _load_document(doc: object, chosen: Dialect | None, measured: bool, limits: Limits) -> Plan | ControlRequest:
     """``measured``: decoded from text, so its size was measured and it shares nothing."""
-    if chosen is None and isinstance(doc, dict):
+    if chosen is None:
         chosen = _recognising(doc)
+    elif not isinstance(doc, dict) and not chosen.recognises(doc):
+        other = _recognising(doc)
+        if other is not None:  # a document of another dialect's own format (XML for BT.CPP)
+            raise PlanError([Issue("wrong_dialect", "", f"this is a {other.name} plan, not {chosen.name}: name its "
+                                                        f"dialect ({other.name}), or leave it to be detected (auto)")])
     if measured and chosen is not None:
         plan = chosen.load_within_limits(doc, limits)
         if plan is not None:

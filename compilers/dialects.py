@@ -15,6 +15,12 @@ from typing import Callable, Protocol
 from bt_exec.errors import ConfigError, Issue, Issues
 
 from .call_guard import CallGuard
+from .btcpp.catalog import NodeCatalog, node_catalog_of
+from .btcpp.checks import check_tree
+from .btcpp.compile import compile_btcpp
+from .btcpp.load import load_btcpp
+from .btcpp.patch import patch_xml, xml_text
+from .btcpp.xml_read import XmlDocument
 from .catalog import CapabilityCatalog, check_plan, is_control_only
 from .control_values import MAX_WAIT_MS
 from .fixes import DialectFixes, plan_fixes
@@ -50,7 +56,8 @@ class CheckContext:
     without it they are refused (``no_scene``) with every other issue listed beside it.
     ``call_guard``: the rules every capability call passes; do ops and steps it denies whatever the
     robot's state are refused (``call_denied``). ``max_wait_ms``: the longest a builtin cancel waits
-    (a longer wait is capped, with a warning).
+    (a longer wait is capped, with a warning). ``node_catalog``: the BT.CPP nodes (a TreeNodesModel) BT XML trees
+    are checked against (None: their leaves are not checked).
     """
 
     capability_catalog: CapabilityCatalog | None = None
@@ -59,6 +66,7 @@ class CheckContext:
     require_scene: bool = False
     call_guard: CallGuard | None = None
     max_wait_ms: int = MAX_WAIT_MS
+    node_catalog: NodeCatalog | None = None
 
     @property
     def skills(self) -> SkillCatalog:
@@ -73,8 +81,9 @@ class Dialect(Protocol):
     needs_scene: bool     # checked and run against a scene
     routes_builtins: bool  # its do ops may call the executor's builtin capabilities
 
-    def recognises(self, doc: dict) -> bool:
-        """Whether a decoded document, of no dialect named by the caller, is this dialect's."""
+    def recognises(self, doc: object) -> bool:
+        """Whether a decoded document (a JSON value, or an XML document), of no dialect named by the caller, is
+        this dialect's."""
 
     def embedded_json(self, doc: dict) -> Callable[[str], bool] | None:
         """Where strings hold JSON text of their own, checked once decoded: path -> bool."""
@@ -128,8 +137,8 @@ class Rtdl:
     executor_option = "catalog"
     fixes = RTDL_FIXES
 
-    def recognises(self, doc: dict) -> bool:
-        return detect_shape(doc) is not None
+    def recognises(self, doc: object) -> bool:
+        return isinstance(doc, dict) and detect_shape(doc) is not None
 
     def embedded_json(self, doc: dict) -> Callable[[str], bool] | None:
         return _ARENA_ARGS_JSON.fullmatch if self.uses_arena_paths(doc) else None
@@ -191,8 +200,8 @@ class Qwen3:
     executor_option = "skill_catalog"
     fixes = QWEN3_FIXES
 
-    def recognises(self, doc: dict) -> bool:
-        return looks_like_qwen3(doc)
+    def recognises(self, doc: object) -> bool:
+        return isinstance(doc, dict) and looks_like_qwen3(doc)
 
     def embedded_json(self, doc: dict) -> Callable[[str], bool]:
         return "/response".__eq__
@@ -255,8 +264,68 @@ class Qwen3:
         return CheckContext(skill_catalog=skill_catalog_of(catalog), scene=scene_of(scene), require_scene=True)
 
 
+class Btcpp:
+    """BehaviorTree.CPP's XML (BT.CPP 4, and 3 with warnings): trees of its node library whose leaves are
+    capability calls, SubTrees flattened, checked against a TreeNodesModel catalog."""
+
+    name = "btcpp"
+    holds_robot = False
+    needs_scene = False
+    routes_builtins = False
+    executor_option = "node_catalog"
+    fixes = DialectFixes(document={}, patch=patch_xml, text=xml_text)
+
+    def recognises(self, doc: object) -> bool:
+        return isinstance(doc, XmlDocument)
+
+    def embedded_json(self, doc: object) -> None:
+        return None
+
+    def uses_arena_paths(self, doc: object) -> bool:
+        return False
+
+    def load(self, doc: object, limits: Limits) -> Plan:
+        return load_btcpp(doc, limits)
+
+    def load_within_limits(self, doc: object, limits: Limits) -> Plan | None:
+        # XML is held to the limits as it is read and loaded: no JSON walk has anything to check
+        return load_btcpp(doc, limits) if isinstance(doc, XmlDocument) else None
+
+    def check(self, plan: Plan, context: CheckContext) -> Report:
+        issues, warnings = check_tree(plan, context.node_catalog)
+        if context.call_guard is not None:
+            issues = (Issues(issues) + context.call_guard.check_plan(plan)).listed()
+        if issues:
+            issues = plan_fixes(plan, issues, context, self.fixes)
+        kinds = Counter(map(attrgetter("kind"), plan.ops.values()))
+        stats = {"shape": plan.shape, "ops": plan.op_count, "depth": plan.depth, "main_tree": plan.source.main,
+                 "trees": len(plan.source.trees), "control": kinds["control"], "do": kinds["do"]}
+        return Report("invalid" if issues else "ok", plan.dialect, issues, stats, warnings)
+
+    def refusal_details(self, plan: Plan, report: Report, context: CheckContext) -> dict:
+        return {}
+
+    def compile(self, plan: Plan, context: CheckContext) -> CompiledPlan:
+        return compile_btcpp(plan, context.node_catalog)
+
+    def world_of(self, plan: Plan, context: CheckContext) -> None:
+        return None
+
+    def accepted_message(self, plan_id: str, plan: Plan, context: CheckContext) -> str:
+        return f"plan {plan_id} accepted: {plan.op_count} nodes, tree {plan.source.main!r}, {plan.description!r}"
+
+    def is_control_only(self, plan: Plan) -> bool:
+        return False
+
+    def read_catalog(self, name_or_path: str) -> NodeCatalog:
+        return NodeCatalog.from_file(name_or_path)
+
+    def context_for(self, catalog: object, scene: object) -> CheckContext:
+        return CheckContext(node_catalog=node_catalog_of(catalog))
+
+
 # In the order ``load`` tries them on a document whose dialect is not given.
-DIALECTS: dict[str, Dialect] = {"rtdl": Rtdl(), "qwen3": Qwen3()}
+DIALECTS: dict[str, Dialect] = {"rtdl": Rtdl(), "qwen3": Qwen3(), "btcpp": Btcpp()}
 # A document that is not a JSON object is reported against this dialect's shapes.
 FALLBACK_DIALECT = DIALECTS["rtdl"]
 

@@ -81,20 +81,6 @@ def _as_it_is(doc: object) -> object:
     return doc
 
 
-@dataclass(frozen=True)
-class DialectFixes:
-    """What one dialect repairs, offered as its ``Dialect.fixes``: fixers by issue code for a document that did
-    not load (``document``, the shared ``DOCUMENT_FIXERS`` among them) and for a loaded plan its checks refused
-    (``plan``); ``fault_place(issue, pointer)``, where the fault of an issue lies (``fault_at`` unless the
-    dialect's issues say otherwise; None: nowhere a fix could have reached); ``fixable(doc)``, the document
-    its fixes point into."""
-
-    document: Mapping[str, DocumentFixer]
-    plan: Mapping[str, PlanFixer] = field(default_factory=dict)
-    fault_place: Callable[[Issue, str | None], str | None] = fault_at
-    fixable: Callable[[object], object] = _as_it_is
-
-
 def patched(doc: object, issues) -> object:
     """A copy of ``doc`` with the ``fix`` of every issue (dicts or Issues) applied in order; ``doc`` is the
     document they point into (``compilers.fixable``). Raises jsonpatch's errors if the fixes are not its."""
@@ -104,6 +90,23 @@ def patched(doc: object, issues) -> object:
         if fix:
             repaired = jsonpatch.apply_patch(repaired, fix, in_place=True)
     return repaired
+
+
+@dataclass(frozen=True)
+class DialectFixes:
+    """What one dialect repairs, offered as its ``Dialect.fixes``: fixers by issue code for a document that did
+    not load (``document``, the shared ``DOCUMENT_FIXERS`` among them) and for a loaded plan its checks refused
+    (``plan``); ``fault_place(issue, pointer)``, where the fault of an issue lies (``fault_at`` unless the
+    dialect's issues say otherwise; None: nowhere a fix could have reached); ``fixable(doc)``, the document
+    its fixes point into; ``patch(doc, issues)``, a copy of that document with the issues' fixes applied (JSON
+    Patch on JSON documents); ``text(doc)``, the text of a document that is not JSON (None: JSON)."""
+
+    document: Mapping[str, DocumentFixer]
+    plan: Mapping[str, PlanFixer] = field(default_factory=dict)
+    fault_place: Callable[[Issue, str | None], str | None] = fault_at
+    fixable: Callable[[object], object] = _as_it_is
+    patch: Callable[[object, list], object] = patched
+    text: Callable[[object], str] | None = None
 
 
 def pointer_of(path: str) -> str | None:
@@ -241,19 +244,20 @@ def _related(one: str, other: str) -> bool:
 FIX_ROUNDS = 3  # checks of a document repaired by the fixes found so far, each finding what the last uncovered
 
 
-def issues_uncovered(doc: object, issues: list[Issue], check_again: Callable[[object], list[Issue]]) -> list[Issue]:
+def issues_uncovered(doc: object, issues: list[Issue], check_again: Callable[[object], list[Issue]],
+                     patch: Callable[[object, list], object] = patched) -> list[Issue]:
     """``issues``, followed by those the document repaired by their fixes still has (``after_fixes``), round
     after round while new ones carry fixes: a fix can uncover what a check could not reach (a misspelt cap
     behind a malformed node). Applied in order, every fix of the list gives the repaired document. ``doc``: the
     document the fixes point into (``compilers.fixable``); ``check_again(document)``: the issues of a document,
-    with their fixes; empty when it is valid."""
+    with their fixes; empty when it is valid; ``patch``: how the document's dialect applies fixes."""
     if not any(issue.fix for issue in issues) or any(issue.code == "too_many_issues" for issue in issues):
         return issues
     seen = {_issue_key(issue) for issue in issues}
     listed, latest = list(issues), issues
     for _round in range(FIX_ROUNDS):
         try:
-            doc = patched(doc, latest)
+            doc = patch(doc, latest)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
             break
         latest = _new_issues(check_again(doc), seen, offset=len(listed))

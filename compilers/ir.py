@@ -50,6 +50,7 @@ class Plan:
     numbered_by_loader: bool
     meta: dict = field(default_factory=dict)
     steps: object = None  # the StepGraph of step-graph dialects (transitions, entry)
+    source: object = None  # what a dialect read beyond the ops, for its checks (BT.CPP XML: each node's element)
 
     @property
     def op_count(self) -> int:

@@ -1,4 +1,5 @@
-"""Turning what a caller hands in (dict, JSON text, bytes, Path) into a JSON document, within the input size."""
+"""Turning what a caller hands in (dict, JSON or XML text, bytes, Path) into a document, within the input size: a
+JSON value, or for XML text (BehaviorTree.CPP's format) an ``XmlDocument``."""
 from __future__ import annotations
 
 import json
@@ -8,17 +9,21 @@ from collections.abc import Callable
 
 from bt_exec.errors import Issue, PlanError
 
+from .btcpp.xml_read import XmlDocument, looks_like_xml, read_xml, xml_in_reply
 from .limits import STRICT_JSON, Limits
 from .reply import json_in_reply
 
 
 def parse_document(source, limits: Limits, wanted: Callable[[dict], bool] | None = None) -> tuple[object, list[dict]]:
-    """The JSON document held by ``source`` and the warnings met reading it; PlanError if it cannot be read.
+    """The document held by ``source`` and the warnings met reading it; PlanError if it cannot be read.
 
-    A ``str`` is always JSON text, never a file name: only a ``pathlib.Path``
+    A ``str`` is always plan text, never a file name: only a ``pathlib.Path``
     opens a file, so text arriving over a network can never make us read one.
-    Text that is not JSON may be a model's reply with prose around the JSON: see
-    ``json_in_reply`` (``wanted``: whether an object found there is a plan).
+    Text whose first markup is an element is XML (``read_xml``: no DTD, entity or
+    external reference is ever read). Text that is not JSON may be a model's reply
+    with prose around the plan: the XML ``<root>`` it holds (``xml_in_reply``), else
+    its JSON (``json_in_reply``; ``wanted``: whether an object found there is a plan).
+    An ``XmlDocument`` (a repaired one) is taken as it is.
     """
     if isinstance(source, pathlib.Path):
         try:
@@ -42,12 +47,12 @@ def parse_document(source, limits: Limits, wanted: Callable[[dict], bool] | None
         ):
             raise PlanError([_too_large(_utf8_size(source), limits)])
         try:
-            return _parse_text(source, wanted, limits.max_json_nesting)
+            return _parse_text(source, wanted, limits)
         except PlanError:
             if _looks_like_a_file_name(source):
                 raise PlanError([_file_name_issue(source)]) from None
             raise
-    if isinstance(source, dict):
+    if isinstance(source, (dict, XmlDocument)):
         return source, []
     raise PlanError([Issue("type", "", f"expected a dict, JSON text or pathlib.Path, got {type(source).__name__}")])
 
@@ -70,14 +75,20 @@ def _file_name_issue(text: str) -> Issue:
                                     f"name: send the plan's JSON (in Python, pathlib.Path({shown}) reads the file)")
 
 
-def _parse_text(text: str, wanted: Callable[[dict], bool] | None, max_nesting: int) -> tuple[object, list[dict]]:
+def _parse_text(text: str, wanted: Callable[[dict], bool] | None, limits: Limits) -> tuple[object, list[dict]]:
+    if looks_like_xml(text):
+        return read_xml(text, limits), []
     try:
         return _parse_json(text), []
     except PlanError as exc:
         if exc.issues[0].code != "json_syntax":
             raise
         malformed = exc.issues[0].message
-    return json_in_reply(text, wanted, malformed, max_nesting)
+    embedded = xml_in_reply(text)
+    if embedded is not None:
+        xml, warnings = embedded
+        return read_xml(xml, limits), warnings
+    return json_in_reply(text, wanted, malformed, limits.max_json_nesting)
 
 
 def _parse_json(text: str) -> object:

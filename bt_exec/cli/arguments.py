@@ -10,14 +10,16 @@ from ..web_token import TOKEN_ENV
 
 
 def add_input(command: argparse.ArgumentParser) -> None:
-    command.add_argument("file", metavar="FILE", help="plan JSON file, or - for standard input")
+    command.add_argument("file", metavar="FILE", help="plan file (JSON, or BehaviorTree.CPP XML), or - for standard "
+                                                      "input")
     command.add_argument("--dialect", choices=DIALECT_NAMES, default="auto", help="plan dialect (default: auto)")
 
 
 def add_catalog(command: argparse.ArgumentParser) -> None:
     command.add_argument("--catalog", metavar="NAME|PATH",
                          help="RTDL: a capability catalog file to check caps and args against; Qwen3: the skill "
-                              "catalog, shipped (grant, the default) or a file")
+                              "catalog, shipped (grant, the default) or a file; BT.CPP XML: a TreeNodesModel file "
+                              "(Groot2's palette) to check node IDs and ports against")
 
 
 def add_scene(command: argparse.ArgumentParser) -> None:
@@ -36,7 +38,8 @@ def add_fix(command: argparse.ArgumentParser) -> None:
                          help="write the plan repaired by the report's fixes to OUT (a new file renamed over OUT, "
                               "which may be FILE) and check it again; only unambiguous fixes are applied, and OUT "
                               "is written only when one was. Exit 0 if FILE is valid or OUT is, else 1. A reply "
-                              "with text around its JSON: OUT holds the repaired JSON alone")
+                              "with text around its plan: OUT holds the repaired plan alone (BT.CPP XML is written "
+                              "back as XML, without its comments)")
     command.add_argument("--fix-lossy", action="store_true",
                          help="with --fix: also apply the fixes that drop data the input holds (lossy: an unknown "
                               "field removed, which may be a setting written in the wrong place)")

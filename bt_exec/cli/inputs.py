@@ -79,7 +79,7 @@ def _dialect_of(source: bytes, dialect: str) -> str | None:
         doc = document_of(source)
     except PlanError:
         return None
-    return next((name for name, kind in DIALECTS.items() if isinstance(doc, dict) and kind.recognises(doc)), None)
+    return next((name for name, kind in DIALECTS.items() if kind.recognises(doc)), None)
 
 
 def _catalogs(name_or_path: str, dialect: str | None) -> dict:

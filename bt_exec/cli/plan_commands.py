@@ -17,7 +17,7 @@ import jsonpointer
 
 import bt_exec
 
-from ..compilers import Plan, apply_fixes, dialect_of, document_of
+from ..compilers import Plan, apply_fixes, dialect_of, document_of, document_text
 from ..compilers.ir import STOP_WHENS
 from ..control import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS, ControlApi
 from ..errors import Issue, PlanError
@@ -130,7 +130,7 @@ def validate_command(args: argparse.Namespace) -> int:
         finally:
             executor.close()
     if args.fix and repair is None:
-        error(f"--fix: {label(args.file)} holds no JSON document to repair; {args.fix} not written")
+        error(f"--fix: {label(args.file)} holds no plan document to repair; {args.fix} not written")
     if args.json:
         print(json.dumps({**report, "repair": repair} if repair is not None else report, indent=2))
     else:
@@ -147,8 +147,8 @@ def _repaired(executor: bt_exec.Executor, source: bytes, report: dict, args: arg
     uncover faults the check did not reach); write the result to ``args.fix`` when a fix was applied or the
     input is valid (then as it is), never an unrepaired invalid input. A lossy
     fix (it drops data) is applied only with ``--fix-lossy``. ``{out, written, fixes_applied, fixes_skipped,
-    report}`` (``report``: of what was written, else of the input), or None if the input holds no JSON
-    document."""
+    report}`` (``report``: of what was written, else of the input), or None if the input holds no plan
+    document (JSON, or BT.CPP XML written back as XML)."""
     try:
         doc = document_of(source, args.dialect)
     except PlanError:
@@ -165,10 +165,12 @@ def _repaired(executor: bt_exec.Executor, source: bytes, report: dict, args: arg
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
             break  # a fix that does not fit the document as the others left it: keep what was repaired
         applied += len(chosen)
-        report = executor.validate_plan(json.dumps(doc).encode(), dialect=args.dialect)
+        text = document_text(doc)
+        report = executor.validate_plan((text if text is not None else json.dumps(doc)).encode(), dialect=args.dialect)
     written = applied > 0 or report["valid"]  # a valid input is OUT as it is; else OUT only when repaired
     if written:
-        _write_atomically(args.fix, _json_bytes(doc, args.fix))
+        text = document_text(doc)
+        _write_atomically(args.fix, text.encode() if text is not None else _json_bytes(doc, args.fix))
     return {"out": args.fix, "written": written, "fixes_applied": applied, "fixes_skipped": list(skipped.values()),
             "report": report}
 
@@ -440,6 +442,9 @@ def _verdict_text(name: str, report: dict) -> str:
     if verdict == "ok" and "steps" in stats:  # a step graph
         return (f"{name}: ok: {dialect} {stats['shape']}, {stats['steps']} steps, {stats['transitions']} transitions, "
                 f"entry {stats['entry']}")
+    if verdict == "ok" and "main_tree" in stats:  # a BT.CPP tree
+        return (f"{name}: ok: {dialect} tree {stats['main_tree']}, {stats['ops']} nodes ({stats['control']} control, "
+                f"{stats['do']} leaves), depth {stats['depth']}")
     if verdict == "ok":
         return (f"{name}: ok: {dialect} {stats['shape']}, {stats['ops']} ops ({stats['sequence']} sequence, "
                 f"{stats['parallel']} parallel, {stats['do']} do), depth {stats['depth']}")

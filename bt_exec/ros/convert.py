@@ -18,7 +18,7 @@ from ..control import STATUS_OF_TYPE
 from ..errors import Busy, Issue
 from ..events import finite_json
 
-DIALECT_OF_REQUEST = {"": "auto", "auto": "auto", "rtdl": "rtdl", "qwen3": "qwen3"}
+DIALECT_OF_REQUEST = {"": "auto", "auto": "auto", "rtdl": "rtdl", "qwen3": "qwen3", "btcpp": "btcpp"}
 OK = 200  # the dispatcher's status of an answer; any other is a refusal's
 # The statuses of refusals that may pass if asked again later (Busy and its kinds): a submit is refused as busy.
 RETRY_LATER = frozenset(status for kind, status in STATUS_OF_TYPE if issubclass(kind, Busy))

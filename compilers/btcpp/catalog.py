@@ -6,6 +6,7 @@ from __future__ import annotations
 import pathlib
 from dataclasses import dataclass, field
 
+from bt_exec.behaviours.bt_library import PortSpec
 from bt_exec.errors import ConfigError, PlanError
 
 from ..limits import DEFAULT_LIMITS
@@ -18,22 +19,14 @@ PORT_DIRECTIONS = {"input_port": "in", "output_port": "out", "inout_port": "inou
 
 
 @dataclass(frozen=True, slots=True)
-class CatalogPort:
-    """One declared port: ``direction`` in, out or inout; ``default`` None when the port is required; ``type`` as
-    the model writes it (``int``, ``double``, ``std::string`` ...; empty when not given)."""
-
-    direction: str
-    default: str | None = None
-    type: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class CatalogEntry:
-    """One node ID of a catalog: its ``kind`` (action, condition, control, decorator, subtree) and its ports."""
+    """One node ID of a catalog: its ``kind`` (action, condition, control, decorator, subtree) and its ports (each a
+    ``PortSpec`` of the node library: direction, default (None: required), ``type`` as the model writes it, empty
+    when it gives none)."""
 
     node_id: str
     kind: str
-    ports: dict[str, CatalogPort] = field(default_factory=dict)
+    ports: dict[str, PortSpec] = field(default_factory=dict)
 
     @property
     def is_leaf(self) -> bool:
@@ -105,12 +98,12 @@ def read_model(model: Element) -> tuple[dict[str, CatalogEntry], list[str]]:
                 problems.append(f"line {port.line}: <{port.tag}> in {node_id} is no port (expected input_port, "
                                 "output_port or inout_port with a name)")
                 continue
-            ports[name] = CatalogPort(direction, port.attrs.get("default"), port.attrs.get("type", ""))
+            ports[name] = PortSpec(direction, port.attrs.get("default"), port.attrs.get("type", ""))
         entries[node_id] = CatalogEntry(node_id, kind, ports)
     return entries, problems
 
 
-def catalog_of(catalog: object) -> NodeCatalog | None:
+def node_catalog_of(catalog: object) -> NodeCatalog | None:
     """A NodeCatalog from a NodeCatalog, a file path, or None."""
     if catalog is None or isinstance(catalog, NodeCatalog):
         return catalog

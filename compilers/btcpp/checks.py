@@ -1,0 +1,203 @@
+"""The static checks of a loaded BT.CPP tree, all at once, each issue at its element path and line: node IDs no
+library, catalog or tree knows (with the nearest known names), ports missing or unknown, children counts, text
+inside elements, and the dataflow of the blackboard (a key read before anything in the tree writes it, a warning).
+
+Nodes are checked against BT.CPP's node library (``NODE_LIBRARY``) and the catalog: the one given, over the
+``<TreeNodesModel>`` the document carries. Leaves are checked only against a catalog: without one any leaf ID is
+taken, and a warning says so.
+"""
+from __future__ import annotations
+
+from bt_exec.behaviours.bt_library import NODE_LIBRARY
+from bt_exec.errors import Issue, Issues
+
+from ..fixes import NameSearch
+from ..ir import Op, Plan
+from .catalog import CatalogEntry, NodeCatalog
+from .load import BtcppSource, NodeFacts
+from .paths import attribute
+
+# Characters of an element's text a message quotes.
+TEXT_SHOWN = 80
+# A library node's category as a catalog names kinds.
+_LIBRARY_KINDS = {"control": "control", "decorator": "decorator", "leaf": "action"}
+
+
+def catalog_for(source: BtcppSource, given: NodeCatalog | None) -> NodeCatalog | None:
+    """The catalog a tree is checked against: the one given, over the one its document carries."""
+    if given is None:
+        return source.model
+    return given.merged_over(source.model)
+
+
+def check_tree(plan: Plan, given: NodeCatalog | None) -> tuple[list[Issue], list[dict]]:
+    """Every issue of ``plan`` (each once, however many SubTree instances share its element) and the warnings:
+    the reading's, custom nodes run as pass-throughs, leaves left unchecked, keys read before they are written."""
+    source: BtcppSource = plan.source
+    catalog = catalog_for(source, given)
+    checker = _Checker(catalog)
+    for op in plan.ops.values():
+        facts = source.nodes.get(op.path)
+        if facts is not None:
+            checker.check(op, facts)
+        if checker.issues.dropped:
+            break
+    warnings = list(source.warnings) + checker.warnings
+    if catalog is None and any(op.kind == "do" for op in plan.ops.values()):
+        warnings.append({"code": "leaves_unchecked",
+                         "message": "no node catalog (a TreeNodesModel: --catalog FILE.xml, or one in the document): "
+                                    "leaf IDs and their ports were not checked, and a {key} port is taken as the "
+                                    "leaf's output where no node before names the key"})
+    warnings.extend(_dataflow(plan, catalog))
+    return checker.issues.listed(), warnings
+
+
+def directions(op: Op, entry: CatalogEntry | None) -> tuple[dict | None, dict | None]:
+    """The blackboard keys a leaf reads and writes (port -> key): as its catalog entry declares its ports (an
+    undeclared port is read), else as loaded."""
+    if op.kind != "do" or entry is None:
+        return op.reads, op.writes
+    keys = {**(op.reads or {}), **(op.writes or {})}
+    reads = {port: key for port, key in keys.items()
+             if port not in entry.ports or entry.ports[port].direction in ("in", "inout")}
+    writes = {port: key for port, key in keys.items()
+              if port in entry.ports and entry.ports[port].direction in ("out", "inout")}
+    return reads or None, writes or None
+
+
+class _Checker:
+    def __init__(self, catalog: NodeCatalog | None):
+        self.catalog = catalog
+        self.issues = Issues()
+        self.warnings: list[dict] = []
+        self.seen: set[tuple[str, str]] = set()
+        self.names = NameSearch()
+        self.known = sorted(set(NODE_LIBRARY) | set(catalog.entries if catalog is not None else ()))
+
+    def add(self, issue: Issue) -> None:
+        if (issue.code, issue.path) not in self.seen:
+            self.seen.add((issue.code, issue.path))
+            self.issues.append(issue)
+
+    def check(self, op: Op, facts: NodeFacts) -> None:
+        element = facts.element
+        line = element.line
+        entry = self.catalog.get(facts.node_id) if self.catalog is not None else None
+        spec = NODE_LIBRARY.get(facts.node_id)
+        if spec is None and entry is None:
+            if op.kind == "control" or self.catalog is not None:
+                self._unknown(op, facts)
+        elif spec is None and op.kind == "control" and entry.kind in ("control", "decorator"):
+            self._warn("custom_node", f"{facts.node_id} is a custom {entry.kind} of the catalog: it runs as a "
+                                      "pass-through of its children (they run in order, its result is theirs)")
+        kind = entry.kind if entry is not None else _LIBRARY_KINDS.get(spec.category) if spec is not None else None
+        if kind is not None:
+            self._children(op, facts, kind, spec)
+            declared = dict(spec.ports) if spec is not None else {}
+            if entry is not None:
+                declared.update(entry.ports)
+            self._ports(op, facts, declared)
+            if spec is not None and entry is None:
+                problem = spec.check(op.args or {}, len(facts.element.children))
+                if problem is not None:
+                    self.add(Issue("bad_port_value", op.path, f"line {line}: {facts.node_id}: {problem}"))
+        if element.text:
+            self.add(Issue("text_in_element", f"{op.path}/text()",
+                           f"line {line}: text inside <{element.tag}> ({_shown(element.text)}): BT.CPP reads none, a "
+                           "value goes in an attribute (a port)", fix=[{"op": "remove", "path": f"{op.path}/text()"}]))
+
+    def _unknown(self, op: Op, facts: NodeFacts) -> None:
+        where = attribute(op.path, "ID") if facts.explicit else f"{op.path}/name()"
+        nearest = self.names.nearest(facts.node_id, self.known)
+        what = "no catalog entry nor library node" if self.catalog is not None else "no library node"
+        shown = f" (nearest known: {', '.join(nearest)})" if nearest else ""
+        patches = [[{"op": "replace", "path": where, "value": name}] for name in nearest]
+        self.add(Issue("unknown_node", where, f"line {facts.element.line}: {facts.node_id!r} names {what}{shown}"
+                       + ("" if op.kind == "do" else ": a node with children is a control node or a decorator, and "
+                                                     "one of the catalog's must be declared there"),
+                       unknown=facts.node_id, allowed=tuple(self.known),
+                       fix=patches[0] if len(patches) == 1 else None,
+                       alternatives=patches if len(patches) > 1 else None))
+
+    def _children(self, op: Op, facts: NodeFacts, kind: str, spec) -> None:
+        count = len(facts.element.children)
+        line = facts.element.line
+        node_id = facts.node_id
+        if kind in ("action", "condition"):
+            if count:
+                self.add(Issue("leaf_children", op.path, f"line {line}: {node_id} is a leaf ({kind}) and takes no "
+                                                         f"child, this one has {count}"))
+        elif kind == "decorator":
+            if count != 1:
+                self.add(Issue("decorator_children", op.path,
+                               f"line {line}: the decorator {node_id} takes exactly one child, this one has {count}"
+                               + (": wrap them in a Sequence or a Fallback" if count > 1 else "")))
+        elif kind == "control":
+            least = spec.min_children if spec is not None else 1
+            most = spec.max_children if spec is not None else None
+            if count < least:
+                self.add(Issue("control_children", op.path,
+                               f"line {line}: the control node {node_id} takes at least {_children_count(least)}, "
+                               f"this one has {count}"))
+            elif most is not None and count > most:
+                self.add(Issue("control_children", op.path,
+                               f"line {line}: the control node {node_id} takes at most {_children_count(most)}, "
+                               f"this one has {count}"))
+
+    def _ports(self, op: Op, facts: NodeFacts, declared: dict) -> None:
+        line = facts.element.line
+        for port in facts.ports:
+            if port in declared:
+                continue
+            where = attribute(op.path, port)
+            free = [name for name in declared if name not in facts.ports]
+            nearest = self.names.nearest(port, free)
+            patches = [[{"op": "move", "from": where, "path": attribute(op.path, name)}] for name in nearest]
+            self.add(Issue("unknown_port", where,
+                           f"line {line}: {facts.node_id} has no port {port!r} (its ports: "
+                           f"{', '.join(declared) or 'none'})", allowed=tuple(declared), unknown=port,
+                           fix=patches[0] if len(patches) == 1 else None if patches
+                           else [{"op": "remove", "path": where}],
+                           alternatives=patches if len(patches) > 1 else None))
+        for name, port in declared.items():
+            if port.default is None and port.direction in ("in", "inout") and name not in facts.ports:
+                self.add(Issue("missing_port", attribute(op.path, name),
+                               f"line {line}: {facts.node_id} needs its port {name!r} (it has no default)",
+                               missing=name))
+
+    def _warn(self, code: str, message: str) -> None:
+        warning = {"code": code, "message": message}
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
+
+def _dataflow(plan: Plan, catalog: NodeCatalog | None) -> list[dict]:
+    """A warning for each key some node of the tree writes and a node reads before (in the order the tree
+    starts them, pre-order): on that path it is read before anything wrote it. Keys nothing in the tree writes
+    are set from outside (Nav2's goal): no warning."""
+    flows = []
+    for op in plan.ops.values():
+        entry = catalog.get(op.cap) if catalog is not None and op.kind == "do" else None
+        flows.append((op, *directions(op, entry)))
+    written_anywhere = {key for _, _, writes in flows for key in (writes or {}).values()}
+    written: set[str] = set()
+    warned: set[str] = set()
+    out = []
+    for op, reads, writes in flows:
+        for port, key in (reads or {}).items():
+            if key in written_anywhere and key not in written and key not in warned:
+                warned.add(key)
+                out.append({"code": "read_before_write",
+                            "message": f"{op.path}: port {port!r} reads {{{key}}} before any node of the tree "
+                                       "writes it (on this path it is set only if set from outside)"})
+        written.update((writes or {}).values())
+    return out
+
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= TEXT_SHOWN else f"{text[:TEXT_SHOWN]!r}..."
+
+
+def _children_count(count: int) -> str:
+    return f"{count} child" if count == 1 else f"{count} children"

@@ -1,0 +1,77 @@
+"""A BT.CPP plan compiled to py_trees: each control op the node library's behaviour of its node (a custom node of
+the catalog a pass-through of its children), each leaf a capability call whose args are its literal ports (typed
+as the catalog's ports say), reading and writing the blackboard through its {key} ports."""
+from __future__ import annotations
+
+import py_trees
+
+from bt_exec.behaviours import CapabilityAction
+from bt_exec.behaviours.bt_library import NODE_LIBRARY, PASS_THROUGH
+
+from ..ir import Plan
+from ..limits import STRICT_JSON
+from ..tree import CompiledPlan
+from .catalog import CatalogEntry, NodeCatalog
+from .checks import catalog_for, directions
+
+_INTEGER_TYPES = frozenset(("int", "unsigned", "unsigned int", "long", "int8_t", "int16_t", "int32_t", "int64_t",
+                            "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t"))
+_FLOAT_TYPES = frozenset(("double", "float"))
+_VECTORS = {"std::vector<int>": int, "std::vector<double>": float, "std::vector<std::string>": str}
+JSON_PREFIX = "json:"
+
+
+def compile_btcpp(plan: Plan, given: NodeCatalog | None) -> CompiledPlan:
+    """The py_trees tree of a loaded (and checked) BT.CPP plan."""
+    catalog = catalog_for(plan.source, given)
+    ops: dict[str, py_trees.behaviour.Behaviour] = {}
+    for op in reversed(plan.ops.values()):  # reversed pre-order: every child before its parent
+        if op.kind == "do":
+            entry = catalog.get(op.cap) if catalog is not None else None
+            reads, writes = directions(op, entry)
+            ops[op.op_id] = CapabilityAction(op.op_id, op.description, op.cap, typed_args(op.args or {}, entry),
+                                             None, op.call_id, reads=reads, writes=writes)
+            continue
+        spec = NODE_LIBRARY.get(op.node) or NODE_LIBRARY[PASS_THROUGH]
+        ops[op.op_id] = spec.build(op.op_id, op.description, op.args or {}, op.reads or {},
+                                   [ops[child] for child in op.children])
+    return CompiledPlan(plan, ops[plan.root], ops)
+
+
+def typed_args(args: dict[str, str], entry: CatalogEntry | None) -> dict:
+    """A leaf's literal ports as its call's args: strings, as BT.CPP holds them, unless the catalog gives the
+    port a type (bool, an integer, a float, a vector written ``a;b;c``); an untyped ``json:...`` value is the JSON
+    it holds. A value that does not read as its type stays the string it is."""
+    if entry is None or not entry.ports:
+        return _untyped(args)
+    out = {}
+    for name, value in args.items():
+        port = entry.ports.get(name) if entry is not None else None
+        out[name] = _typed(value, port.type if port is not None else "")
+    return out
+
+
+def _untyped(args: dict[str, str]) -> dict:
+    """Args with no catalog entry: as written, but for ``json:`` values."""
+    if not any(value.startswith(JSON_PREFIX) for value in args.values()):
+        return args
+    return {name: _typed(value, "") for name, value in args.items()}
+
+
+def _typed(value: str, kind: str) -> object:
+    text = value.strip()
+    try:
+        if kind == "bool":
+            lowered = text.lower()
+            return {"true": True, "1": True, "false": False, "0": False}.get(lowered, value)
+        if kind in _INTEGER_TYPES:
+            return int(text)
+        if kind in _FLOAT_TYPES:
+            return float(text)
+        if kind in _VECTORS:
+            return [_VECTORS[kind](item.strip()) for item in text.split(";")] if text else []
+        if not kind and text.startswith(JSON_PREFIX):
+            return STRICT_JSON.decode(text[len(JSON_PREFIX):])
+    except (ValueError, RecursionError):
+        return value
+    return value
