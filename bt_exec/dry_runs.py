@@ -7,7 +7,9 @@ path's run plus the paths' summaries, whatever the number of paths:
   catalog declares for its cap, or success and failure;
 - a step graph: paths until every transition was taken at least once, each reaching the step of a transition
   not yet taken by the fewest steps, taking it, then going on by each step's usual outcome (success).
-At most ``max_paths`` paths are run; the answer says how many more there would have been.
+At most ``max_paths`` paths are run; the answer says how many more there would have been. Every path is bounded:
+one still running after ``max_ticks`` ticks (a loop that never ends, as a KeepRunningUntilFailure whose child
+never fails) is cancelled and ends ``tick_limit``.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import collections
 
 from .compilers import Plan, load
 from .compilers.catalog import builtin_name
-from .errors import Issue, PlanError
+from .errors import Conflict, Issue, PlanError
 from .executor import Executor
 from .sim import SimBackend
 
@@ -23,23 +25,31 @@ SUCCESS = "success"
 # A call's outcomes where the capability catalog declares none.
 PLAIN_OUTCOMES = (SUCCESS, "failure")
 MAX_PATHS = 500
+# Ticks a path may take before it is ended as a loop without end: far more than any plan within the limits takes
+# with every call answered at once, unless it loops.
+MAX_TICKS = 2000
+TICK_LIMIT = "tick_limit"
+# The dry run's tick rate: its calls answer at once, so a period only paces what polls each period (a reactive node,
+# a loop), and a path's ticks cost what they compute.
+TICK_RATE_HZ = 10_000.0
 
 
 def dry_run(source, *, dialect: str = "auto", catalog=None, skill_catalog=None, scene=None, call_guard=None,
-            max_steps: int = 1000, max_paths: int = MAX_PATHS) -> dict:
+            max_steps: int = 1000, max_paths: int = MAX_PATHS, node_catalog=None, max_ticks: int = MAX_TICKS) -> dict:
     """Run ``source`` on the sim along each path; ``{plan, paths: [{path, chose, outcome, failed_op, terminal?,
     terminal_reason?, steps?}], not_run}``. ``chose``: the op and outcome the path gave (None: every op its usual
     outcome); ``steps``: a step graph's steps in the order they ran. Raises PlanError when the plan is refused.
 
-    ``catalog``, ``skill_catalog``, ``scene``, ``call_guard`` and ``max_steps`` are the Executor's; a step graph
-    needs its ``scene``."""
+    ``catalog``, ``skill_catalog``, ``node_catalog``, ``scene``, ``call_guard`` and ``max_steps`` are the
+    Executor's; a step graph needs its ``scene``. A path still running after ``max_ticks`` ticks is cancelled: its
+    outcome is ``tick_limit``."""
     plan = load(source, dialect)
     if not isinstance(plan, Plan):
         raise PlanError([Issue("control_request", "", "a control request, not a plan: a dry run has no paths to "
                                                       "explore in it")])
-    options = {"catalog": catalog, "skill_catalog": skill_catalog, "scene": scene, "call_guard": call_guard,
-               "max_steps": max_steps}
-    runner = _PathRunner(source, dialect, plan.numbered_by_loader, options)
+    options = {"catalog": catalog, "skill_catalog": skill_catalog, "node_catalog": node_catalog, "scene": scene,
+               "call_guard": call_guard, "max_steps": max_steps}
+    runner = _PathRunner(source, dialect, plan.numbered_by_loader, options, max_ticks, _outputs_of(plan))
     try:
         record = runner.run({})
         if plan.numbered_by_loader:  # the ids of a first run, which the paths' records are given in
@@ -134,13 +144,18 @@ class _PathRunner:
     """Runs a plan's paths one after another on one executor (no events, one finished record kept, no answer
     remembered), each from the scene the dry run was given and with the op ids of a first run."""
 
-    def __init__(self, source, dialect: str, numbered: bool, options: dict):
-        """``numbered``: whether the plan's loader numbered its ops (an executor numbers them on from its counter)."""
+    def __init__(self, source, dialect: str, numbered: bool, options: dict, max_ticks: int,
+                 outputs: dict[str, dict]):
+        """``numbered``: whether the plan's loader numbered its ops (an executor numbers them on from its counter);
+        ``max_ticks``: the most ticks a path may take; ``outputs``: the output each op's calls answer, by op id (of
+        the plan as loaded)."""
         self.source = source
+        self.max_ticks = max_ticks
+        self.outputs = outputs
         self.dialect = dialect
         self.numbered = numbered
         self.backend = _PathBackend()
-        self.executor = Executor(backend=self.backend, keep_finished=1, remember_run_ids=0,
+        self.executor = Executor(backend=self.backend, keep_finished=1, remember_run_ids=0, tick_rate_hz=TICK_RATE_HZ,
                                  **{key: value for key, value in options.items() if value is not None})
         self.scene = self.executor.scene
         self.first_root: int | None = None
@@ -164,14 +179,28 @@ class _PathRunner:
                 self.first_root = root
             offset = root - self.first_root
         script = {"default": {"outcome": SUCCESS, "duration_s": 0},
-                  "ops": {_moved(op_id, offset): {"outcome": listed, "duration_s": 0}
-                          for op_id, listed in outcomes.items()}}
+                  "ops": {_moved(op_id, offset): {"outcome": outcomes.get(op_id, SUCCESS), "duration_s": 0,
+                                                  **({"output": self.outputs[op_id]} if op_id in self.outputs else {})}
+                          for op_id in outcomes.keys() | self.outputs.keys()}}
         self.backend.sim = SimBackend.in_scene(script, executor.skill_catalog, self.scene)
-        record = executor.run_until_complete(answer["plan_id"])
+        record = self._until_complete(answer["plan_id"])
         self.backend.sim = None
         if offset and record["failed_op"] is not None:
             record["failed_op"] = {**record["failed_op"], "op_id": _moved(record["failed_op"]["op_id"], -offset)}
         return record
+
+    def _until_complete(self, plan_id: str) -> dict:
+        """The plan's final record once it ended, or once cancelled after ``max_ticks`` ticks (outcome
+        ``tick_limit``). Each round ticks once and waits at most a period for news (a timer's, a call's)."""
+        executor = self.executor
+        for _ in range(self.max_ticks):
+            try:
+                return executor.run_until_complete(plan_id, timeout=executor.tick_period)
+            except Conflict:  # still running
+                continue
+        executor.begin_cancel(plan_id, f"dry run: still running after {self.max_ticks} ticks")
+        record = executor.run_until_complete(plan_id)
+        return {**record, "outcome": TICK_LIMIT}
 
     def close(self) -> None:
         self.executor.close()
@@ -193,6 +222,13 @@ class _PathBackend:
 
     def state(self) -> dict:
         return self.sim.state()
+
+
+def _outputs_of(plan: Plan) -> dict[str, dict]:
+    """What the calls of ops that read or write the blackboard (a BT.CPP leaf's {key} ports) answer: a value for
+    each such port, so that what one call writes another reads on every path."""
+    return {op.op_id: {port: f"<{port} of op {op.op_id}>" for port in {**(op.reads or {}), **(op.writes or {})}}
+            for op in plan.ops.values() if op.kind == "do" and (op.reads or op.writes)}
 
 
 def _moved(op_id: str, offset: int) -> str:

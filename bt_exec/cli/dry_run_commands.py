@@ -39,6 +39,8 @@ def dry_run_lines(name: str, answer: dict) -> list[str]:
             reason = path["terminal_reason"]
             end = f"{path['outcome']}, terminal {path['terminal']} ({steps})" + (f": {one_line(reason)}" if reason
                                                                                   else "")
+        elif path["outcome"] == "tick_limit":
+            end = "tick_limit: still running at the tick limit, cancelled (a loop that never ends)"
         else:
             failed = path["failed_op"]
             end = path["outcome"] + (f" at op {one_line(failed['op_id'])}: {one_line(failed['error'])}" if failed
