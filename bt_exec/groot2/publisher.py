@@ -178,7 +178,7 @@ class Groot2Publisher:
         except ControlError:  # a plan of pure control, or one already gone
             return None
         try:
-            export = btcpp_export(plan, uids=True)
+            export = btcpp_export(plan, uids=True, skills=self.executor.skill_catalog)
         except ExportError as exc:
             log.warning("Groot2: plan %s is not served: %s", plan_id, exc)
             return None

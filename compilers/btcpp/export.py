@@ -98,19 +98,20 @@ class BtcppExport:
         return len(self.parent) - 1
 
 
-def plan_to_btcpp(plan: Plan, *, uids: bool = False) -> str:
+def plan_to_btcpp(plan: Plan, *, uids: bool = False, skills=None) -> str:
     """``plan`` (any dialect's IR) as BehaviorTree.CPP 4 XML with a ``<TreeNodesModel>`` of its leaves; ``uids``
-    adds a ``_uid`` to every node and the built-in nodes' models, as Groot2's monitor wants them. ExportError
-    for what BT.CPP cannot hold (an arg no port can be, text XML cannot carry)."""
-    return btcpp_export(plan, uids=uids).xml
+    adds a ``_uid`` to every node and the built-in nodes' models, as Groot2's monitor wants them; ``skills``: the
+    skill catalog a step graph runs with (a ``SkillCatalog``), whose aliases its leaves are written as the skills
+    they call. ExportError for what BT.CPP cannot hold (an arg no port can be, text XML cannot carry)."""
+    return btcpp_export(plan, uids=uids, skills=skills).xml
 
 
-def btcpp_export(plan: Plan, *, uids: bool = False) -> BtcppExport:
+def btcpp_export(plan: Plan, *, uids: bool = False, skills=None) -> BtcppExport:
     """``plan_to_btcpp``'s XML with the map of its nodes to the plan's ops (``BtcppExport``)."""
-    writer = _Writer(uids)
+    writer = _Writer(uids, getattr(plan.source, "model", None))
     tree_id = _tree_id(plan)
     if plan.steps is not None:
-        _write_step_graph(plan, writer)
+        _write_step_graph(plan, writer, skills)
     else:
         _write_ops(plan, writer)
     if writer.count > MAX_UID:
@@ -175,8 +176,9 @@ def _escaped(text: str) -> str:
 class _Writer:
     """The tree's element lines, its nodes' parents and ops, and the ports each node ID was given."""
 
-    def __init__(self, uids: bool):
+    def __init__(self, uids: bool, carried=None):
         self.uids = uids
+        self.carried = carried  # a BT XML plan's own TreeNodesModel (a NodeCatalog): its entries are written as read
         self.lines: list[str] = []
         self.parent = [0]
         self.op_of: list[str | None] = [None]
@@ -222,13 +224,33 @@ class _Writer:
     def model_lines(self) -> list[str]:
         """The ``<TreeNodesModel>``: every leaf (and custom node), and with uids every built-in node too, by ID."""
         lines = ["  <TreeNodesModel>"]
+        carried = self.carried.entries if self.carried is not None else {}
         for node_id in sorted(self.models):
             model = self.models[node_id]
             if model.builtin and not self.uids:
                 continue
-            lines.extend(model.lines(node_id))
+            lines.extend(_carried_lines(carried[node_id]) if node_id in carried else model.lines(node_id))
         lines.append("  </TreeNodesModel>")
         return lines
+
+
+def _carried_lines(entry) -> list[str]:
+    """A catalog entry a BT XML plan carried, written back as it was read: its kind, each port's direction, type
+    and default."""
+    category = entry.kind.capitalize() if entry.kind in ("action", "condition", "control", "decorator") else "Action"
+    head = f'    <{category} ID="{_escaped(entry.node_id)}"'
+    if not entry.ports:
+        return [head + "/>"]
+    lines = [head + ">"]
+    for name, port in entry.ports.items():
+        attributes = [f'name="{_escaped(name)}"']
+        if port.type:
+            attributes.append(f'type="{_escaped(port.type)}"')
+        if port.default is not None:
+            attributes.append(f'default="{_escaped(port.default)}"')
+        lines.append(f"      <{_PORT_ELEMENTS[port.direction]} {' '.join(attributes)}/>")
+    lines.append(f"    </{category}>")
+    return lines
 
 
 def _explicit_tag(node_id: str) -> str:
@@ -346,6 +368,8 @@ def _write_ops(plan: Plan, writer: _Writer) -> None:
             continue
         where = f"op {op_id!r}"
         ports, types = _ports_of(op, where)
+        if plan.dialect == "btcpp":
+            types = {}  # its args are the port strings as written: their types are its catalog's, if any
         if node_id == "ParallelAll" and op.kind == "parallel":
             ports.insert(0, ("max_failures", "1", "in"))  # fails once one child failed, after all ended
         uid = writer.open(node_id, depth, parent, op_id, op.description, ports, not op.children, where)
@@ -387,8 +411,9 @@ _EXPLICIT_ELEMENTS = frozenset(("Action", "Condition", "Control", "Decorator", "
                                 "root", "include"))
 
 
-def _write_step_graph(plan: Plan, writer: _Writer) -> None:
-    """A step graph as the loop the module's docstring draws."""
+def _write_step_graph(plan: Plan, writer: _Writer, skills) -> None:
+    """A step graph as the loop the module's docstring draws; each leaf calls the skill its step's skill names
+    in ``skills`` (an alias as its skill), as the step graph's own run does."""
     graph = plan.steps
     entry = graph.entry or plan.root
 
@@ -422,7 +447,7 @@ def _write_step_graph(plan: Plan, writer: _Writer) -> None:
         guard = control("ForceSuccess", 5, branch, "its outcome routes, success or not")
         ports, types = _literal_ports(op.args, where)
         ports.append(("event", "{" + EVENT_KEY + "}", "out"))
-        skill = _leaf_id(op.cap, where)
+        skill = _leaf_id((skills.resolve(op.cap) if skills is not None else None) or op.cap, where)
         writer.open(skill, 6, guard, step_id, op.description, ports, True, where)
         writer.note_model(skill, "Action", ports, types, builtin=False)
         writer.close("ForceSuccess", 5)

@@ -193,6 +193,26 @@ def test_a_btcpp_plan_is_written_back_node_for_node_with_its_blackboard_ports():
     assert model_of(parsed(export.xml))["RetryUntilSuccessful"][0] == "Decorator"
 
 
+def test_a_btcpp_plan_s_own_model_is_written_back_as_it_was_read():
+    from bt_exec.behaviours.bt_library import PortSpec
+    from bt_exec.compilers.btcpp.catalog import CatalogEntry, NodeCatalog
+
+    model = NodeCatalog({"Seen": CatalogEntry("Seen", "condition", {"object": PortSpec("in", None, ""),
+                                                                     "pose": PortSpec("out", None, "")}),
+                         "Grasp": CatalogEntry("Grasp", "action", {"force": PortSpec("in", "10", "double")})})
+    ops = {"1": Op("1", "control", "try", ["2", "3"], node="Fallback"),
+           "2": Op("2", "do", "seen?", cap="Seen", args={"object": "cup"}, writes={"pose": "p"}),
+           "3": Op("3", "do", "grasp", cap="Grasp", args={"force": "20"})}
+    plan = Plan("btcpp", "btcpp", "1", ops, "try", 2, False, source=type("Source", (), {"model": model})())
+    root = parsed(plan_to_btcpp(plan))
+    assert [(node.tag, node.get("force")) for node in tree_nodes(root)][2] == ("Grasp", "20")
+    # the args are the port strings as written; their types, kinds and defaults are the model's, not guessed
+    assert model_of(root) == {
+        "Seen": ("Condition", {"object": ("input_port", {"name": "object"}),
+                               "pose": ("output_port", {"name": "pose"})}),
+        "Grasp": ("Action", {"force": ("input_port", {"name": "force", "type": "double", "default": "10"})})}
+
+
 # --- a step graph: the loop, run by BehaviorTree.CPP's rules for the nodes it uses --------------------------------
 
 class Bt:
@@ -265,6 +285,17 @@ def test_a_step_graph_runs_as_a_loop_over_its_steps_with_its_transitions_kept(ou
     assert machine.calls == [(steps[step]["skill"], params[step]) for step in path]
     assert machine.blackboard["step"] == terminal
     assert result == ("SUCCESS" if terminal == "completed" else "FAILURE")
+
+
+def test_a_step_graph_s_aliases_are_written_as_the_skills_they_call():
+    plan = bt_exec.load(GRAPH)
+    as_written = {node.get("name"): node.tag for node in tree_nodes(parsed(plan_to_btcpp(plan)))
+                  if node.get("event")}
+    resolved = {node.get("name"): node.tag for node in tree_nodes(parsed(plan_to_btcpp(
+        plan, skills=bt_exec.SkillCatalog.named("grant")))) if node.get("event")}
+    assert as_written["pick(cap)"] == "pick" and resolved["pick(cap)"] == "grab"  # grant: pick is grab
+    assert {name: tag for name, tag in resolved.items() if name != "pick(cap)"} == {
+        name: tag for name, tag in as_written.items() if name != "pick(cap)"}
 
 
 def test_a_step_graph_s_leaves_are_its_skills_with_their_params_and_an_event_output():
