@@ -53,7 +53,8 @@ import py_trees
 
 from benchlib import Figure, parse_args, report, skipped
 import bt_exec
-from bt_exec.web import ControlApi, WebServer
+from bt_exec.control import ControlApi
+from bt_exec.web.server import WebServer
 
 TREE_OPS = 1000
 TREE_READ_BAR = 10.0
