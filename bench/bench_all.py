@@ -8,8 +8,8 @@ Run from the repository root (inside the ROS 2 environment, or the ROS figures s
     python bench/bench_all.py --json figures.json # also write the figures as JSON
     python bench/bench_all.py --only rtdl,qwen3   # some of the scripts
 
-It runs ``bench_rtdl.py``, ``bench_qwen3.py``, ``bench_ros.py``, ``bench_web.py`` and
-``bench_robonix.py`` one after the other, each in a process of its own (so that no script's
+It runs ``bench_rtdl.py``, ``bench_qwen3.py``, ``bench_ros.py``, ``bench_web.py``,
+``bench_robonix.py`` and ``bench_groot2.py`` one after the other, each in a process of its own (so that no script's
 leftovers, its garbage, threads or rclpy, weigh on the next one's timings), with ``--json`` to a
 temporary file and ``--quick`` when given. Each script measures its own figures and their raw
 py_trees references in the same run (see each script's docstring for the method). This script then
@@ -19,7 +19,7 @@ table of every figure, each script's detail lines, and ``all bars met`` or ``FAI
 Figures that cannot be measured here are rows marked ``skipped`` with the reason in their note:
 the ROS ones when rclpy or bt_exec_interfaces cannot be imported, the console ones when
 chromium, chromedriver or selenium are missing, the Robonix ones when gRPC or the Robonix stubs
-are missing. A script that dies without its figures becomes
+are missing, the Groot2 ones when pyzmq is missing. A script that dies without its figures becomes
 one ``error`` row.
 
 Exit 1 when a gated bar is missed, or a script failed to measure (an ``error`` row); 0 otherwise.
@@ -46,7 +46,7 @@ from benchlib import (
 
 HERE = pathlib.Path(__file__).resolve().parent
 SCRIPTS = {"rtdl": "bench_rtdl.py", "qwen3": "bench_qwen3.py", "ros": "bench_ros.py", "web": "bench_web.py",
-           "robonix": "bench_robonix.py"}
+           "robonix": "bench_robonix.py", "groot2": "bench_groot2.py"}
 TIMEOUT_S = 1800
 
 
