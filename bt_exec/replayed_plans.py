@@ -50,6 +50,8 @@ class ReplayedPlan:
                 continue
             op = Op(str(entry["op_id"]), entry.get("kind"), entry.get("description", ""),
                     [str(child) for child in entry.get("children") or ()])
+            if isinstance(entry.get("node"), str):
+                op.node = entry["node"]
             if "cap" in entry:
                 op.cap, op.args = entry["cap"], entry.get("args")
                 if isinstance(entry.get("provider"), str):  # journals before providers were shown have none

@@ -303,7 +303,19 @@ def submit_graph(ex) -> dict:
     return {plan_id: op_ids}
 
 
-@pytest.mark.parametrize("dialect", ["rtdl", "qwen3"])
+def submit_btcpp(ex) -> dict:
+    """A BehaviorTree.CPP tree whose ops run again (a repeat, a retry after a failure, a reactive check each tick),
+    with a pause point on the retried call's first end. Its op ids."""
+    plan_id = ex.submit('<root BTCPP_format="4"><BehaviorTree ID="Main"><Sequence>'
+                        '<Repeat num_cycles="2"><Step/></Repeat>'
+                        '<RetryUntilSuccessful num_attempts="3"><Flaky/></RetryUntilSuccessful>'
+                        '<ReactiveSequence><Check/><Move/></ReactiveSequence>'
+                        '</Sequence></BehaviorTree></root>')["plan_id"]
+    ex.stop_plan_at(plan_id, "5", "on_complete", action="pause")
+    return {plan_id: [str(n) for n in range(1, 9)]}
+
+
+@pytest.mark.parametrize("dialect", ["rtdl", "qwen3", "btcpp"])
 def test_a_replay_answers_every_read_as_the_executor_answered_it(dialect):
     """The replay rebuilds its plans out of a live run's parts and reads them with the executor's own read side:
     fed the events as the executor published them, it answers each read as the executor answered at that
@@ -313,6 +325,9 @@ def test_a_replay_answers_every_read_as_the_executor_answered_it(dialect):
                   "ops": {"4": {"outcome": "failure", "duration_s": 2, "error": "the gripper slipped"}},
                   "caps": {"sim.big": {"outcome": "success", "duration_s": 1, "output": {"blob": "x" * 3000}}}}
         ex = bt_exec.Executor(bt_exec.SimBackend(script), max_result_bytes=2000)
+    elif dialect == "btcpp":
+        ex = bt_exec.Executor(bt_exec.SimBackend({"default": {"outcome": "success", "duration_s": 1}, "caps": {
+            "Check": {"duration_s": 0}, "Flaky": {"outcome": ["failure", "success"], "duration_s": 1}}}))
     else:
         world = World.from_scene(SkillCatalog.named("grant"), Scene.from_dict(scene()))
         ex = bt_exec.Executor(bt_exec.SimBackend({"default": {"duration_s": 1}}, world=world), scene=scene())
@@ -320,7 +335,7 @@ def test_a_replay_answers_every_read_as_the_executor_answered_it(dialect):
     ex.backend.clock = lambda: now[0]  # calls last a few ticks: each tick moves the sim's clock by half a second
     replayed = ReplayedPlans()
     ex.subscribe_batches(lambda events: replayed.apply(json.loads(json.dumps(events))))
-    op_ids = submit_rtdl(ex) if dialect == "rtdl" else submit_graph(ex)
+    op_ids = {"rtdl": submit_rtdl, "qwen3": submit_graph, "btcpp": submit_btcpp}[dialect](ex)
     compared = []  # from the first tick on: the journal holds a plan from its start
     while ex.get_all_plans()["count"]:
         ex.tick_once()
@@ -335,3 +350,7 @@ def test_a_replay_answers_every_read_as_the_executor_answered_it(dialect):
     finished = [answer for name, _, _, answer in compared[-1] if name == "get_plan_result" and "ops" in answer]
     assert len(finished) == len(op_ids) and len(compared) > 3
     assert any(without_held(live) != live for live in compared), "a pause held an op at its entry"
+    if dialect == "btcpp":  # the ops that ran again did so in the replay too
+        runs = {args[1]: answer["op"].get("runs") for name, args, _, answer in compared[-1]
+                if name == "get_op" and "op" in answer}
+        assert (runs["3"], runs["5"]) == (2, 2) and runs["7"] > 1

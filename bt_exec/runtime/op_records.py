@@ -19,9 +19,10 @@ _RESULT_FIELDS_CHARS = 90  # a result's keys and flags beyond its output and tex
 
 
 class OpRecord:
-    """The live and final state of one op."""
+    """The live and final state of one op. An op may run more than once (a loop, a retry, a reactive check):
+    ``runs`` counts its runs, and the record holds the latest run's (its start, end and result)."""
 
-    __slots__ = ("op", "state", "result", "detail", "started_at", "ended_at", "_shown_args")
+    __slots__ = ("op", "state", "result", "detail", "started_at", "ended_at", "runs", "result_bytes", "_shown_args")
 
     def __init__(self, op):
         self.op = op
@@ -30,13 +31,18 @@ class OpRecord:
         self.detail: str | None = None
         self.started_at: float | None = None
         self.ended_at: float | None = None
+        self.runs = 0
+        self.result_bytes = 0  # what its result counts in its plan's budget
 
     def move_to(self, state: str, now: float | None, result: object, detail: str | None) -> None:
-        """The op is now in ``state`` (since ``now``), with ``detail``: its start time is its first ``running``;
-        a final state ends it with ``result`` (both as the record keeps them)."""
-        self.state = state
-        if state == "running" and self.started_at is None:
+        """The op is now in ``state`` (since ``now``), with ``detail``: ``running`` from pending or a final state
+        starts a run (its start time, the last run's end and result gone); a final state ends it with ``result``
+        (both as the record keeps them)."""
+        if state == "running" and (self.state == "pending" or self.state in FINAL_STATES):
+            self.runs += 1
             self.started_at = now
+            self.ended_at = self.result = None
+        self.state = state
         self.detail = detail
         if state in FINAL_STATES:
             self.ended_at = now
@@ -44,16 +50,22 @@ class OpRecord:
 
     def as_dict(self, whole_args: bool = True) -> dict:
         """The op and its state; a call's ``cap`` and ``args`` (whole, or as views show them: cut past
-        ``ARGS_SHOWN_CHARS`` to a marker)."""
+        ``ARGS_SHOWN_CHARS`` to a marker), a control op's ``node``, and ``runs`` when it ran more than once."""
         op = self.op
         if op.cap is None:
-            return {"op_id": op.op_id, "kind": op.kind, "description": op.description, "state": self.state,
-                    "children": list(op.children), "result": self.result, "detail": self.detail,
-                    "started_at": self.started_at, "ended_at": self.ended_at}
-        return {"op_id": op.op_id, "kind": op.kind, "description": op.description, "state": self.state,
-                "children": list(op.children), "cap": op.cap, "args": op.args if whole_args else self.shown_args(),
-                "result": self.result, "detail": self.detail, "started_at": self.started_at,
-                "ended_at": self.ended_at}
+            entry = {"op_id": op.op_id, "kind": op.kind, "description": op.description, "state": self.state,
+                     "children": list(op.children), "result": self.result, "detail": self.detail,
+                     "started_at": self.started_at, "ended_at": self.ended_at}
+            if op.node is not None:
+                entry["node"] = op.node
+        else:
+            entry = {"op_id": op.op_id, "kind": op.kind, "description": op.description, "state": self.state,
+                     "children": list(op.children), "cap": op.cap,
+                     "args": op.args if whole_args else self.shown_args(), "result": self.result,
+                     "detail": self.detail, "started_at": self.started_at, "ended_at": self.ended_at}
+        if self.runs > 1:
+            entry["runs"] = self.runs
+        return entry
 
     def shown_args(self) -> object:
         """The call's args as views show them, measured once."""
@@ -91,13 +103,19 @@ class OpRecords(dict):
         result and detail as kept, which the op's event carries."""
         if detail is not None and len(detail) > MESSAGE_CHARS:
             detail = cut_text(detail)
+        record = self[op_id]
+        if record.result_bytes and (state in FINAL_STATES or state == "running"):  # an op running again:
+            self.result_bytes -= record.result_bytes  # its last result goes (replaced, or gone as it starts again)
+            record.result_bytes = 0
         if result is not None and state in FINAL_STATES:
+            before = self.result_bytes
             if type(result) is dict and result.get("output") is self._last_output and not result.get("error") \
                     and self.result_bytes < self._whole_below:
                 self.result_bytes += self._last_output_size + _RESULT_FIELDS_CHARS  # the common case, inline
             else:
                 result = self._kept(result)
-        self[op_id].move_to(state, now, result, detail)
+            record.result_bytes = self.result_bytes - before
+        record.move_to(state, now, result, detail)
         return result, detail
 
     def _kept(self, result: dict) -> dict:

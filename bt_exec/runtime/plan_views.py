@@ -187,9 +187,11 @@ def finished_feedback(record: dict, max_output_chars: int) -> dict:
 
 def plan_shape(run) -> dict:
     """What ran, as a journal records it for a replay: ``{root, ops: [{op_id, kind, description, children,
-    cap?, args?, provider?}], transitions?, state?}`` (step graphs: their transitions and the world they start
-    from)."""
-    ops = [{"op_id": op.op_id, "kind": op.kind, "description": op.description, "children": list(op.children)}
+    node?, cap?, args?, provider?}], transitions?, state?}`` (``node``: the BehaviorTree.CPP node a control op
+    runs as; step graphs: their transitions and the world they start from)."""
+    ops = [({"op_id": op.op_id, "kind": op.kind, "description": op.description, "children": list(op.children)}
+            if op.node is None else {"op_id": op.op_id, "kind": op.kind, "description": op.description,
+                                     "children": list(op.children), "node": op.node})
            if op.cap is None else
            {"op_id": op.op_id, "kind": op.kind, "description": op.description, "children": list(op.children),
             "cap": op.cap, "args": op.args, "provider": op.provider} if op.provider else
