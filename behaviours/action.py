@@ -11,7 +11,7 @@ from bt_exec.backends import OP_STATE_OF, CallStatus, CapabilityCall
 
 from bt_exec.compat.py_trees import LeanBehaviour
 
-from .op_behaviour import RUNNING, OpReports
+from .op_behaviour import RUNNING, OpReports, canceled_detail
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,17 @@ class CapabilityAction(OpReports, LeanBehaviour):
     _deadline: float | None = None
     _paused_at: float | None = None  # when pause_call paused the call
     _pushed = False  # the call's backend tells the runtime when it has news
+    reads: dict[str, str] | None = None
+    writes: dict[str, str] | None = None
+    _runs = 0  # calls started so far: the op may run again (a loop, a retry, a reactive re-check)
+    _read_args: dict | None = None  # the args this call was started with, read from the blackboard
 
     def __init__(self, op_id: str, description: str, cap: str, args: dict, provider: str | None = None,
-                 call_id: str | None = None):
+                 call_id: str | None = None, reads: dict[str, str] | None = None,
+                 writes: dict[str, str] | None = None):
+        """``reads``: argument name -> blackboard key, each read when a call starts (the argument's value for that
+        call); ``writes``: output name -> blackboard key, each written from the call's output when it succeeds (the
+        output ``event`` is the call's outcome event, written however it ended)."""
         super().__init__(None)
         self.op_id = op_id
         self.description = description
@@ -64,6 +72,10 @@ class CapabilityAction(OpReports, LeanBehaviour):
         self.args = args
         self.provider = provider
         self.call_id = call_id
+        if reads:
+            self.reads = reads
+        if writes:
+            self.writes = writes
 
     def setup(self, **kwargs) -> None:
         """Takes ``plan`` (the run's PlanHooks), ``capabilities`` (whose ``backend_for(cap, provider)``
@@ -97,13 +109,22 @@ class CapabilityAction(OpReports, LeanBehaviour):
     def initialise(self) -> None:
         if self.final_state is not None or self._news is not None or self._deadline is not None \
                 or self._reported_state != "RUNNING":  # entered again: forget everything of the last call
-            self.result = self.final_state = self._run_id = self._news = self._deadline = None
+            self.result = self.final_state = self._run_id = self._news = self._deadline = self._read_args = None
             self._pushed = False
             self._reported_state = "RUNNING"
         self.report_to.op_state(self.op_id, "running", None, None)
+        self._runs += 1
         if self.call_id is None:
             self.call_id = f"{self.hooks.plan_id}:{self.op_id}"
-        call = CapabilityCall(self.hooks.plan_id, self.op_id, self.cap, self.args, self.provider, self.call_id)
+        elif self._runs > 1:  # each call of an op running again is a call of its own: its id's "#n" says which
+            base = self.call_id if self._runs == 2 else self.call_id.rsplit("#", 1)[0]
+            self.call_id = f"{base}#{self._runs}"
+        args = self.args
+        if self.reads is not None:
+            args = self._args_read()
+            if args is None:
+                return
+        call = CapabilityCall(self.hooks.plan_id, self.op_id, self.cap, args, self.provider, self.call_id)
         try:
             started = self.backend.start(call)
         except Exception as exc:  # a backend fault fails this op, never the executor
@@ -119,6 +140,32 @@ class CapabilityAction(OpReports, LeanBehaviour):
         else:
             self._finish(CallStatus("FAILED", error=f"backend returned {_describe(started)} from start, "
                                                     "expected a run id or a terminal CallStatus"))
+
+    def _args_read(self) -> dict | None:
+        """The call's args with the blackboard's values of the ports it reads; None (the call failed, naming the
+        port and the key) when a key is not set."""
+        blackboard = self.hooks.blackboard
+        args = dict(self.args or {})
+        for port, key in self.reads.items():
+            if key not in blackboard:
+                self._finish(CallStatus("FAILED", error=f"input port {port!r} reads blackboard key {key!r}, which is "
+                                                        "not set"))
+                return None
+            args[port] = blackboard[key]
+        self._read_args = args
+        return args
+
+    def _write_outputs(self) -> None:
+        """The call ended: its outputs written to the blackboard keys of its output ports (on success; the
+        outcome ``event`` whatever the ending)."""
+        blackboard = self.hooks.blackboard
+        result = self.result
+        output = result["output"]
+        for port, key in self.writes.items():
+            if port == "event":
+                blackboard[key] = result["event"]
+            elif result["success"] and type(output) is dict and port in output:
+                blackboard[key] = output[port]
 
     def _watch(self, run_id: str) -> None:
         """Wait on the call: told of its news where its backend pushes, else polled every period."""
@@ -173,12 +220,14 @@ class CapabilityAction(OpReports, LeanBehaviour):
 
     def terminate(self, new_status: Status) -> None:
         if new_status != Status.INVALID:
+            if self.writes is not None:
+                self._write_outputs()
             self.report_to.op_state(self.op_id, self.final_state, self.result, None)
         elif self.status == RUNNING and not self.held_back:
             if self._run_id is not None and self.final_state is None:
                 self.hooks.unwatch(self)
                 self._cancel_call()
-            self.report("canceled", detail="plan cancelled while the op ran")
+            self.report("canceled", detail=canceled_detail())
 
     def pause_call(self) -> bool:
         """Pause the call in progress where its backend has the optional ``pause``/``resume`` pair; whether
@@ -239,6 +288,8 @@ class CapabilityAction(OpReports, LeanBehaviour):
         error = status.error or ("" if success else f"capability ended {status.state}")
         self.result = {"success": success, "output": status.output, "error": error, "cap": self.cap,
                        "call_id": self.call_id, "event": status.event or _DEFAULT_EVENT[status.state]}
+        if self.reads is not None and self._read_args is not None:  # what this call read from the blackboard
+            self.result["args"] = self._read_args
         self.feedback_message = error or "succeeded"
 
 
