@@ -68,7 +68,7 @@ class Groot2Publisher:
         self.executor = executor
         self.port = port
         self.host = host
-        self.plan_id = plan_id
+        self.plan_id = None if plan_id is None else str(plan_id)  # ids are text, as the executor's events give them
         self.heartbeat_s = heartbeat_s  # breakpoints of a Groot2 silent this long are removed
         self._served: _Served | None = None
         self._lock = threading.Lock()
