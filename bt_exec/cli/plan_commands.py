@@ -95,8 +95,9 @@ def add_commands(commands) -> None:
     add_web(run)
     add_groot2(run)
     run.add_argument("--keep-serving", action="store_true",
-                     help="with --web: keep serving after the plan ended, until Ctrl-C (more plans can be "
-                          "submitted). Without it the app serves on after the plan ended until its page has loaded "
+                     help="with --web or --groot2: keep serving after the plan ended, until Ctrl-C (more plans can "
+                          "be submitted over the web app). Without it the app serves on after the plan ended until "
+                          "its page has loaded "
                           f"once (then {PAGE_SETTLE_S:.0f} s more), at most {PAGE_GRACE_S:.0f} s")
     run.add_argument("--feedback", action="store_true",
                      help="print the planner's feedback on the run (each finished call's op_id, cap, success, output, "
@@ -295,8 +296,8 @@ def run_command(args: argparse.Namespace) -> int:
     backend = bt_exec.SimBackend.in_scene(args.sim_script, catalog if scene is not None else None, scene)
     executor = bt_exec.Executor(backend=backend, scene=scene, max_steps=args.max_steps, tick_rate_hz=args.tick_rate,
                                 op_timeout_s=args.op_timeout, call_guard=args.guard, **catalogs)
-    if args.keep_serving and args.web is None:
-        raise CommandError("--keep-serving goes with --web PORT")
+    if args.keep_serving and args.web is None and args.groot2 is None:
+        raise CommandError("--keep-serving goes with --web PORT or --groot2 PORT")
     web = start_web(ControlApi(executor), args)
     groot2 = start_groot2(executor, args)
     try:
@@ -325,7 +326,9 @@ def run_command(args: argparse.Namespace) -> int:
         if args.feedback:
             print(finite_json.dumps(executor.get_plan_feedback(plan_id, args.feedback_chars)), flush=True)
         if args.keep_serving and code != EXIT_INTERRUPTED:
-            error(f"the plan ended; still serving {web.url} until Ctrl-C")
+            serving = " and ".join(where for where in (web and web.url, groot2 and f"Groot2 on {groot2.address}")
+                                   if where)
+            error(f"the plan ended; still serving {serving} until Ctrl-C")
             _wait_for_ctrl_c()
         elif web is not None and code != EXIT_INTERRUPTED:
             _serve_until_page_loaded(web)

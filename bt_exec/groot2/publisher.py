@@ -82,6 +82,11 @@ class Groot2Publisher:
         self._unsubscribe = None
 
     @property
+    def address(self) -> str:
+        """Where Groot2 connects: host:port of the request/reply socket."""
+        return f"{self.host}:{self.port}"
+
+    @property
     def publisher_port(self) -> int:
         """The port of the publisher socket: the request/reply port + 1."""
         return self.port + 1

@@ -539,3 +539,43 @@ def test_a_bt_xml_plan_s_blackboard_is_served_as_its_ports_wrote_it(served):
     assert nodes[1].tag == "Sequence" and client.tree().find("BehaviorTree").get("ID") == "FetchCup"
     statuses = client.statuses()
     assert statuses[1] == SUCCESS and set(statuses.values()) <= {SUCCESS, 10 + SUCCESS, 10 + FAILURE, IDLE}
+
+
+def test_bt_exec_run_keeps_serving_groot2_after_the_plan_when_asked(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN))
+    port = free_port_pair()
+    process = subprocess.Popen([sys.executable, "-m", "bt_exec.cli", "run", str(plan), "--groot2", str(port),
+                                "--keep-serving"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, text=True)
+    client = None
+    try:
+        said = f"the plan ended; still serving Groot2 on 127.0.0.1:{port} until Ctrl-C"
+        for _line in range(20):
+            line = process.stderr.readline()
+            if said in line or not line:
+                break
+        assert said in line, line
+        client = Groot2Client(port)
+        assert client.statuses()[1] == SUCCESS  # the ended plan's last statuses, still there to look at
+        process.send_signal(2)
+        assert process.wait(WAIT_S) == 0
+    finally:
+        if client is not None:
+            client.close()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_bt_exec_run_with_a_groot2_port_taken_says_so(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN))
+    port = free_port_pair()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        ran = subprocess.run([sys.executable, "-m", "bt_exec.cli", "run", str(plan), "--groot2", str(port)],
+                             cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2 and f"--groot2: cannot serve Groot2 on 127.0.0.1:{port}" in ran.stderr
+    assert "Traceback" not in ran.stderr
