@@ -88,11 +88,14 @@ class Leaf(OpReports, LeanBehaviour):
     """A leaf op whose status each tick is ``next`` (set by the test; RUNNING until set), counting its runs
     (``starts``), its ticks and the times it was halted while running (``halts``)."""
 
-    def __init__(self, op_id: str, status: Status = RUNNING):
+    script: list | None = None  # statuses tick after tick (round and round), instead of ``next``
+
+    def __init__(self, op_id: str, status: Status = RUNNING, script: list | None = None):
         super().__init__(None)
         self.op_id = op_id
         self.description = op_id
         self.next = status
+        self.script = script
         self.starts = self.ticks = self.halts = 0
 
     def setup(self, **kwargs) -> None:
@@ -106,6 +109,8 @@ class Leaf(OpReports, LeanBehaviour):
             self.starts += 1
             self.report("running")
         self.ticks += 1
+        if self.script:
+            self.next = self.script[self.ticks % len(self.script)]
         if self.next == RUNNING:
             self.status = RUNNING
         else:
