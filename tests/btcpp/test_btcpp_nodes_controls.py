@@ -346,3 +346,13 @@ class TestEveryControl:
         tree.hooks.paused = False
         tree.tick()
         assert tree.hooks.take()[0] == ("n", "running")
+
+
+def test_every_node_is_built_lean():
+    """No uuid, logger, qualified name or name is made as a node is built: most of a large plan's build cost."""
+    for name, spec in NODE_LIBRARY.items():
+        children = [Leaf(str(index)) for index in range(spec.min_children)]
+        built = spec.build("n", name, {}, {}, children)
+        assert not {"id", "logger", "qualified_name", "name", "blackboards"} & vars(built).keys(), name
+        assert all(child.parent is built for child in children)
+        assert built.name == f"[n] {name}"
