@@ -1,8 +1,8 @@
 """The control nodes of BehaviorTree.CPP 4 and Nav2, with their semantics (which child runs when, what halts)."""
 from __future__ import annotations
 
-from .node import EVERY_PERIOD, FAILURE, RUNNING, SUCCESS, ControlNode, was_held, was_skipped
-from .ports import PortSpec
+from .bt_node import EVERY_PERIOD, FAILURE, RUNNING, SUCCESS, ControlNode, was_held, was_skipped
+from .bt_ports import PortSpec
 
 
 class Sequence(ControlNode):

@@ -10,16 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .controls import (Fallback, IfThenElse, Parallel, ParallelAll, PassThrough, PipelineSequence, ReactiveFallback,
+from .bt_controls import (Fallback, IfThenElse, Parallel, ParallelAll, PassThrough, PipelineSequence, ReactiveFallback,
                        ReactiveSequence, RecoveryNode, RoundRobin, Sequence, SequenceWithMemory, WhileDoElse,
                        parallel_all_problem, parallel_problem)
-from .decorators import (Delay, DistanceController, ForceFailure, ForceSuccess, Inverter, KeepRunningUntilFailure,
+from .bt_decorators import (Delay, DistanceController, ForceFailure, ForceSuccess, Inverter, KeepRunningUntilFailure,
                          RateController, Repeat, RetryUntilSuccessful, RunOnce, Timeout)
-from .leaves import AlwaysFailure, AlwaysSuccess, Script, ScriptCondition
-from .node import EVERY_PERIOD, BtNode
-from .ports import PORT_DIRECTIONS, PORT_TYPES, PortSpec, PortValueError, blackboard_key
-from .script import ScriptError
-from .script import Script as ScriptProgram
+from .bt_leaves import AlwaysFailure, AlwaysSuccess, Script, ScriptCondition
+from .bt_node import EVERY_PERIOD, BtNode
+from .bt_ports import PORT_DIRECTIONS, PORT_TYPES, PortSpec, PortValueError, blackboard_key
+from .bt_script import ScriptError
+from .bt_script import Script as ScriptProgram
 
 PASS_THROUGH = "PassThrough"
 

@@ -1,10 +1,10 @@
 """The leaves of BehaviorTree.CPP 4 that call no capability: AlwaysSuccess, AlwaysFailure, Script, ScriptCondition."""
 from __future__ import annotations
 
-from .node import FAILURE, SUCCESS, LeafNode
-from .ports import PortSpec
-from .script import Script as ScriptProgram
-from .script import ScriptError, truth
+from .bt_node import FAILURE, SUCCESS, LeafNode
+from .bt_ports import PortSpec
+from .bt_script import Script as ScriptProgram
+from .bt_script import ScriptError, truth
 
 
 class AlwaysSuccess(LeafNode):
@@ -28,7 +28,7 @@ class AlwaysFailure(LeafNode):
 
 
 class Script(LeafNode):
-    """BehaviorTree.CPP's Script: runs ``code`` (the subset ``script.py`` reads) on the plan's blackboard; SUCCESS,
+    """BehaviorTree.CPP's Script: runs ``code`` (the subset ``bt_script`` reads) on the plan's blackboard; SUCCESS,
     or FAILURE with the reason when the code cannot be read or run."""
 
     NODE = "Script"

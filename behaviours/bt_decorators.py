@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
-from .node import EVERY_PERIOD, FAILURE, RUNNING, SUCCESS, DecoratorNode, was_skipped
-from .ports import PortSpec, PortValueError
+from .bt_node import EVERY_PERIOD, FAILURE, RUNNING, SUCCESS, DecoratorNode, was_skipped
+from .bt_ports import PortSpec, PortValueError
 
 
 class Inverter(DecoratorNode):
