@@ -253,9 +253,9 @@ class RateController(DecoratorNode):
 class DistanceController(DecoratorNode):
     """Nav2's DistanceController: runs the child again each time the robot has moved ``distance`` (straight-line,
     from where it was when the child last succeeded). The robot's pose is read from the blackboard (port
-    ``robot_pose``, by default the key ``robot_pose``: ``{"x", "y"[, "z"]}`` or ``[x, y[, z]]``), where a leaf's
-    output or the caller puts it; without one the node fails, as Nav2's does without a transform. While it waits
-    for the distance it looks again every period."""
+    ``robot_pose``, by default the key ``robot_pose``: ``{"x", "y"[, "z"]}`` or ``[x, y[, z]]``), which a leaf
+    writes through an output port (a capability reporting the pose); without one the node fails, as Nav2's does
+    without a transform. While it waits for the distance it looks again every period."""
 
     NODE = "DistanceController"
     PORTS = {"distance": PortSpec("in", "1.0", "double"), "global_frame": PortSpec("in", "map", "std::string"),
