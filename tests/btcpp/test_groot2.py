@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import struct
 import subprocess
@@ -579,3 +580,22 @@ def test_bt_exec_run_with_a_groot2_port_taken_says_so(tmp_path):
                              cwd=REPO, capture_output=True, text=True, timeout=60)
     assert ran.returncode == 2 and f"--groot2: cannot serve Groot2 on 127.0.0.1:{port}" in ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+def test_any_request_at_all_is_answered_and_the_service_goes_on(served):
+    executor, publisher, client = served()
+    plan_id = executor.submit(PLAN)["plan_id"]
+    executor.tick_once()
+    chooser = random.Random(26)  # the same requests on every run
+    kinds = list(b"TSBIRUNDAXrtZ\x00\xff")
+    for _request in range(300):
+        header = struct.pack("<BBI", chooser.choice((2, 1, 0, 255)), chooser.choice(kinds),
+                             chooser.getrandbits(32)) if chooser.random() < 0.8 else os.urandom(chooser.randrange(12))
+        parts = [header] + [chooser.choice((b"", b"{}", b"[", b'{"uid": 3}', b"MainTree", os.urandom(8),
+                                            json.dumps({"uid": chooser.randrange(-2, 9), "position": 0}).encode()))
+                            for _ in range(chooser.randrange(3))]
+        reply = client.raw(*parts)
+        assert reply[0] == b"error" or len(reply[0]) == 22, parts
+    client.request("A")  # whatever the requests armed, let the plan go
+    assert executor.run_until_complete(plan_id, timeout=WAIT_S)["outcome"] == "succeeded"
+    assert len(client.statuses()) == 6
