@@ -63,8 +63,9 @@ _BUILTIN_PORTS = {"ParallelAll": {"max_failures": "1"}, "Script": {"code": None}
                   "ScriptCondition": {"code": None}}
 # A name BT.CPP's compact form can take as an element (ASCII, no namespace colon, not starting with "xml").
 _XML_NAME = re.compile(r"(?!(?i:xml))[A-Za-z_][A-Za-z0-9_.-]*\Z")
-# BT.CPP's port names: a letter first, not a reserved attribute.
-_PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+# BT.CPP's port names: a letter first, none of its forbidden characters (. : / and the like), not a reserved
+# attribute; kept to what an XML attribute's name holds in ASCII.
+_PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 _RESERVED_PORTS = frozenset(("name", "ID"))
 # Characters XML 1.0 cannot hold at all, escaped or not.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -322,7 +323,7 @@ class _Model:
 def _port_name(name: object, where: str) -> str:
     if not isinstance(name, str) or not _PORT_NAME.match(name) or name in _RESERVED_PORTS:
         raise ExportError(f"{where}: arg {name!r} cannot be a BT.CPP port (a port name is a letter, then letters, "
-                          "digits or _, and not name or ID)")
+                          "digits, _ or -, and not name or ID)")
     return name
 
 

@@ -128,6 +128,11 @@ def test_with_uids_every_node_is_numbered_in_document_order_and_built_ins_join_t
     assert model["AlwaysSuccess"][0] == "Action"
 
 
+def test_a_port_name_bt_cpp_allows_is_kept():
+    [leaf] = tree_nodes(parsed(plan_to_btcpp(bt_exec.load(envelope(do("x", "sim.act", {"max-speed": 2, "x_1": 3}))))))
+    assert (leaf.get("max-speed"), leaf.get("x_1")) == ("2", "3")
+
+
 def test_descriptions_and_texts_survive_any_character_xml_can_hold():
     description = 'say "hi" & <wave>\n\ttwice'
     plan = bt_exec.load(envelope(do(description, "speaker.say", {"text": "a < b & 'c'\r\n", "lang": "日本語"})))
@@ -151,6 +156,7 @@ def test_a_leaf_named_as_a_built_in_is_refused(cap):
     (do("x", "sim.act", {"name": "cup"}), "arg 'name' cannot be a BT.CPP port"),
     (do("x", "sim.act", {"_private": 1}), "arg '_private' cannot be a BT.CPP port"),
     (do("x", "sim.act", {"9lives": 1}), "arg '9lives' cannot be a BT.CPP port"),
+    (do("x", "sim.act", {"a.b": 1}), "arg 'a.b' cannot be a BT.CPP port"),
     (do("x", "sim.act", {"where": "{goal}"}), "which BT.CPP would read as the blackboard key"),
     (do("bell \x07", "sim.act"), "XML cannot carry"),
     (do("x", "sim.act", {"text": "nul \x00"}), "XML cannot carry"),
