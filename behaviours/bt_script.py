@@ -14,6 +14,7 @@ _TOKEN = re.compile(r"""\s*(?:(?P<number>-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)|(?P<t
                     r"""(?P<name>[A-Za-z_][A-Za-z0-9_.]*)|(?P<op>:=|==|!=|<=|>=|&&|\|\||[<>=!();]))""")
 _COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 MAX_SCRIPT_CHARS = 4096
+MAX_NESTING = 32  # parentheses and '!' within one another: what a script may nest (its reading recurses)
 
 
 class ScriptError(ValueError):
@@ -51,6 +52,7 @@ class Script:
         self.code = code
         self._tokens = _tokens(code)
         self._at = 0
+        self._depth = 0
         self.statements = []
         while self._at < len(self._tokens):
             if self._peek() == ("op", ";"):
@@ -96,18 +98,18 @@ class Script:
         return self._or()
 
     def _or(self):
-        node = self._and()
+        terms = [self._and()]
         while self._peek() == ("op", "||"):
             self._at += 1
-            node = ("||", node, self._and())
-        return node
+            terms.append(self._and())
+        return terms[0] if len(terms) == 1 else ("||", terms)
 
     def _and(self):
-        node = self._comparison()
+        terms = [self._comparison()]
         while self._peek() == ("op", "&&"):
             self._at += 1
-            node = ("&&", node, self._comparison())
-        return node
+            terms.append(self._comparison())
+        return terms[0] if len(terms) == 1 else ("&&", terms)
 
     def _comparison(self):
         node = self._operand()
@@ -123,12 +125,17 @@ class Script:
             return ("value", value)
         if kind == "key":
             return ("key", value)
-        if (kind, value) == ("op", "!"):
-            return ("!", self._operand())
-        if (kind, value) == ("op", "("):
-            node = self._or()
-            if self._next() != ("op", ")"):
-                raise ScriptError("a '(' is not closed")
+        if (kind, value) in (("op", "!"), ("op", "(")):
+            self._depth += 1
+            if self._depth > MAX_NESTING:
+                raise ScriptError(f"the script nests '(' and '!' more than {MAX_NESTING} deep")
+            if value == "!":
+                node = ("!", self._operand())
+            else:
+                node = self._or()
+                if self._next() != ("op", ")"):
+                    raise ScriptError("a '(' is not closed")
+            self._depth -= 1
             return node
         self._at -= 1
         raise ScriptError(f"expected a value, a key or '(', got {self._shown()}")
@@ -145,9 +152,9 @@ def _evaluate(node: tuple, blackboard: dict) -> object:
     if kind == "!":
         return not truth(_evaluate(node[1], blackboard))
     if kind == "&&":
-        return truth(_evaluate(node[1], blackboard)) and truth(_evaluate(node[2], blackboard))
+        return all(truth(_evaluate(term, blackboard)) for term in node[1])
     if kind == "||":
-        return truth(_evaluate(node[1], blackboard)) or truth(_evaluate(node[2], blackboard))
+        return any(truth(_evaluate(term, blackboard)) for term in node[1])
     return _compare(kind, _evaluate(node[1], blackboard), _evaluate(node[2], blackboard))
 
 

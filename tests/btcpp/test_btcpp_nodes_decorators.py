@@ -230,6 +230,17 @@ class TestLeaves:
         assert tree.tick() == FAILURE
 
 
+    def test_a_hostile_script_is_refused_without_recursing_and_a_long_one_runs(self):
+        check = NODE_LIBRARY["ScriptCondition"].check
+        assert check({"code": "(" * 2000 + "a" + ")" * 2000}, 0) == \
+            "port 'code': the script nests '(' and '!' more than 32 deep"
+        assert check({"code": "!" * 40 + "a"}, 0) is not None
+        assert check({"code": "a" * 5000}, 0) == "port 'code': the script is longer than 4096 characters"
+        tree = Tree(node("ScriptCondition", "if", code=" && ".join(["a==1"] * 500)))
+        tree.hooks.blackboard["a"] = 1
+        assert tree.tick() == SUCCESS
+
+
 class TestStopGuards:
     def test_a_guard_placed_over_a_decorators_child_takes_its_place(self):
         leaf = Leaf("a", SUCCESS)
