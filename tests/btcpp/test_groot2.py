@@ -293,6 +293,9 @@ def test_a_step_graph_is_served_as_its_loop_with_the_step_on_its_blackboard(serv
             assert ran == {"grab(vacuum)", "pick(cap)", "transfer(cap, hatch_seat)", "release(cap, hatch_seat)"}
             assert statuses[1] == SUCCESS  # the loop's root: the graph completed
             assert client.blackboard("MainTree") == {"MainTree": {"step": "completed", "event": ""}}
+            script = next(uid for uid, node in nodes.items() if node.tag == "Script")
+            refused = client.request("I", json.dumps({"uid": script, "position": 0, "mode": 0}).encode())
+            assert refused[0] == b"error" and b"stands for no op" in refused[1]
             assert publisher.served_plan == answer["plan_id"]
         finally:
             client.close()
