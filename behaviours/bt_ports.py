@@ -5,7 +5,7 @@ import math
 import re
 from dataclasses import dataclass
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,12}")  # longer is out of every range read here (and costly to convert)
 _BOUNDS = {"int": (-2**31, 2**31 - 1), "unsigned": (0, 2**32 - 1)}
 _TRUE = ("1", "true", "TRUE", "True")
 _FALSE = ("0", "false", "FALSE", "False")
@@ -53,7 +53,7 @@ class PortSpec:
                 number = float(value)
             else:
                 try:
-                    number = float(value) if isinstance(value, str) else math.nan
+                    number = float(value) if isinstance(value, str) and len(value) <= 64 else math.nan
                 except ValueError:
                     number = math.nan
             if not math.isfinite(number):

@@ -177,6 +177,11 @@ class TestParallel:
         assert NODE_LIBRARY["Parallel"].check({"success_count": "-1"}, 2) is None
         assert NODE_LIBRARY["Parallel"].check({"success_count": "two"}, 2) == \
             "port 'success_count': expected a whole number, got 'two'"
+        assert NODE_LIBRARY["Parallel"].check({"success_count": "9" * 5000}, 2).startswith(
+            "port 'success_count': expected a whole number, got '999")  # never converted: Python refuses such ints
+        assert NODE_LIBRARY["RateController"].check({"hz": "1" * 5000}, 1).startswith("port 'hz': expected a finite")
+        assert NODE_LIBRARY["Timeout"].check({"msec": "4294967296"}, 1) == \
+            "port 'msec': 4294967296 is out of the range of unsigned (0 to 4294967295)"
 
     def test_parallel_all_runs_every_child_to_its_end(self):
         a, b, c = Leaf("a", FAILURE), Leaf("b"), Leaf("c", SUCCESS)
