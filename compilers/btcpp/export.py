@@ -199,7 +199,8 @@ class _Writer:
         if _XML_NAME.match(node_id):
             tag, attributes = node_id, []
         else:
-            tag, attributes = _explicit_tag(node_id), [f'ID="{_escaped(_xml_text(node_id, where, "its ID"))}"']
+            tag = _category(node_id, leaf)
+            attributes = [f'ID="{_escaped(_xml_text(node_id, where, "its ID"))}"']
         if name is not None:
             attributes.append(f'name="{_escaped(_xml_text(name, where, "its description"))}"')
         if self.uids:
@@ -211,7 +212,7 @@ class _Writer:
         return uid
 
     def close(self, node_id: str, depth: int) -> None:
-        tag = node_id if _XML_NAME.match(node_id) else _explicit_tag(node_id)
+        tag = node_id if _XML_NAME.match(node_id) else _category(node_id, leaf=False)
         self.lines.append(f"{'  ' * (depth + 2)}</{tag}>")
 
     def note_model(self, node_id: str, category: str, ports: list[tuple[str, str, str]],
@@ -254,14 +255,10 @@ def _carried_lines(entry) -> list[str]:
     return lines
 
 
-def _explicit_tag(node_id: str) -> str:
-    """The element of BT.CPP's explicit form (``<Action ID="..."/>``) for an ID no element can be named."""
-    return _category(node_id, leaf=True)
-
-
 def _category(node_id: str, leaf: bool) -> str:
-    """The model element Groot2 files a node ID under: a leaf is an Action (or a built-in Condition), a node with
-    children a Decorator (BT.CPP's built-in decorators) or a Control."""
+    """The model element Groot2 files a node ID under, and the element of BT.CPP's explicit form
+    (``<Action ID="..."/>``) for an ID no element can be named: a leaf is an Action (or a built-in Condition), a
+    node with children a Decorator (BT.CPP's built-in decorators) or a Control."""
     if node_id in _DECORATORS:
         return "Decorator"
     if node_id in _CONDITIONS:

@@ -168,6 +168,14 @@ def test_what_bt_cpp_cannot_hold_is_refused_naming_the_op(tree, message):
     assert "op '1'" in str(refused.value)
 
 
+def test_a_custom_node_no_element_can_be_named_is_an_explicit_control():
+    ops = {"1": Op("1", "control", "guarded", ["2"], node="my guard"), "2": Op("2", "do", "go", cap="move base")}
+    root = parsed(plan_to_btcpp(Plan("btcpp", "btcpp", "1", ops, "guarded", 2, False)))
+    guard, leaf = tree_nodes(root)
+    assert (guard.tag, guard.get("ID"), list(guard)) == ("Control", "my guard", [leaf])
+    assert model_of(root)["my guard"] == ("Control", {})
+
+
 @pytest.mark.parametrize("cap", ["move base", "xml.parse", "9th", "ns:act", "dé.placer"])
 def test_an_id_no_element_can_be_named_is_written_in_the_explicit_form(cap):
     [leaf] = tree_nodes(parsed(plan_to_btcpp(leaf_plan(cap, {"speed": 1}))))
