@@ -131,6 +131,17 @@ class TestReactiveNodes:
         assert executor.get_plan_result(plan_id)["outcome"] == "succeeded"
         assert executor.get_op(plan_id, "2")["op"]["runs"] == 6
 
+    def test_the_executors_own_loop_ticks_it_every_period(self):
+        sim = SimBackend({"caps": {"Dock": {"duration_s": 0.3}}})
+        executor = Executor(sim, tick_rate_hz=100)
+        executor.start()
+        try:
+            plan_id = executor.submit(xml("<ReactiveSequence><BatteryOk/><Dock/></ReactiveSequence>"))["plan_id"]
+            assert executor.run_until_complete(plan_id, timeout=30)["outcome"] == "succeeded"
+        finally:
+            executor.close()
+        assert self.calls(sim, "BatteryOk") >= 3 and self.calls(sim, "Dock") == 1
+
     def test_a_check_failing_halts_the_running_call(self, events):
         executor, sim, clock, plan_id = self.plan(["success", "success", "failure"])
         executor.subscribe(events)
