@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .bt_controls import (Fallback, IfThenElse, Parallel, ParallelAll, PassThrough, PipelineSequence, ReactiveFallback,
-                       ReactiveSequence, RecoveryNode, RoundRobin, Sequence, SequenceWithMemory, WhileDoElse,
-                       parallel_all_problem, parallel_problem)
+from .bt_controls import (Fallback, IfThenElse, Parallel, ParallelAll, PassThrough, PipelineSequence,
+                          ReactiveFallback, ReactiveSequence, RecoveryNode, RoundRobin, Sequence, SequenceWithMemory,
+                          WhileDoElse, parallel_all_problem, parallel_problem)
 from .bt_decorators import (Delay, DistanceController, ForceFailure, ForceSuccess, Inverter, KeepRunningUntilFailure,
-                         RateController, Repeat, RetryUntilSuccessful, RunOnce, Timeout)
+                            RateController, Repeat, RetryUntilSuccessful, RunOnce, Timeout)
 from .bt_leaves import AlwaysFailure, AlwaysSuccess, Script, ScriptCondition
 from .bt_node import EVERY_PERIOD, BtNode
 from .bt_ports import PORT_DIRECTIONS, PORT_TYPES, PortSpec, PortValueError, blackboard_key

@@ -8,9 +8,9 @@ from py_trees.common import Status
 
 from bt_exec.compat.py_trees import LeanBehaviour
 
+from .bt_ports import PortSpec, PortValueError, blackboard_key
 from .op_behaviour import RUNNING, CompositeOp, canceled_detail, halting
 from .stop_guard import StopGuard
-from .bt_ports import PortSpec, PortValueError, blackboard_key
 
 SUCCESS, FAILURE, INVALID = Status.SUCCESS, Status.FAILURE, Status.INVALID
 EVERY_PERIOD = "every period"  # a node's wait: be ticked at every period of the runtime (else: a monotonic time)
