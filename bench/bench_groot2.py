@@ -7,14 +7,15 @@ Run from the repository root (it needs pyzmq, the groot2 extra; without it the f
 
 Everything runs on this machine: a started ``Executor`` (sim backend, 100 Hz) running a root parallel of 999
 do ops that all run (so the statuses are live), a ``Groot2Publisher`` on two free loopback ports, and a ZeroMQ
-REQ client in this process asking as Groot2 does (6-byte header, reply checked).
+REQ client in a process of its own (this script, run as one), asking as Groot2 does (6-byte header, reply
+checked), in batches the script asks for over its stdin, alternated batch by batch with the raw figures.
 
 Figures:
 
 1. Status reply, 1,000 nodes: from sending the request to having the reply's 3,000 status bytes, over TCP on
-   loopback, median of ``--repeats`` x 200 requests. Bar 1 ms. The raw column: a py_trees program answering the
-   same question of a raw tree of the same shape, walking it for every node's status and packing the same bytes
-   (``root.iterate()``), with no transport; ratio = median of the per-request ratios.
+   loopback, timed by the client, median of ``--repeats`` x 200 requests. Bar 1 ms. The raw column: a py_trees
+   program answering the same question of a raw tree of the same shape, walking it for every node's status and
+   packing the same bytes (``root.iterate()``), with no transport; ratio = median of the per-request ratios.
 2. Full-tree reply, 1,000 nodes (the XML with a ``_uid`` on every node, written once when the plan started):
    the same round trip, median of ``--repeats`` x 50. Info; the raw column: the XML of the raw tree written by
    ``py_trees.display.xhtml_tree`` (what py_trees has for a whole tree as markup).
@@ -28,6 +29,7 @@ import pathlib
 import socket
 import statistics
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +41,7 @@ import bt_exec
 
 TREE_NODES = 1000
 STATUS_BAR_S = 1e-3
+CLIENT_FLAG = "--as-groot2-client"  # how the script runs as the client process
 NAMES = ("status reply, 1,000 nodes", "full-tree reply, 1,000 nodes")
 
 
@@ -81,9 +84,7 @@ def free_port_pair() -> int:
 
 def figures(args, detail: list[str]) -> list[Figure]:
     try:
-        import zmq
-
-        from bt_exec.groot2.publisher import Groot2Publisher
+        from bt_exec.groot2.publisher import Groot2Publisher  # it imports pyzmq
     except ImportError as exc:
         return skipped("groot2", NAMES, f"pyzmq is not installed ({exc}): pip install 'bt_exec[groot2]'")
     with tempfile.TemporaryDirectory(prefix="bench_groot2_") as folder:
@@ -92,56 +93,77 @@ def figures(args, detail: list[str]) -> list[Figure]:
         executor = bt_exec.Executor(backend=bt_exec.SimBackend.in_scene(str(script)))
     port = free_port_pair()
     publisher = Groot2Publisher(executor, port).start()
-    context = zmq.Context()
-    client = context.socket(zmq.REQ)
-    client.setsockopt(zmq.LINGER, 0)
-    client.connect(f"tcp://127.0.0.1:{port}")
+    # Groot2 is a process of its own: so is the client, its requests asked for in batches over its stdin
+    client = subprocess.Popen([sys.executable, __file__, CLIENT_FLAG, str(port)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+
+    def ask(kind: str, count: int) -> list[float]:
+        """``count`` requests of ``kind`` by the client: each one's seconds, request sent to reply read."""
+        client.stdin.write(f"{kind} {count}\n")
+        client.stdin.flush()
+        return json.loads(client.stdout.readline())
+
     try:
         executor.start()
         plan_id = executor.submit(wide_plan(TREE_NODES - 1))["plan_id"]
         deadline = time.monotonic() + 30
-
-        def ask(kind: bytes) -> list[bytes]:
-            client.send(struct.pack("<BBI", 2, kind[0], 1))
-            return client.recv_multipart()
-
-        while ask(b"S")[0] == b"error" or ask(b"S")[1][3 * (TREE_NODES - 1) + 2] != 1:
+        while not all(op["state"] == "running" for op in executor.get_plan_status(plan_id)["ops"]):
             if time.monotonic() > deadline:
                 raise RuntimeError("the plan's leaves never all ran")
             time.sleep(0.01)
         raw_root = raw_tree(TREE_NODES - 1)
-        status_t, raw_status_t = [], []
-        for _ in range(args.repeats * 200):
-            began = time.perf_counter()
-            header, body = ask(b"S")
-            status_t.append(time.perf_counter() - began)
-            began = time.perf_counter()
-            raw = raw_status_reply(raw_root)
-            raw_status_t.append(time.perf_counter() - began)
-            assert len(body) == len(raw) == 3 * TREE_NODES and len(header) == 22
-        tree_t, raw_tree_t = [], []
-        for _ in range(args.repeats * 50):
-            began = time.perf_counter()
-            _header, xml = ask(b"T")
-            tree_t.append(time.perf_counter() - began)
-            began = time.perf_counter()
-            py_trees.display.xhtml_tree(raw_root, show_status=True)
-            raw_tree_t.append(time.perf_counter() - began)
+        status_t, raw_status_t, tree_t, raw_tree_t = [], [], [], []
+        for _ in range(args.repeats):  # ours and raw alternated batch by batch
+            status_t += ask("S", 200)
+            for _ in range(200):
+                began = time.perf_counter()
+                raw_status_reply(raw_root)
+                raw_status_t.append(time.perf_counter() - began)
+            tree_t += ask("T", 50)
+            for _ in range(50):
+                began = time.perf_counter()
+                py_trees.display.xhtml_tree(raw_root, show_status=True)
+                raw_tree_t.append(time.perf_counter() - began)
+        size = ask("size", 1)[0]
         detail.append(f"groot2: status reply p99 {statistics.quantiles(status_t, n=100)[98] * 1e3:.3f} ms over "
-                      f"{len(status_t)} requests; the full tree is {len(xml)} bytes of XML")
+                      f"{len(status_t)} requests; the full tree is {size:.0f} bytes of XML")
         executor.cancel_plan(plan_id)
     finally:
-        client.close(0)
-        context.term()
+        client.stdin.close()
+        client.wait(30)
         publisher.close()
         executor.close()
     return [Figure("groot2", NAMES[0], statistics.median(status_t), statistics.median(raw_status_t),
                    statistics.median(o / r for o, r in zip(status_t, raw_status_t)), bar=STATUS_BAR_S, on="ours",
-                   note="bar on our time (loopback round trip); raw: walking a py_trees tree for its statuses, "
-                        "no transport"),
+                   note="bar on our time (loopback round trip, the client a process of its own); raw: walking a "
+                        "py_trees tree for its statuses, no transport"),
             Figure("groot2", NAMES[1], statistics.median(tree_t), statistics.median(raw_tree_t),
                    statistics.median(o / r for o, r in zip(tree_t, raw_tree_t)),
                    note="raw: py_trees.display.xhtml_tree of the same tree, no transport")]
+
+
+def client_main(port: int) -> int:
+    """The client process: for each line ``KIND COUNT`` on stdin, that many requests (``S`` status, ``T`` full
+    tree; ``size``: the full tree's size), their times as one JSON line on stdout."""
+    import zmq
+
+    context = zmq.Context()
+    socket_ = context.socket(zmq.REQ)
+    socket_.setsockopt(zmq.LINGER, 0)
+    socket_.connect(f"tcp://127.0.0.1:{port}")
+    for line in sys.stdin:
+        kind, count = line.split()
+        times = []
+        for _ in range(int(count)):
+            began = time.perf_counter()
+            socket_.send(struct.pack("<BBI", 2, ord("T" if kind == "size" else kind), 1))
+            header, body = socket_.recv_multipart()
+            times.append(len(body) if kind == "size" else time.perf_counter() - began)
+            assert len(header) == 22 and (kind != "S" or len(body) == 3 * TREE_NODES)
+        print(json.dumps(times), flush=True)
+    socket_.close(0)
+    context.term()
+    return 0
 
 
 def main(argv=None) -> int:
@@ -152,4 +174,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(client_main(int(sys.argv[2])) if sys.argv[1:2] == [CLIENT_FLAG] else main())
