@@ -14,7 +14,7 @@ from bt_exec.errors import Issue, Issues
 from ..fixes import NameSearch
 from ..ir import Op, Plan
 from .catalog import CatalogEntry, NodeCatalog
-from .load import BtcppSource, NodeFacts
+from .load import BtcppSource
 from .paths import attribute
 
 # Characters of an element's text a message quotes.
@@ -35,11 +35,9 @@ def check_tree(plan: Plan, given: NodeCatalog | None) -> tuple[list[Issue], list
     the reading's, custom nodes run as pass-throughs, leaves left unchecked, keys read before they are written."""
     source: BtcppSource = plan.source
     catalog = catalog_for(source, given)
-    checker = _Checker(catalog)
+    checker = _Checker(catalog, source)
     for op in plan.ops.values():
-        facts = source.nodes.get(op.path)
-        if facts is not None:
-            checker.check(op, facts)
+        checker.check(op)
         if checker.issues.dropped:
             break
     warnings = list(source.warnings) + checker.warnings
@@ -66,8 +64,9 @@ def directions(op: Op, entry: CatalogEntry | None) -> tuple[dict | None, dict | 
 
 
 class _Checker:
-    def __init__(self, catalog: NodeCatalog | None):
+    def __init__(self, catalog: NodeCatalog | None, source: BtcppSource):
         self.catalog = catalog
+        self.source = source
         self.issues = Issues()
         self.warnings: list[dict] = []
         self.seen: set[tuple[str, str]] = set()
@@ -79,50 +78,53 @@ class _Checker:
             self.seen.add((issue.code, issue.path))
             self.issues.append(issue)
 
-    def check(self, op: Op, facts: NodeFacts) -> None:
-        element = facts.element
-        line = element.line
-        entry = self.catalog.get(facts.node_id) if self.catalog is not None else None
-        spec = NODE_LIBRARY.get(facts.node_id)
+    def check(self, op: Op) -> None:
+        node_id = op.node or op.cap
+        entry = self.catalog.get(node_id) if self.catalog is not None else None
+        spec = NODE_LIBRARY.get(node_id)
+        if spec is None and entry is None and op.kind == "do" and self.catalog is None and not self.source.texts:
+            return  # a leaf with no catalog to check it against: nothing to say of it
+        line = self.source.lines.get(op.path, 0)
         if spec is None and entry is None:
             if op.kind == "control" or self.catalog is not None:
-                self._unknown(op, facts)
+                self._unknown(op, node_id, line)
         elif spec is None and op.kind == "control" and entry.kind in ("control", "decorator"):
-            self._warn("custom_node", f"{facts.node_id} is a custom {entry.kind} of the catalog: it runs as a "
+            self._warn("custom_node", f"{node_id} is a custom {entry.kind} of the catalog: it runs as a "
                                       "pass-through of its children (they run in order, its result is theirs)")
         kind = entry.kind if entry is not None else _LIBRARY_KINDS.get(spec.category) if spec is not None else None
         if kind is not None:
-            self._children(op, facts, kind, spec)
-            declared = dict(spec.ports) if spec is not None else {}
+            children = self.source.children_of(op)
+            self._children(op, node_id, line, children, kind, spec)
+            declared = spec.ports if spec is not None else {}
             if entry is not None:
-                declared.update(entry.ports)
-            self._ports(op, facts, declared)
+                declared = {**declared, **entry.ports}
+            if declared or op.args or op.reads or op.writes:
+                self._ports(op, node_id, line, declared)
             if spec is not None and entry is None:
-                problem = spec.check(op.args or {}, len(facts.element.children))
+                problem = spec.check(op.args or {}, children)
                 if problem is not None:
-                    self.add(Issue("bad_port_value", op.path, f"line {line}: {facts.node_id}: {problem}"))
-        if element.text:
+                    self.add(Issue("bad_port_value", op.path, f"line {line}: {node_id}: {problem}"))
+        text = self.source.texts.get(op.path) if self.source.texts else None
+        if text:
+            tag = op.path.rsplit("/", 1)[-1].split("[", 1)[0]
             self.add(Issue("text_in_element", f"{op.path}/text()",
-                           f"line {line}: text inside <{element.tag}> ({_shown(element.text)}): BT.CPP reads none, a "
+                           f"line {line}: text inside <{tag}> ({_shown(text)}): BT.CPP reads none, a "
                            "value goes in an attribute (a port)", fix=[{"op": "remove", "path": f"{op.path}/text()"}]))
 
-    def _unknown(self, op: Op, facts: NodeFacts) -> None:
-        where = attribute(op.path, "ID") if facts.explicit else f"{op.path}/name()"
-        nearest = self.names.nearest(facts.node_id, self.known)
+    def _unknown(self, op: Op, node_id: str, line: int) -> None:
+        where = attribute(op.path, "ID") if op.path in self.source.explicit else f"{op.path}/name()"
+        nearest = self.names.nearest(node_id, self.known)
         what = "no catalog entry nor library node" if self.catalog is not None else "no library node"
         shown = f" (nearest known: {', '.join(nearest)})" if nearest else ""
         patches = [[{"op": "replace", "path": where, "value": name}] for name in nearest]
-        self.add(Issue("unknown_node", where, f"line {facts.element.line}: {facts.node_id!r} names {what}{shown}"
+        self.add(Issue("unknown_node", where, f"line {line}: {node_id!r} names {what}{shown}"
                        + ("" if op.kind == "do" else ": a node with children is a control node or a decorator, and "
                                                      "one of the catalog's must be declared there"),
-                       unknown=facts.node_id, allowed=tuple(self.known),
+                       unknown=node_id, allowed=tuple(self.known),
                        fix=patches[0] if len(patches) == 1 else None,
                        alternatives=patches if len(patches) > 1 else None))
 
-    def _children(self, op: Op, facts: NodeFacts, kind: str, spec) -> None:
-        count = len(facts.element.children)
-        line = facts.element.line
-        node_id = facts.node_id
+    def _children(self, op: Op, node_id: str, line: int, count: int, kind: str, spec) -> None:
         if kind in ("action", "condition"):
             if count:
                 self.add(Issue("leaf_children", op.path, f"line {line}: {node_id} is a leaf ({kind}) and takes no "
@@ -144,25 +146,25 @@ class _Checker:
                                f"line {line}: the control node {node_id} takes at most {_children_count(most)}, "
                                f"this one has {count}"))
 
-    def _ports(self, op: Op, facts: NodeFacts, declared: dict) -> None:
-        line = facts.element.line
-        for port in facts.ports:
+    def _ports(self, op: Op, node_id: str, line: int, declared: dict) -> None:
+        written = [*(op.args or ()), *(op.reads or ()), *(op.writes or ())]
+        for port in written:
             if port in declared:
                 continue
             where = attribute(op.path, port)
-            free = [name for name in declared if name not in facts.ports]
+            free = [name for name in declared if name not in written]
             nearest = self.names.nearest(port, free)
             patches = [[{"op": "move", "from": where, "path": attribute(op.path, name)}] for name in nearest]
             self.add(Issue("unknown_port", where,
-                           f"line {line}: {facts.node_id} has no port {port!r} (its ports: "
+                           f"line {line}: {node_id} has no port {port!r} (its ports: "
                            f"{', '.join(declared) or 'none'})", allowed=tuple(declared), unknown=port,
                            fix=patches[0] if len(patches) == 1 else None if patches
                            else [{"op": "remove", "path": where}],
                            alternatives=patches if len(patches) > 1 else None))
         for name, port in declared.items():
-            if port.default is None and port.direction in ("in", "inout") and name not in facts.ports:
+            if port.default is None and port.direction in ("in", "inout") and name not in written:
                 self.add(Issue("missing_port", attribute(op.path, name),
-                               f"line {line}: {facts.node_id} needs its port {name!r} (it has no default)",
+                               f"line {line}: {node_id} needs its port {name!r} (it has no default)",
                                missing=name))
 
     def _warn(self, code: str, message: str) -> None:
@@ -177,9 +179,12 @@ def _dataflow(plan: Plan, catalog: NodeCatalog | None) -> list[dict]:
     are set from outside (Nav2's goal): no warning."""
     flows = []
     for op in plan.ops.values():
-        entry = catalog.get(op.cap) if catalog is not None and op.kind == "do" else None
-        flows.append((op, *directions(op, entry)))
-    written_anywhere = {key for _, _, writes in flows for key in (writes or {}).values()}
+        if op.reads or op.writes:
+            entry = catalog.get(op.cap) if catalog is not None and op.kind == "do" else None
+            flows.append((op, *directions(op, entry)))
+    written_anywhere = {key for _, _, writes in flows if writes for key in writes.values()}
+    if not written_anywhere:
+        return []
     written: set[str] = set()
     warned: set[str] = set()
     out = []
@@ -192,7 +197,6 @@ def _dataflow(plan: Plan, catalog: NodeCatalog | None) -> list[dict]:
                                        "writes it (on this path it is set only if set from outside)"})
         written.update((writes or {}).values())
     return out
-
 
 
 def _shown(text: str) -> str:

@@ -53,9 +53,10 @@ def typed_args(args: dict[str, str], entry: CatalogEntry | None) -> dict:
 
 def _untyped(args: dict[str, str]) -> dict:
     """Args with no catalog entry: as written, but for ``json:`` values."""
-    if not any(value.startswith(JSON_PREFIX) for value in args.values()):
-        return args
-    return {name: _typed(value, "") for name, value in args.items()}
+    for value in args.values():
+        if value.startswith(JSON_PREFIX):
+            return {name: _typed(text, "") for name, text in args.items()}
+    return args
 
 
 def _typed(value: str, kind: str) -> object:

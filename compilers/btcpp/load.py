@@ -29,26 +29,26 @@ DIALECT = "btcpp"
 
 
 @dataclass(eq=False, slots=True)
-class NodeFacts:
-    """One node element as written: the element, the node ID it names (a BT.CPP 3 name already its successor),
-    the explicit form's tag (Action, Condition, Control, Decorator; None for the compact form) and its ports."""
-
-    element: Element
-    node_id: str
-    explicit: str | None
-    ports: dict[str, str]
-
-
-@dataclass(eq=False, slots=True)
 class BtcppSource:
-    """What a BT.CPP document says beyond the ops: its trees (ID -> path), the main one, the catalog it carries
-    (its own ``<TreeNodesModel>``), each node's facts by element path, and the warnings met reading it."""
+    """What a BT.CPP document says beyond the ops, for the checks: its trees (ID -> path), the main one, the
+    catalog it carries (its own ``<TreeNodesModel>``), the warnings met reading it, and of the node elements (by
+    element path) the line each starts on, the text written inside those that hold some, the paths of those in
+    the explicit form (``<Action ID=...>``), and the child elements an op lacks (a SubTree that could not be
+    expanded). A node's ID is its op's node or cap, its ports its op's args, reads and writes; the elements
+    themselves are not kept (a plan holds what it runs)."""
 
     trees: dict[str, str]
     main: str
     model: NodeCatalog | None
-    nodes: dict[str, NodeFacts] = field(default_factory=dict)
     warnings: list[dict] = field(default_factory=list)
+    lines: dict[str, int] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    explicit: set[str] = field(default_factory=set)
+    unexpanded: dict[str, int] = field(default_factory=dict)
+
+    def children_of(self, op: Op) -> int:
+        """How many child elements the node of ``op`` has."""
+        return len(op.children) + self.unexpanded.get(op.path, 0)
 
 
 class _Literal(str):
@@ -83,17 +83,22 @@ def load_btcpp(doc: object, limits: Limits) -> Plan:
     """The plan a BT.CPP document runs; PartlyRead (PlanError) with every issue of its shape found."""
     if not isinstance(doc, XmlDocument):
         raise PlanError([Issue("type", "", "a BT.CPP plan is XML text with a <root> element, got a JSON document")])
-    return _Loader(doc.root, limits).load()
+    return _Loader(doc, limits).load()
 
 
 class _Loader:
-    def __init__(self, root: Element, limits: Limits):
-        self.root = root
+    def __init__(self, doc: XmlDocument, limits: Limits):
+        self.root = doc.root
+        self.has_subtrees = any(tag in doc.tags for tag in SUBTREE_TAGS)
         self.limits = limits
         self.issues = Issues()
         self.warnings: list[dict] = []
         self.ops: dict[str, Op] = {}
-        self.nodes: dict[str, NodeFacts] = {}
+        self.lines: dict[str, int] = {}
+        self.texts: dict[str, str] = {}
+        self.explicit: set[str] = set()
+        self.unexpanded: dict[str, int] = {}
+        self.named: set[str] = set()  # the keys the ops so far name, in pre-order (see ``_directions``)
         self.trees: dict[str, tuple[Element, str]] = {}
         self.format = "4"
         self.instances = 0
@@ -114,7 +119,7 @@ class _Loader:
         if checked is not None and not self.issues.dropped:
             depth = self._flatten(checked, cycles)
         source = BtcppSource({name: path for name, (_, path) in self.trees.items()}, main or "", model,
-                             self.nodes, self.warnings)
+                             self.warnings, self.lines, self.texts, self.explicit, self.unexpanded)
         description = self.ops["1"].description if "1" in self.ops else "a BT.CPP plan read in part"
         plan = Plan(dialect=DIALECT, shape=DIALECT, root="1" if "1" in self.ops else "", ops=self.ops,
                     description=f"{main}: {description}" if main and "1" in self.ops else description,
@@ -204,7 +209,7 @@ class _Loader:
         shown from the tree of it nearest the main tree, closed by the SubTree that leads back there."""
         graph = networkx.DiGraph()
         graph.add_nodes_from(self.trees)
-        for tree_id, (tree, path) in self.trees.items():
+        for tree_id, (tree, path) in self.trees.items() if self.has_subtrees else ():
             for element, element_path in _elements(tree, path):
                 if element.tag not in SUBTREE_TAGS:
                     continue
@@ -244,37 +249,46 @@ class _Loader:
         if first is None:
             return 0
         max_ops, max_depth = self.limits.max_ops, self.limits.max_depth
-        deepest = 0
+        ops, issues, make_op = self.ops, self.issues, self._op
+        deepest = count = 0
         # (element, path, depth, parent op, scope, tree it is in, label of the SubTree it starts)
         stack: list[tuple] = [(first[0], first[1], 1, None, _Scope({}, False, "", None), main, None)]
+        push, pop = stack.append, stack.pop
         while stack:
-            element, path, depth, parent, scope, tree_id, label = stack.pop()
+            element, path, depth, parent, scope, tree_id, label = pop()
             if element.tag in SUBTREE_TAGS:
                 expanded = self._subtree(element, path, scope, tree_id, cycles)
                 if expanded is not None:
                     target, inner, inner_path, inner_scope = expanded
                     name = element.attrs.get("name") or target
-                    stack.append((inner, inner_path, depth, parent, inner_scope, target,
-                                  f"{label} / {name}" if label else name))
+                    push((inner, inner_path, depth, parent, inner_scope, target,
+                          f"{label} / {name}" if label else name))
+                elif parent is not None:
+                    self.unexpanded[parent.path] = self.unexpanded.get(parent.path, 0) + 1
                 continue
-            if len(self.ops) >= max_ops:
-                self.issues.append(Issue("too_many_ops", path, f"line {element.line}: more than the limit of "
-                                                               f"{max_ops} nodes, SubTrees expanded"))
+            if count >= max_ops:
+                issues.append(Issue("too_many_ops", path, f"line {element.line}: more than the limit of "
+                                                          f"{max_ops} nodes, SubTrees expanded"))
                 return deepest
             if depth > max_depth:
-                self.issues.append(Issue("too_deep", path, f"line {element.line}: nesting deeper than the limit "
-                                                           f"of {max_depth} levels, SubTrees expanded"))
+                issues.append(Issue("too_deep", path, f"line {element.line}: nesting deeper than the limit "
+                                                      f"of {max_depth} levels, SubTrees expanded"))
                 return deepest
-            deepest = max(deepest, depth)
-            op = self._op(element, path, str(len(self.ops) + 1), scope, label)
-            self.ops[op.op_id] = op
+            if depth > deepest:
+                deepest = depth
+            count += 1
+            op_id = str(count)
+            op = ops[op_id] = make_op(element, path, op_id, scope, label)
             if parent is not None:
-                parent.children.append(op.op_id)
-            if self.issues.dropped:
+                parent.children.append(op_id)
+            if issues and issues.dropped:
                 return deepest
-            for child, child_path in reversed(list(zip(element.children, child_paths(path, element.children)))):
-                stack.append((child, child_path, depth + 1, op, scope, tree_id, None))
-        _guess_directions(self.ops.values())
+            children = element.children
+            if children:
+                below = depth + 1
+                paths = child_paths(path, children)
+                for index in range(len(children) - 1, -1, -1):
+                    push((children[index], paths[index], below, op, scope, tree_id, None))
         return deepest
 
     def _tree_node(self, tree: Element, path: str) -> tuple[Element, str] | None:
@@ -297,7 +311,6 @@ class _Loader:
         if element.children:
             self.issues.append(Issue("subtree_children", path, f"line {element.line}: a <SubTree> takes no child "
                                                                f"element, this one has {len(element.children)}"))
-        self.nodes[path] = NodeFacts(element, target, "SubTree", {})
         autoremap = False
         remap: dict[str, str] = {}
         for name, value in element.attrs.items():
@@ -322,8 +335,16 @@ class _Loader:
         return target, first[0], first[1], _Scope(remap, autoremap, f"{target}#{self.instances}/", scope)
 
     def _op(self, element: Element, path: str, op_id: str, scope: _Scope, label: str | None) -> Op:
-        explicit = element.tag if element.tag in EXPLICIT else None
-        written = element.attrs.get("ID") if explicit else element.tag
+        attrs, tag = element.attrs, element.tag
+        self.lines[path] = element.line
+        if element.text:
+            self.texts[path] = element.text
+        explicit = tag if tag in EXPLICIT else None
+        if explicit:
+            self.explicit.add(path)
+            written = attrs.get("ID")
+        else:
+            written = tag
         if written is None:
             self.issues.append(Issue("required", path, f"line {element.line}: <{element.tag}> has no ID (the node "
                                                        "it runs)", missing="ID"))
@@ -331,35 +352,49 @@ class _Loader:
         node_id = V3_NAMES.get(written, written)
         if node_id != written:
             self._warn("v3_name", f"BT.CPP 3's {written} read as BT.CPP 4's {node_id}")
-        renamed = V3_PORTS.get(node_id, {})
-        ports: dict[str, str] = {}
-        for name, value in element.attrs.items():
+        renamed = V3_PORTS.get(node_id)
+        args: dict[str, str] = {}
+        keys: dict[str, str] = {}
+        for name, value in attrs.items():
             if name in NOT_PORTS:
                 continue
             if name in SCRIPT_ATTRIBUTES:
                 self._script(element, path, name)
                 continue
-            if name in renamed:
+            if renamed is not None and name in renamed:
                 self._warn("v3_name", f"BT.CPP 3's {node_id} port {name} read as BT.CPP 4's {renamed[name]}")
                 name = renamed[name]
-            ports[name] = value
-        self.nodes[path] = NodeFacts(element, node_id, explicit, ports)
-        args: dict[str, str] = {}
-        reads: dict[str, str] = {}
-        for name, value in ports.items():
-            key = key_of(name, value)
-            flat = scope.key(key) if key is not None else None
-            if flat is None or isinstance(flat, _Literal):
-                args[name] = str(flat) if flat is not None else value
+            key = key_of(name, value) if "{" in value else None
+            if key is None:
+                args[name] = value
+                continue
+            flat = scope.key(key)
+            if isinstance(flat, _Literal):
+                args[name] = str(flat)
             else:
-                reads[name] = flat
-        description = element.attrs.get("name") or node_id
+                keys[name] = flat
+        description = attrs.get("name") or node_id
         if label:
             description = f"{label} / {description}"
-        spec = NODE_LIBRARY.get(node_id)
-        if spec is not None or element.children or explicit in ("Control", "Decorator"):
-            return Op(op_id, "control", description, args=args, path=path, node=node_id, reads=reads or None)
-        return Op(op_id, "do", description, cap=node_id, args=args, path=path, reads=reads or None)
+        if node_id in NODE_LIBRARY or element.children or explicit == "Control" or explicit == "Decorator":
+            if keys:
+                self.named.update(keys.values())
+            return Op(op_id, "control", description, [], None, args, None, None, path, node_id, keys or None)
+        reads, writes = self._directions(keys) if keys else (None, None)
+        return Op(op_id, "do", description, [], node_id, args, None, None, path, None, reads, writes)
+
+    def _directions(self, keys: dict[str, str]) -> tuple[dict | None, dict | None]:
+        """A leaf's {key} ports as reads and writes, with no catalog to say which are outputs: in pre-order (the
+        order a tree's calls start in), a key no node before has named is the leaf's output, written from its
+        call's output of that port; a key named before is read. A catalog, once given, says instead (the
+        checks and compile)."""
+        named = self.named
+        writes = {port: key for port, key in keys.items() if key not in named}
+        named.update(keys.values())
+        if not writes:
+            return keys, None
+        reads = {port: key for port, key in keys.items() if port not in writes}
+        return reads or None, writes
 
     def _script(self, element: Element, path: str, name: str) -> None:
         self.issues.append(Issue("unsupported_script", attribute(path, name),
@@ -370,23 +405,6 @@ class _Loader:
         warning = {"code": code, "message": message}
         if warning not in self.warnings:
             self.warnings.append(warning)
-
-
-def _guess_directions(ops) -> None:
-    """The {key} ports of leaves, with no catalog to say which are outputs: in pre-order (the order a tree's
-    calls start in), a key no node before has named is the leaf's output, written from its call's output of
-    that port; a key named before is read. A catalog, once given, says instead (the checks and compile)."""
-    named: set[str] = set()
-    for op in ops:
-        if not op.reads:
-            continue
-        if op.kind == "do":
-            writes = {port: key for port, key in op.reads.items() if key not in named}
-            if writes:
-                op.writes = writes
-                op.reads = {port: key for port, key in op.reads.items() if port not in writes} or None
-        named.update(op.reads.values() if op.reads else ())
-        named.update(op.writes.values() if op.writes else ())
 
 
 def _elements(tree: Element, path: str):

@@ -2,8 +2,6 @@
 that are no port, and how a port names a blackboard entry."""
 from __future__ import annotations
 
-import re
-
 # BT.CPP 3 names BT.CPP 4 reads under another name, each with its successor.
 V3_NAMES = {"SequenceStar": "SequenceWithMemory", "FallbackStar": "Fallback",
             "RetryUntilSuccesful": "RetryUntilSuccessful"}
@@ -15,22 +13,23 @@ SUBTREE_TAGS = ("SubTree", "SubTreePlus")  # SubTreePlus: BT.CPP 3's SubTree wit
 # Attributes every node may carry that are no port: its instance name, and what Groot2 and BT.CPP's exporters add.
 NOT_PORTS = frozenset(("ID", "name", "_uid", "_fullpath", "_description"))
 # BT.CPP 4's scripted pre and post conditions, which this dialect does not run.
-SCRIPT_ATTRIBUTES = ("_successIf", "_failureIf", "_skipIf", "_onlyIf", "_while", "_onSuccess", "_onFailure",
-                     "_onHalted", "_post")
+SCRIPT_ATTRIBUTES = frozenset(("_successIf", "_failureIf", "_skipIf", "_onlyIf", "_while", "_onSuccess",
+                               "_onFailure", "_onHalted", "_post"))
 # A SubTree's own attributes beyond its ports.
 SUBTREE_OPTIONS = frozenset(("_autoremap", "__autoremap", "__shared_blackboard"))
 # The attributes of <root>.
 ROOT_ATTRIBUTES = ("BTCPP_format", "main_tree_to_execute")
 FORMATS = ("3", "4")
-# A port's value naming a blackboard entry: {key}; {=} names the entry called as the port.
-BLACKBOARD_KEY = re.compile(r"\{([^{}]*)\}")
 TRUE_WORDS = ("true", "1", "yes", "True", "TRUE")
 
 
 def key_of(port: str, value: str) -> str | None:
     """The blackboard key a port's value names (``{key}``, ``{=}``), or None for a literal value."""
-    found = BLACKBOARD_KEY.fullmatch(value.strip())
-    if found is None:
+    text = value.strip()
+    if len(text) < 2 or text[0] != "{" or text[-1] != "}":
         return None
-    key = found.group(1).strip()
+    inside = text[1:-1]
+    if "{" in inside or "}" in inside:
+        return None
+    key = inside.strip()
     return port if key == "=" else key

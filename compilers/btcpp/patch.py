@@ -28,15 +28,16 @@ def patch_xml(doc: XmlDocument, issues) -> XmlDocument:
     does not fit."""
     if not isinstance(doc, XmlDocument):
         raise XmlPatchError("element-path fixes apply to a BT.CPP XML document")
-    repaired = XmlDocument(copy.deepcopy(doc.root))
+    root = copy.deepcopy(doc.root)
     resolved = []
     for issue in issues:
         fix = issue.get("fix") if isinstance(issue, dict) else issue.fix
         for operation in fix or ():
-            resolved.append(_resolved(repaired.root, operation))
+            resolved.append(_resolved(root, operation))
     for operation, element, tail, source_name in resolved:
         _apply(operation, element, tail, source_name)
-    return repaired
+    renamed = {operation["value"] for operation, _, tail, _ in resolved if tail == ("name", "")}
+    return XmlDocument(root, doc.tags | renamed)
 
 
 def _resolved(root: Element, operation: dict) -> tuple:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ElementTree
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import defusedxml.common
 import defusedxml.ElementTree
@@ -24,23 +24,39 @@ _FENCE = re.compile(r"^[ \t]*```[^\n`]*\n(.*?)^[ \t]*```", re.MULTILINE | re.DOT
 WRAPPING_LEVELS = 2
 
 
-@dataclass(eq=False, slots=True)
 class Element:
     """One XML element: its tag, attributes in document order, child elements, the line it starts on and the
     text written inside it (its pieces stripped; empty when only blanks)."""
 
-    tag: str
-    attrs: dict[str, str]
-    children: list[Element] = field(default_factory=list)
-    line: int = 0
-    text: str = ""
+    __slots__ = ("tag", "attrs", "children", "line", "text")
+
+    def __init__(self, tag: str, attrs: dict[str, str], children: list[Element], line: int, text: str = ""):
+        self.tag = tag
+        self.attrs = attrs
+        self.children = children
+        self.line = line
+        self.text = text
+
+    def __deepcopy__(self, memo: dict) -> Element:
+        # a tree (a patch's copy) copied without recursion, however deep it nests
+        copy = Element(self.tag, dict(self.attrs), [], self.line, self.text)
+        stack = [(self, copy)]
+        while stack:
+            original, made = stack.pop()
+            for child in original.children:
+                twin = Element(child.tag, dict(child.attrs), [], child.line, child.text)
+                made.children.append(twin)
+                stack.append((child, twin))
+        return copy
 
 
 @dataclass(eq=False, slots=True)
 class XmlDocument:
-    """A BT.CPP XML document as read: its ``<root>`` element (or whatever the document's element is)."""
+    """A BT.CPP XML document as read: its ``<root>`` element (or whatever the document's element is), and the tags
+    it holds (a loader skips looking for what none of its elements is)."""
 
     root: Element
+    tags: frozenset[str] = frozenset()
 
 
 def looks_like_xml(text: str) -> bool:
@@ -73,7 +89,13 @@ def read_xml(text: str, limits: Limits) -> XmlDocument:
     of ``max_ops``, an attribute longer than ``max_string_chars``)."""
     builder = _Builder(limits)
     parser = defusedxml.ElementTree.DefusedXMLParser(target=builder, forbid_dtd=True)
-    builder.expat = parser.parser
+    # The elements straight from expat (ElementTree's own handlers only rename what BT XML never holds); the
+    # handlers defusedxml set on the same parser, which refuse DTDs, entities and external references, stay.
+    expat = builder.expat = parser.parser
+    expat.ordered_attributes = False  # a dict, in the document's order
+    expat.StartElementHandler, expat.EndElementHandler = builder.start, builder.end
+    expat.CharacterDataHandler = builder.data
+    builder.long_values = len(text) > limits.max_string_chars  # else no attribute can be longer
     try:
         parser.feed(text)
         root = parser.close()
@@ -87,7 +109,7 @@ def read_xml(text: str, limits: Limits) -> XmlDocument:
         line, column = exc.position
         raise PlanError([Issue("xml_syntax", "", f"malformed XML at line {line} column {column + 1}: "
                                                  f"{_reason(exc)}")]) from None
-    return XmlDocument(root)
+    return XmlDocument(root, frozenset(builder.tags))
 
 
 class _Refused(Exception):
@@ -106,6 +128,8 @@ class _Builder:
         self.stack: list[Element] = []
         self.root: Element | None = None
         self.expat = None
+        self.tags: set[str] = set()
+        self.long_values = True
 
     def start(self, tag: str, attrs: dict[str, str]) -> None:
         line = self.expat.CurrentLineNumber
@@ -116,12 +140,13 @@ class _Builder:
         if len(self.stack) >= self.max_nesting:
             raise _Refused(Issue("too_deep", "", f"line {line}: elements nested deeper than the limit of "
                                                  f"{self.limits.max_depth} tree levels"))
-        for name, value in attrs.items():
+        for name, value in attrs.items() if self.long_values else ():
             if len(value) > self.limits.max_string_chars:
                 raise _Refused(Issue("string_too_long", "", f"line {line}: attribute {name!r} of <{tag}> is "
                                                             f"{len(value)} characters, over the limit of "
                                                             f"{self.limits.max_string_chars}"))
-        element = Element(tag, attrs, line=line)
+        self.tags.add(tag)
+        element = Element(tag, attrs, [], line)
         if self.stack:
             self.stack[-1].children.append(element)
         else:
