@@ -8,7 +8,7 @@ Run from the repository root (inside the ROS 2 environment, or the ROS figures s
     python bench/bench_all.py --json figures.json # also write the figures as JSON
     python bench/bench_all.py --only rtdl,qwen3   # some of the scripts
 
-It runs ``bench_rtdl.py``, ``bench_qwen3.py``, ``bench_ros.py``, ``bench_web.py``,
+It runs ``bench_rtdl.py``, ``bench_qwen3.py``, ``bench_btcpp.py``, ``bench_ros.py``, ``bench_web.py``,
 ``bench_robonix.py`` and ``bench_groot2.py`` one after the other, each in a process of its own (so that no script's
 leftovers, its garbage, threads or rclpy, weigh on the next one's timings), with ``--json`` to a
 temporary file and ``--quick`` when given. Each script measures its own figures and their raw
@@ -45,8 +45,8 @@ from benchlib import (
 )
 
 HERE = pathlib.Path(__file__).resolve().parent
-SCRIPTS = {"rtdl": "bench_rtdl.py", "qwen3": "bench_qwen3.py", "ros": "bench_ros.py", "web": "bench_web.py",
-           "robonix": "bench_robonix.py", "groot2": "bench_groot2.py"}
+SCRIPTS = {"rtdl": "bench_rtdl.py", "qwen3": "bench_qwen3.py", "btcpp": "bench_btcpp.py", "ros": "bench_ros.py",
+           "web": "bench_web.py", "robonix": "bench_robonix.py", "groot2": "bench_groot2.py"}
 TIMEOUT_S = 1800
 
 
