@@ -332,15 +332,23 @@ def paused(executor, plan_id: str) -> bool:
     return any(plan["paused"] for plan in executor.get_all_plans()["plans"] if plan["plan_id"] == plan_id)
 
 
-def test_a_breakpoint_pauses_the_plan_before_its_node_and_an_unlock_goes_on(served):
-    executor, publisher, client = served()
+def started_held(executor, client) -> str:
+    """PLAN started (so Groot2 has its tree) but paused before its first op: breakpoints set now are in time."""
     executor.start()
     plan_id = executor.submit(PLAN, hold_start_s=1.0)["plan_id"]
-    wait_for(lambda: client.request("T")[0] != b"error" or executor.release_start(plan_id), "the tree")
+    executor.pause_plan(plan_id)
+    executor.release_start(plan_id)
+    wait_for(lambda: client.request("T")[0] != b"error", "the tree")
+    return plan_id
+
+
+def test_a_breakpoint_pauses_the_plan_before_its_node_and_an_unlock_goes_on(served):
+    executor, publisher, client = served()
+    plan_id = started_held(executor, client)
     assert client.request("I", hook(6)) == []  # the header alone: done
     assert json.loads(client.request("D")[0]) == [
         {"enabled": True, "uid": 6, "mode": 0, "once": True, "desired_status": "SKIPPED", "position": 0}]
-    executor.release_start(plan_id)
+    assert executor.resume_plan(plan_id)["resumed"]
     wait_for(lambda: paused(executor, plan_id), "the plan to pause at the breakpoint")
     statuses = client.statuses()
     assert statuses[2] == SUCCESS and statuses[6] == IDLE  # before the node: it has not run
@@ -392,13 +400,12 @@ def test_a_hook_it_cannot_serve_as_asked_gets_an_error_reply(served, kind, paylo
 
 
 def test_the_breakpoints_of_a_groot2_gone_silent_are_removed(served):
-    executor, publisher, client = served(heartbeat_s=0.3)
-    executor.start()
-    plan_id = executor.submit(PLAN, hold_start_s=1.0)["plan_id"]
-    wait_for(lambda: client.request("T")[0] != b"error" or executor.release_start(plan_id), "the tree")
+    executor, publisher, client = served({"default": {"outcome": "success", "duration_s": 0.0}}, heartbeat_s=1.0)
+    plan_id = started_held(executor, client)
     assert client.request("I", hook(6)) == []
-    executor.release_start(plan_id)
-    # paused at the breakpoint, then (no request for 0.3 s) let go: the plan ends without anyone resuming it
+    assert executor.resume_plan(plan_id)["resumed"]
+    wait_for(lambda: paused(executor, plan_id), "the plan to pause at the breakpoint")
+    # no request for a second: the breakpoints are let go, and the plan ends without anyone resuming it
     assert executor.wait_for_plan(plan_id, WAIT_S)["outcome"] == "succeeded"
 
 
