@@ -35,6 +35,26 @@ def test_submission_passes_text_through_and_makes_a_run_id():
     assert convert.msg_to_submission(submit(graph_json=text, dialect="klingon"), LIMIT).dialect == "klingon"
 
 
+def test_bt_xml_is_submitted_as_its_text_and_hostile_xml_refused_as_invalid():
+    plan = ('<root BTCPP_format="4"><BehaviorTree><Sequence><MoveTo goal="kitchen"/><Say text="done"/></Sequence>'
+            '</BehaviorTree></root>')
+    bomb = ('<!DOCTYPE r [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>'
+            '<root><BehaviorTree><Say text="&b;"/></BehaviorTree></root>')
+    executor = bt_exec.Executor(backend=bt_exec.SimBackend())
+    calls = ControlCalls(executor)
+    try:
+        for text, dialect, accepted, verdict in ((plan, "BTCPP", True, "ok"), (plan, "", True, "ok"),
+                                                 (bomb, "btcpp", False, "invalid")):
+            sub = convert.msg_to_submission(submit(graph_json=text, dialect=dialect), LIMIT)
+            assert sub.dialect == (dialect.lower() or "auto") and sub.source == text
+            response = convert.answer_to_submit_msg(200, calls.call("submit_plan", sub.args, "ros"),
+                                                    Submit.Response(), sub.run_id)
+            assert (response.accepted, response.verdict) == (accepted, verdict)
+        assert json.loads(response.issues_json)[0]["code"] == "xml_forbidden"
+    finally:
+        executor.close()
+
+
 def test_qwen3_with_a_scene_revision_is_wrapped():
     graph = '{"status": "ok", "entry": "s0", "plan": [], "transitions": []}'
     sub = convert.msg_to_submission(submit(graph_json=graph, dialect="qwen3", scene_revision=12, run_id="h"), LIMIT)
