@@ -219,7 +219,7 @@ ROUTES: tuple[Route, ...] = (
                      "default": 50}}, tool=False),
     Route("validate_plan", "POST", "/api/validate",
           "Check a plan as submit_plan would, running nothing; every issue names where it is wrong "
-          "(a JSON pointer or node index in path, step ids in steps).",
+          "(a JSON pointer, node index or BT XML element path in path, step ids in steps).",
           lambda ex, graph, dialect="auto": ex.validate_plan(graph, dialect=dialect),
           {"graph": _GRAPH, "dialect": _DIALECT}, ("graph",)),
     Route("submit_plan", "POST", "/api/plans",
