@@ -53,13 +53,19 @@ def check_tree(plan: Plan, given: NodeCatalog | None) -> tuple[list[Issue], list
 def directions(op: Op, entry: CatalogEntry | None) -> tuple[dict | None, dict | None]:
     """The blackboard keys a leaf reads and writes (port -> key): as its catalog entry declares its ports (an
     undeclared port is read), else as loaded."""
-    if op.kind != "do" or entry is None:
+    if op.kind != "do" or entry is None or not (op.reads or op.writes):
         return op.reads, op.writes
-    keys = {**(op.reads or {}), **(op.writes or {})}
-    reads = {port: key for port, key in keys.items()
-             if port not in entry.ports or entry.ports[port].direction in ("in", "inout")}
-    writes = {port: key for port, key in keys.items()
-              if port in entry.ports and entry.ports[port].direction in ("out", "inout")}
+    ports = entry.ports
+    reads: dict[str, str] = {}
+    writes: dict[str, str] = {}
+    for keys in (op.reads, op.writes):
+        for port, key in keys.items() if keys else ():
+            declared = ports.get(port)
+            direction = declared.direction if declared is not None else "in"
+            if direction != "out":
+                reads[port] = key
+            if direction != "in":
+                writes[port] = key
     return reads or None, writes or None
 
 
