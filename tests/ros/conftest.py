@@ -3,8 +3,8 @@
 The whole folder skips, with the reason, where rclpy or bt_exec_interfaces
 cannot be imported (set them up with `bash scripts/setup-ros.sh && . build/ros/env.sh`);
 with BT_EXEC_REQUIRE_ROS=1 (CI) it fails instead. Each test session uses a
-ROS_DOMAIN_ID of its own (random 1..100, or BT_EXEC_TEST_DOMAIN_ID), so
-concurrent sessions on one machine do not hear each other.
+ROS_DOMAIN_ID of its own (random 1..100, or BT_EXEC_TEST_DOMAIN_ID; pytest-xdist
+workers two apart from there), so concurrent sessions on one machine do not hear each other.
 """
 import importlib
 import os
@@ -21,6 +21,18 @@ def _missing() -> str | None:
             return (f"{module} cannot be imported ({type(exc).__name__}: {exc}); set up ROS 2 with "
                     "`bash scripts/setup-ros.sh && . build/ros/env.sh`, then run `pytest tests/ros`")
     return None
+
+
+def session_domain_id() -> int:
+    """This test process's ROS_DOMAIN_ID: a base (BT_EXEC_TEST_DOMAIN_ID, or random in 1..100, the same for every
+    pytest-xdist worker of one run) plus two per worker, so that workers never hear each other; the id after it is
+    kept for tests that need a domain of their own (test_action_backend.py)."""
+    base = os.environ.get("BT_EXEC_TEST_DOMAIN_ID")
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if base is None:
+        base = int(run, 16) % 100 + 1 if run else random.SystemRandom().randint(1, 100)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(base) + 2 * int(worker.removeprefix("gw"))
 
 
 MISSING = _missing()
@@ -41,8 +53,7 @@ if MISSING is not None:
 
 else:
     # Before any rclpy.init, here and in every node process the tests start (they inherit the environment).
-    os.environ["ROS_DOMAIN_ID"] = (os.environ.get("BT_EXEC_TEST_DOMAIN_ID")
-                                   or str(random.SystemRandom().randint(1, 100)))
+    os.environ["ROS_DOMAIN_ID"] = str(session_domain_id())
 
     import rosutil
 

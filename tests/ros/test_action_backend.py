@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -37,9 +36,9 @@ import bt_exec
 from bt_exec import CapabilityCall
 from bt_exec.ros.action_backend import RosActionBackend, default_server_name, name_token, provider_of
 
-# A domain of this module's own (not the session's, which tests/ros/conftest.py may have set): its robots
-# and client hear nobody else.
-DOMAIN_ID = random.SystemRandom().choice([d for d in range(10, 100) if str(d) != os.environ.get("ROS_DOMAIN_ID")])
+# A domain of this module's own, the one tests/ros/conftest.py keeps free after the session's: its robots and
+# client hear nobody else.
+DOMAIN_ID = int(os.environ["ROS_DOMAIN_ID"]) + 1
 SCRIPT = {
     "default": {"duration_s": 0.2},
     "caps": {
