@@ -50,6 +50,7 @@ class BuildPyWithStubs(build_py):
 
 # mcp 1.24 brought the streamable-HTTP client that takes a shared HTTP client, which the MCP dispatch uses
 ROBONIX = ["grpcio>=1.62,<2", "grpcio-tools>=1.62,<2", "protobuf>=4.25,<8", "mcp>=1.24,<2"]
+GROOT2 = ["pyzmq>=25,<28"]
 
 setup(
     name=PACKAGE,
@@ -72,6 +73,8 @@ setup(
         f"{PACKAGE}.web",
         f"{PACKAGE}.compilers",
         f"{PACKAGE}.compilers.rtdl",
+        f"{PACKAGE}.compilers.btcpp",
+        f"{PACKAGE}.groot2",
         f"{PACKAGE}.behaviours",
         f"{PACKAGE}.schemas",
     ],
@@ -98,17 +101,20 @@ setup(
                       "jsonpatch>=1.32",  # applies the repairs validation reports as JSON Patch
                       "jsonpointer>=1.11",  # escape and unescape: the keys of the JSON pointers issues and fixes name
                       "orjson>=3.8,<4",  # the JSONL journal's encoder: a tenth of json's time per event
+                      "defusedxml>=0.7,<1",  # BehaviorTree.CPP XML read with no DTD, entity or external reference
                       # the web app (console, API, event stream, MCP over HTTP); the mcp package needs them too
                       "uvicorn>=0.31.1,<1", "starlette>=0.37,<2", "sse-starlette>=2.1,<4", "anyio>=4"],
     extras_require={
         "mcp": ["mcp>=1.10,<2"],
         # `bt-exec robonix`: gRPC to Pilot and Atlas (grpcio-tools builds the stubs), MCP to capability providers
         "robonix": ROBONIX,
+        # `--groot2 PORT`: Groot2's monitor protocol is ZeroMQ request/reply and publish
+        "groot2": GROOT2,
         # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them);
         # ruff is the linter tests/test_lint.py runs (a minor release of ruff can add rules to the families chosen);
         # pytest-xdist spreads the plain run over the cores (pytest -n auto): most of its time is CPU
         "test": ["pytest>=7", "pytest-xdist>=3.5,<4", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20",
-                 "import-linter>=2.12,<3", "ruff>=0.17,<0.18", *ROBONIX],
+                 "import-linter>=2.12,<3", "ruff>=0.17,<0.18", *ROBONIX, *GROOT2],
     },
     cmdclass={"build_py": BuildPyWithStubs},
     zip_safe=True,
