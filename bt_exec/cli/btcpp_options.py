@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..compilers import Plan, skill_catalog_of
+from ..compilers import Plan, dialect_of
 from ..compilers.btcpp.export import ExportError, plan_to_btcpp
 from .console import EXIT_FAILED, EXIT_OK, CommandError, error
 
@@ -46,9 +46,9 @@ def export_command(plan: Plan, args: argparse.Namespace) -> int | None:
         if args.output is not None:
             raise CommandError("-o/--output goes with --to btcpp")
         return None
-    skills = skill_catalog_of(args.catalog) if plan.steps is not None else None  # the catalog it was checked against
+    context = dialect_of(plan).context_for(args.catalog, None)  # the catalog it was checked against
     try:
-        text = plan_to_btcpp(plan, skills=skills)
+        text = plan_to_btcpp(plan, context=context)
     except ExportError as exc:
         raise CommandError(f"cannot write {args.file} as BehaviorTree.CPP XML: {exc}", EXIT_FAILED) from None
     if args.output is None:

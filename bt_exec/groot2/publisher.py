@@ -11,6 +11,7 @@ import time
 import zmq
 
 from ..compilers.btcpp.export import BtcppExport, ExportError, btcpp_export
+from ..compilers.dialects import CheckContext
 from ..errors import BtExecError, ControlError
 from . import protocol
 from .hooks import Breakpoints, HookError
@@ -74,6 +75,9 @@ class Groot2Publisher:
         self._lock = threading.Lock()
         self._notices: collections.deque[list[bytes]] = collections.deque(maxlen=MAX_QUEUED_NOTICES)
         self.breakpoints = Breakpoints(executor)
+        # the catalogs the executor checks plans against: the tree is drawn with the skills and nodes they name
+        self._context_of_checks = CheckContext(skill_catalog=executor.skill_catalog,
+                                               node_catalog=executor.node_catalog)
         self._last_request = time.monotonic()
         self._stopping = threading.Event()
         self._context: zmq.Context | None = None
@@ -183,7 +187,7 @@ class Groot2Publisher:
         except ControlError:  # a plan of pure control, or one already gone
             return None
         try:
-            export = btcpp_export(plan, uids=True, skills=self.executor.skill_catalog)
+            export = btcpp_export(plan, uids=True, context=self._context_of_checks)
         except ExportError as exc:
             log.warning("Groot2: plan %s is not served: %s", plan_id, exc)
             return None

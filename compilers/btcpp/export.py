@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from bt_exec.errors import BtExecError
 
+from ..dialects import CheckContext
 from ..ir import Op, Plan
 
 BTCPP_FORMAT = "4"
@@ -99,20 +100,25 @@ class BtcppExport:
         return len(self.parent) - 1
 
 
-def plan_to_btcpp(plan: Plan, *, uids: bool = False, skills=None) -> str:
+def plan_to_btcpp(plan: Plan, *, uids: bool = False, context: CheckContext | None = None) -> str:
     """``plan`` (any dialect's IR) as BehaviorTree.CPP 4 XML with a ``<TreeNodesModel>`` of its leaves; ``uids``
-    adds a ``_uid`` to every node and the built-in nodes' models, as Groot2's monitor wants them; ``skills``: the
-    skill catalog a step graph runs with (a ``SkillCatalog``), whose aliases its leaves are written as the skills
-    they call. ExportError for what BT.CPP cannot hold (an arg no port can be, text XML cannot carry)."""
-    return btcpp_export(plan, uids=uids, skills=skills).xml
+    adds a ``_uid`` to every node and the built-in nodes' models, as Groot2's monitor wants them. ``context``: what
+    the plan was checked against: a step graph's leaves are the skills its skill catalog resolves its aliases to
+    (the shipped grant when it names none), a BT XML plan's model takes the entries of its node catalog over those
+    of its own TreeNodesModel, as the check reads them. ExportError for what BT.CPP cannot hold (an arg no port
+    can be, text XML cannot carry)."""
+    return btcpp_export(plan, uids=uids, context=context).xml
 
 
-def btcpp_export(plan: Plan, *, uids: bool = False, skills=None) -> BtcppExport:
+def btcpp_export(plan: Plan, *, uids: bool = False, context: CheckContext | None = None) -> BtcppExport:
     """``plan_to_btcpp``'s XML with the map of its nodes to the plan's ops (``BtcppExport``)."""
-    writer = _Writer(uids, getattr(plan.source, "model", None))
+    carried = getattr(plan.source, "model", None)  # a BT XML plan's own TreeNodesModel
+    given = context.node_catalog if context is not None else None
+    entries = {**(carried.entries if carried is not None else {}), **(given.entries if given is not None else {})}
+    writer = _Writer(uids, entries)
     tree_id = _tree_id(plan)
     if plan.steps is not None:
-        _write_step_graph(plan, writer, skills)
+        _write_step_graph(plan, writer, context.skills if context is not None else None)
     else:
         _write_ops(plan, writer)
     if writer.count > MAX_UID:
@@ -177,9 +183,9 @@ def _escaped(text: str) -> str:
 class _Writer:
     """The tree's element lines, its nodes' parents and ops, and the ports each node ID was given."""
 
-    def __init__(self, uids: bool, carried=None):
+    def __init__(self, uids: bool, carried: dict):
         self.uids = uids
-        self.carried = carried  # a BT XML plan's own TreeNodesModel (a NodeCatalog): its entries are written as read
+        self.carried = carried  # node ID -> the catalog entry a BT XML plan was read with: written as read
         self.lines: list[str] = []
         self.parent = [0]
         self.op_of: list[str | None] = [None]
@@ -226,7 +232,7 @@ class _Writer:
     def model_lines(self) -> list[str]:
         """The ``<TreeNodesModel>``: every leaf (and custom node), and with uids every built-in node too, by ID."""
         lines = ["  <TreeNodesModel>"]
-        carried = self.carried.entries if self.carried is not None else {}
+        carried = self.carried
         for node_id in sorted(self.models):
             model = self.models[node_id]
             if model.builtin and not self.uids:

@@ -12,6 +12,7 @@ import pytest
 
 import bt_exec
 from bt_exec.compilers.btcpp.export import ExportError, btcpp_export, plan_to_btcpp, port_text, port_type
+from bt_exec.compilers.dialects import CheckContext
 from bt_exec.compilers.ir import Op, Plan
 from command_line import REPO, bt_exec_cli
 from rtdl_plans import do, envelope, par, seq
@@ -306,7 +307,7 @@ def test_a_step_graph_s_aliases_are_written_as_the_skills_they_call():
     as_written = {node.get("name"): node.tag for node in tree_nodes(parsed(plan_to_btcpp(plan)))
                   if node.get("event")}
     resolved = {node.get("name"): node.tag for node in tree_nodes(parsed(plan_to_btcpp(
-        plan, skills=bt_exec.SkillCatalog.named("grant")))) if node.get("event")}
+        plan, context=CheckContext(skill_catalog=bt_exec.SkillCatalog.named("grant"))))) if node.get("event")}
     assert as_written["pick(cap)"] == "pick" and resolved["pick(cap)"] == "grab"  # grant: pick is grab
     assert {name: tag for name, tag in resolved.items() if name != "pick(cap)"} == {
         name: tag for name, tag in as_written.items() if name != "pick(cap)"}
@@ -359,6 +360,20 @@ def test_compile_to_btcpp_refuses_what_it_cannot_write_and_an_output_without_it(
     unwritable = bt_exec_cli("compile", QWEN3_GRAPH, "--scene", QWEN3_SCENE, "--to", "btcpp",
                              "-o", tmp_path / "no" / "such" / "dir.xml")
     assert unwritable.returncode == 2 and "cannot write" in unwritable.stderr
+
+
+def test_compile_to_btcpp_writes_the_model_a_bt_xml_plan_was_checked_against(tmp_path):
+    catalog = tmp_path / "catalog.xml"
+    catalog.write_text('<root BTCPP_format="4"><TreeNodesModel><Action ID="Say">'
+                       '<input_port name="text" default="hello"/></Action></TreeNodesModel></root>')
+    fetch = REPO / "examples" / "btcpp" / "fetch_cup.xml"
+    given = bt_exec_cli("compile", fetch, "--to", "btcpp", "--catalog", catalog)
+    assert given.returncode == 0, given.stderr
+    model = model_of(parsed(given.stdout))
+    # --catalog's entry wins over the file's own, as in the check; the file's others are kept as read
+    assert model["Say"] == ("Action", {"text": ("input_port", {"name": "text", "default": "hello"})})
+    assert model["ObjectVisible"][0] == "Condition"
+    assert model["MoveHead"][1]["pan"] == ("input_port", {"name": "pan", "type": "double"})
 
 
 def test_an_invalid_plan_is_refused_before_anything_is_written(tmp_path):
