@@ -3,6 +3,9 @@ results' byte budget), the blackboard read and written by calls, reactive nodes 
 at their time, a pause."""
 from __future__ import annotations
 
+import gc
+import tracemalloc
+
 import bt_exec
 
 Executor, SimBackend = bt_exec.Executor, bt_exec.SimBackend
@@ -166,6 +169,25 @@ class TestReactiveNodes:
         executor.tick_once()
         assert executor.get_plan_result(plan_id)["outcome"] == "succeeded"
         assert events.states(plan_id, "3") == ["running", "succeeded"]
+
+    def test_a_check_run_thousands_of_times_keeps_the_plans_memory_flat(self):
+        sim = SimBackend({"caps": {"Dock": {"duration_s": 86400}}}, clock=SteppedClock(), history=10)
+        executor = Executor(sim)
+        plan_id = executor.submit(xml("<ReactiveSequence><BatteryOk/><Dock/></ReactiveSequence>"))["plan_id"]
+        for _ in range(200):
+            executor.tick_once()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.take_snapshot()
+            for _ in range(1500):
+                executor.tick_once()
+            gc.collect()
+            grown = sum(stat.size_diff for stat in tracemalloc.take_snapshot().compare_to(before, "filename"))
+        finally:
+            tracemalloc.stop()
+        assert executor.get_op(plan_id, "2")["op"]["runs"] == 1700
+        assert grown < 20_000, f"{grown} bytes more after 1,500 more checks"
 
     def test_paused_it_runs_no_check_and_names_only_the_call_as_running(self):
         executor, sim, clock, plan_id = self.plan("success")
