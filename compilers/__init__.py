@@ -230,7 +230,9 @@ class gc_paused:
     the oldest generation, against a quarter of what the last full one kept) never
     counts them. So a small build (most plans) moves nothing: its objects age in the
     young collections as any others. And the outermost pause runs a full collection
-    itself once the heap (pymalloc's blocks) grew by a quarter since the last one.
+    itself once the heap (pymalloc's blocks) grew by a quarter since the last one; it
+    counts the heap (a walk whose cost grows with the heap) only once the pauses moved
+    a sixteenth of it since it last looked, so a pause costs the same in a large process.
     """
 
     def __enter__(self) -> None:
@@ -241,23 +243,30 @@ class gc_paused:
 
     def __exit__(self, *exc) -> None:
         if self._was_enabled:
-            if gc.get_count()[0] > _MOVED_OLD_ABOVE:
+            young = gc.get_count()[0]
+            if young > _MOVED_OLD_ABOVE:
                 gc.freeze()
                 gc.unfreeze()
+                _heap_at_full["moved"] += young
             gc.enable()
 
 
 _MOVED_OLD_ABOVE = 2_000  # young objects (net, since the last young collection) a pause moves to the oldest
 _FULL_COLLECTION_GROWTH = 1.25
-_heap_at_full = {"blocks": 0, "collections": -1}  # the heap after the last full collection, and their count
+_LOOK_AFTER_MOVED = 1 / 16  # the heap is counted again once pauses moved this share of it since the last count
+# The heap after the last full collection, their count, and the objects pauses moved since the heap was counted.
+_heap_at_full = {"blocks": 0, "collections": -1, "moved": 0}
 
 
 def _collect_when_grown() -> None:
-    """A full collection when the heap grew by a quarter since the last one (ours or CPython's)."""
-    blocks = sys.getallocatedblocks()
+    """A full collection when the heap grew by a quarter since the last one (ours or CPython's), the heap counted
+    after CPython's own and once pauses moved a sixteenth of it (``sys.getallocatedblocks`` walks pymalloc's
+    arenas: counting at every pause made admission slower the larger the process)."""
     collections = gc.get_stats()[2]["collections"]
     if collections != _heap_at_full["collections"]:  # CPython's own (or none seen yet): the heap now is the mark
-        _heap_at_full.update(blocks=blocks, collections=collections)
-    elif blocks > _heap_at_full["blocks"] * _FULL_COLLECTION_GROWTH:
-        gc.collect()
-        _heap_at_full.update(blocks=sys.getallocatedblocks(), collections=gc.get_stats()[2]["collections"])
+        _heap_at_full.update(blocks=sys.getallocatedblocks(), collections=collections, moved=0)
+    elif _heap_at_full["moved"] > _heap_at_full["blocks"] * _LOOK_AFTER_MOVED:
+        _heap_at_full["moved"] = 0
+        if sys.getallocatedblocks() > _heap_at_full["blocks"] * _FULL_COLLECTION_GROWTH:
+            gc.collect()
+            _heap_at_full.update(blocks=sys.getallocatedblocks(), collections=gc.get_stats()[2]["collections"])

@@ -102,20 +102,41 @@ def test_a_small_build_leaves_young_garbage_to_the_young_collections():
 
 def test_the_pause_runs_a_full_collection_once_the_heap_grew_by_a_quarter(monkeypatch):
     """What a big build moves to the oldest generation is not counted by CPython's rule for full collections: the
-    pause applies the rule to the whole heap itself."""
-    heap = {"blocks": 1_000_000, "full_collections": 7}
+    pause applies the rule to the whole heap itself, counting the heap only once pauses moved a sixteenth of it."""
+    heap = {"blocks": 1_000_000, "full_collections": 7, "counted": 0}
     collected = []
-    monkeypatch.setattr(sys, "getallocatedblocks", lambda: heap["blocks"])
+
+    def count_blocks():
+        heap["counted"] += 1
+        return heap["blocks"]
+
+    monkeypatch.setattr(sys, "getallocatedblocks", count_blocks)
     monkeypatch.setattr(gc, "get_stats", lambda: [{}, {}, {"collections": heap["full_collections"]}])
     monkeypatch.setattr(gc, "collect", lambda generation=2: collected.append(generation) or 0)
-    monkeypatch.setattr(compilers, "_heap_at_full", {"blocks": 0, "collections": -1})
+    monkeypatch.setattr(compilers, "_heap_at_full", {"blocks": 0, "collections": -1, "moved": 0})
     compilers._collect_when_grown()  # the heap now is the mark
+    heap["blocks"] = 1_300_000
+    compilers._collect_when_grown()  # grown, but no pause moved anything since: not counted
+    assert collected == [] and heap["counted"] == 1
+    compilers._heap_at_full["moved"] = 70_000
     heap["blocks"] = 1_240_000
     compilers._collect_when_grown()
-    assert collected == []
+    assert collected == [] and heap["counted"] == 2
+    compilers._heap_at_full["moved"] = 70_000
     heap["blocks"] = 1_260_000
     compilers._collect_when_grown()
     assert collected == [2]
+    compilers._heap_at_full["moved"] = 70_000
     heap.update(blocks=1_600_000, full_collections=8)  # CPython ran one itself: the mark moves, nothing is run
     compilers._collect_when_grown()
     assert collected == [2]
+
+
+def test_a_pause_moving_a_big_build_old_counts_it_toward_the_next_look(monkeypatch):
+    """What ``gc_paused`` moved to the oldest generation is what makes the pause count the heap again."""
+    gc.collect()
+    monkeypatch.setattr(compilers, "_heap_at_full", {"blocks": sys.getallocatedblocks(),
+                                                     "collections": gc.get_stats()[2]["collections"], "moved": 0})
+    with gc_paused():
+        kept = [[index] for index in range(5_000)]
+    assert compilers._heap_at_full["moved"] >= len(kept)
