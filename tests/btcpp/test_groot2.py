@@ -609,3 +609,22 @@ def test_any_request_at_all_is_answered_and_the_service_goes_on(served):
     client.request("A")  # whatever the requests armed, let the plan go
     assert executor.run_until_complete(plan_id, timeout=WAIT_S)["outcome"] == "succeeded"
     assert len(client.statuses()) == 6
+
+
+@pytest.mark.parametrize("value", [
+    None, True, False, 0, 127, 128, 255, 256, 65535, 65536, 2 ** 32, 2 ** 64 - 1, -1, -32, -33, -128, -129,
+    -(2 ** 15) - 1, -(2 ** 31) - 1, -(2 ** 63), 0.5, -1e300, "", "é" * 40, "x" * 300, "y" * 70_000,
+    [], list(range(20)), {"k" * 31: {"nested": [1, "two", None]}}, {str(i): i for i in range(20)},
+])
+def test_blackboard_values_are_messagepack_as_a_reader_of_the_format_reads_them(value):
+    from bt_exec.groot2.protocol import msgpack
+
+    packed = msgpack(value)
+    assert unpack_msgpack(packed, 0) == (value, len(packed))
+
+
+def test_what_json_cannot_hold_is_sent_as_its_text():
+    from bt_exec.groot2.protocol import msgpack
+
+    assert unpack_msgpack(msgpack({1: float("nan"), "big": 2 ** 70, "set": {1}}), 0)[0] == {
+        "1": "nan", "big": str(2 ** 70), "set": "{1}"}
