@@ -2,7 +2,8 @@
 characters) or as Graphviz DOT; a step graph also with its transitions, drawn in DOT as labelled edges.
 
 Each line or node is one behaviour of the compiled tree, named ``[op id] description``; a do op adds its
-call (``cap {args}``), cut to ``CALL_CHARS``.
+call (``cap {args}``), a BT.CPP node the node it runs and its literal ports (``Repeat {num_cycles}``), cut to
+``CALL_CHARS``.
 """
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from dataclasses import dataclass
 from .render import one_line, shortened
 
 # How each kind of op is marked on its line (py_trees' marks: a sequence, a parallel, a leaf).
-KIND_SYMBOLS = {"sequence": "{-}", "parallel": "/_/", "do": "-->", "step": "-->"}
+KIND_SYMBOLS = {"sequence": "{-}", "parallel": "/_/", "do": "-->", "step": "-->", "control": "{-}"}
 # Longest call shown after a do op's description: its cap and the start of its args.
 CALL_CHARS = 80
-DOT_SHAPES = {"sequence": "box", "parallel": "parallelogram", "do": "ellipse", "step": "box"}
+DOT_SHAPES = {"sequence": "box", "parallel": "parallelogram", "do": "ellipse", "step": "box", "control": "box"}
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,12 @@ UNICODE = TextStyle("├── ", "└── ", "│   ", "    ", "—", "→", 
 
 
 def _call(op, ellipsis: str) -> str | None:
-    """``cap {args}`` of a do op (``cap`` alone without args), cut to CALL_CHARS; None for other ops."""
-    if op is None or op.kind != "do":
+    """``cap {args}`` of a do op (``cap`` alone without args), ``node {args}`` of a BT.CPP node, cut to
+    CALL_CHARS; None for other ops."""
+    if op is None or op.kind not in ("do", "control"):
         return None
-    text = one_line(op.cap) + (f" {json.dumps(op.args, ensure_ascii=False)}" if op.args else "")
+    what = op.cap if op.kind == "do" else op.node
+    text = one_line(what) + (f" {json.dumps(op.args, ensure_ascii=False)}" if op.args else "")
     return shortened(one_line(text), CALL_CHARS, ellipsis)
 
 
