@@ -49,7 +49,7 @@ def parse_document(source, limits: Limits, wanted: Callable[[dict], bool] | None
         try:
             return _parse_text(source, wanted, limits)
         except PlanError:
-            if _looks_like_a_file_name(source):
+            if not looks_like_xml(source) and _looks_like_a_file_name(source):
                 raise PlanError([_file_name_issue(source)]) from None
             raise
     if isinstance(source, (dict, XmlDocument)):

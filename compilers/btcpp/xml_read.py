@@ -140,11 +140,8 @@ class _Builder:
         if len(self.stack) >= self.max_nesting:
             raise _Refused(Issue("too_deep", "", f"line {line}: elements nested deeper than the limit of "
                                                  f"{self.limits.max_depth} tree levels"))
-        for name, value in attrs.items() if self.long_values else ():
-            if len(value) > self.limits.max_string_chars:
-                raise _Refused(Issue("string_too_long", "", f"line {line}: attribute {name!r} of <{tag}> is "
-                                                            f"{len(value)} characters, over the limit of "
-                                                            f"{self.limits.max_string_chars}"))
+        if self.long_values:
+            self._within_string_limit(tag, attrs, line)
         self.tags.add(tag)
         element = Element(tag, attrs, [], line)
         if self.stack:
@@ -152,6 +149,15 @@ class _Builder:
         else:
             self.root = element
         self.stack.append(element)
+
+    def _within_string_limit(self, tag: str, attrs: dict[str, str], line: int) -> None:
+        """Its tag, and each attribute's name and value, within ``max_string_chars``; _Refused if not."""
+        limit = self.limits.max_string_chars
+        for what, text in (("a tag", tag), *((f"attribute name {name[:40]!r}...", name) for name in attrs),
+                           *((f"attribute {name[:40]!r}", value) for name, value in attrs.items())):
+            if len(text) > limit:
+                raise _Refused(Issue("string_too_long", "", f"line {line}: {what} of {len(text)} characters, over "
+                                                            f"the limit of {limit}"))
 
     def end(self, tag: str) -> None:
         self.stack.pop()

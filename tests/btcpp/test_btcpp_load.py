@@ -130,6 +130,7 @@ class TestRefused:
 
     @pytest.mark.parametrize("text, code", [
         ('<root BTCPP_format="4"><BehaviorTree><A/></BehaviorTree>', "xml_syntax"),
+        ("<root><BehaviorTree><A></BehaviorTree></root>", "xml_syntax"),  # one line, no quote: XML, no file name
         ('<root BTCPP_format="4"><BehaviorTree><A x="1" x="2"/></BehaviorTree></root>', "xml_syntax"),
         ('<plan><BehaviorTree><A/></BehaviorTree></plan>', "bad_root"),
         ('<root BTCPP_format="4"/>', "no_tree"),
@@ -150,6 +151,12 @@ class TestRefused:
         with pytest.raises(PlanError) as xml_named:
             load(tree("<A/>"), dialect="rtdl")
         assert xml_named.value.issues[0].code == "wrong_dialect"
+
+    @pytest.mark.parametrize("text", ["<root><BehaviorTree><" + "A" * 200 + "/></BehaviorTree></root>",
+                                      '<root><BehaviorTree><A ' + "x" * 200 + '="1"/></BehaviorTree></root>',
+                                      '<root><BehaviorTree><A x="' + "v" * 200 + '"/></BehaviorTree></root>'])
+    def test_a_tag_or_attribute_over_the_string_limit_is_refused(self, text):
+        assert refusal(text, limits=bt_exec.Limits(max_string_chars=100)) == [("string_too_long", "")]
 
     def test_the_limits_hold_after_subtrees_are_expanded(self):
         # 12 levels of SubTrees, each used twice: 4,096 leaves from a few lines
