@@ -628,3 +628,14 @@ def test_what_json_cannot_hold_is_sent_as_its_text():
 
     assert unpack_msgpack(msgpack({1: float("nan"), "big": 2 ** 70, "set": {1}}), 0)[0] == {
         "1": "nan", "big": str(2 ** 70), "set": "{1}"}
+
+
+def test_bt_exec_run_without_pyzmq_says_what_to_install(tmp_path, monkeypatch):
+    from command_line import bt_exec_cli
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN))
+    monkeypatch.setitem(sys.modules, "zmq", None)  # as if pyzmq were not installed: importing it fails
+    monkeypatch.delitem(sys.modules, "bt_exec.groot2.publisher", raising=False)
+    ran = bt_exec_cli("run", plan, "--groot2", str(free_port_pair()))
+    assert ran.returncode == 2 and "--groot2 needs pyzmq" in ran.stderr and "bt_exec[groot2]" in ran.stderr
