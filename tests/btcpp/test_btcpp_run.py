@@ -66,3 +66,17 @@ def test_validate_fix_writes_the_repaired_xml(tmp_path):
     fixed = out.read_text()
     assert fixed.startswith("<?xml") and '<Action ID="Say" text="Here is your cup"/>' in fixed
     assert bt_exec_cli("validate", out).returncode == 0
+
+
+def test_a_custom_control_of_the_catalog_runs_its_children_in_order_and_typed_args_reach_the_call(make_executor):
+    catalog = NodeCatalog.from_text('<TreeNodesModel><Control ID="Twice"/><Action ID="Say"><input_port name="text"/>'
+                                    '<input_port name="times" type="int" default="1"/>'
+                                    '<input_port name="loud" type="bool" default="false"/>'
+                                    '<input_port name="extra" default=""/></Action></TreeNodesModel>')
+    executor = make_executor(None, node_catalog=catalog)
+    answer = executor.submit('<root BTCPP_format="4"><BehaviorTree><Twice><Say text="a" times="2" loud="true"/>'
+                             '<Say text="b" extra=\'json:{"x": [1, 2]}\'/></Twice></BehaviorTree></root>')
+    assert answer["accepted"] and [w["code"] for w in answer["warnings"]] == ["custom_node"]
+    assert executor.run_until_complete(answer["plan_id"], timeout=10)["outcome"] == "succeeded"
+    assert calls_of(executor) == [("Say", {"text": "a", "times": 2, "loud": True}),
+                                  ("Say", {"text": "b", "extra": {"x": [1, 2]}})]
