@@ -80,3 +80,16 @@ def test_a_custom_control_of_the_catalog_runs_its_children_in_order_and_typed_ar
     assert executor.run_until_complete(answer["plan_id"], timeout=10)["outcome"] == "succeeded"
     assert calls_of(executor) == [("Say", {"text": "a", "times": 2, "loud": True}),
                                   ("Say", {"text": "b", "extra": {"x": [1, 2]}})]
+
+
+def test_a_reactive_node_checks_again_while_a_call_runs_each_check_a_call_of_its_own(make_executor, events):
+    executor = make_executor({"caps": {"MoveTo": {"duration_s": 0.1}}})
+    answer = executor.submit('<root BTCPP_format="4"><BehaviorTree><ReactiveSequence><BatteryOk/>'
+                             '<MoveTo goal="dock"/></ReactiveSequence></BehaviorTree></root>')
+    assert executor.run_until_complete(answer["plan_id"], timeout=10)["outcome"] == "succeeded"
+    checks = [call for call in executor.backend.calls if call.cap == "BatteryOk"]
+    moves = [call for call in executor.backend.calls if call.cap == "MoveTo"]
+    assert len(moves) == 1 and len(checks) > 1, "the check ran again while the move ran, the move never restarted"
+    assert len({call.call_id for call in checks}) == len(checks)
+    states = events.states(answer["plan_id"], "2")
+    assert states == ["running", "succeeded"] * len(checks)
