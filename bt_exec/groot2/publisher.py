@@ -163,6 +163,7 @@ class Groot2Publisher:
                 if served.steps is None:
                     served.final_blackboard = self._plan_blackboard(served.plan_id)
             elif kind == "step_transition" and served.steps is not None:
+                served.board.step_taken(event["step"], event["outcome"])
                 served.steps = {"step": event["next"], "event": ""}
             elif kind == "pause_point":
                 self.breakpoints.fired(event["op_id"], event["when"])

@@ -17,9 +17,10 @@ class StatusBoard:
 
     ``op_state`` moves the nodes that show an op: running and paused are RUNNING, succeeded SUCCESS, failed and
     timeout FAILURE; canceled is what BT.CPP shows of a halted node (IDLE, once RUNNING) or, for an op stopped
-    before it ran, SKIPPED. As in BT.CPP, a node that ends resets its children to IDLE (each showing the status it
-    had, ``IDLE_AFTER`` + status), so a finished child keeps its status while its parent runs. ``reply`` copies
-    the buffer under the lock the ticking thread writes it with: one copy of 3 bytes a node.
+    before it ran, SKIPPED. A step graph's step also moves its branch of the loop (``step_taken``). As in BT.CPP,
+    a node that ends resets its children to IDLE (each showing the status it had, ``IDLE_AFTER`` + status), so a
+    finished child keeps its status while its parent runs. ``reply`` copies the buffer under the lock the ticking
+    thread writes it with: one copy of 3 bytes a node.
     """
 
     def __init__(self, export: BtcppExport):
@@ -33,6 +34,7 @@ class StatusBoard:
             if op_id is not None:
                 self._nodes_of_op.setdefault(op_id, []).append(uid)
         self._plan_nodes = list(export.plan_nodes)
+        self._steps = export.steps
         self._lock = threading.Lock()
 
     def reply(self) -> bytes:
@@ -54,9 +56,35 @@ class StatusBoard:
         if not nodes:
             return
         with self._lock:
+            step = self._steps.get(op_id)
+            if step is not None and state == "running":  # its branch was chosen: its condition held
+                self._set(step.condition, SUCCESS)
+                self._set(step.branch, RUNNING)
+                self._set(step.guard, RUNNING)
             for uid in nodes:
                 status = STATUS_OF_STATE.get(state)
                 self._set(uid, self._canceled(uid) if status is None else status)
+
+    def step_taken(self, step_id: str, outcome: str) -> None:
+        """A step graph's step reported ``outcome`` and took its transition (a step_transition event): as its
+        branch would in BT.CPP, the skill's guard, the transition that matched (or the script that stops the run)
+        and the branch succeed, and the loop starts its next pass, leaving the branch IDLE once SUCCESS."""
+        step = self._steps.get(step_id)
+        if step is None:
+            return
+        with self._lock:
+            self._set(step.guard, SUCCESS)
+            edge = step.edges.get(outcome)
+            if edge is None:
+                self._set(step.unmapped, SUCCESS)
+            else:
+                sequence, condition, script = edge
+                self._set(condition, SUCCESS)
+                self._set(script, SUCCESS)
+                self._set(sequence, SUCCESS)
+            self._set(step.routes, SUCCESS)
+            self._set(step.branch, SUCCESS)
+            self._set(step.branch, IDLE_AFTER + SUCCESS)
 
     def plan_started(self) -> None:
         """The plan began: the nodes that show the plan itself run."""

@@ -80,13 +80,28 @@ class ExportError(BtExecError):
     """A plan BehaviorTree.CPP XML cannot hold as it is; the message names the op and what is wrong."""
 
 
+@dataclass(frozen=True)
+class StepNodes:
+    """The nodes of one step's branch in a step graph's loop: the branch, its condition on ``step``, the
+    ``ForceSuccess`` over the skill, the ``Fallback`` of transitions, each transition's (sequence, condition,
+    script) by event, and the script that stops the run on an outcome with no transition."""
+
+    branch: int
+    condition: int
+    guard: int
+    routes: int
+    edges: dict[str, tuple[int, int, int]]
+    unmapped: int
+
+
 @dataclass
 class BtcppExport:
     """A plan written as BT.CPP XML, and how its nodes stand for the plan's ops.
 
     Nodes are numbered 1.. in document order (``_uid`` when written with uids). ``parent[uid]`` is the uid of the
     node's parent (0: the tree's root), ``op_of[uid]`` the op the node shows (None for a node of its own: a step
-    graph's scripts and loop), ``plan_nodes`` the nodes that show the plan's own status (a step graph's loop).
+    graph's scripts and loop), ``plan_nodes`` the nodes that show the plan's own status (a step graph's loop),
+    ``steps`` each step's branch (``StepNodes``), which its runs and transitions move.
     """
 
     xml: str
@@ -94,6 +109,7 @@ class BtcppExport:
     parent: list[int] = field(default_factory=lambda: [0])
     op_of: list[str | None] = field(default_factory=lambda: [None])
     plan_nodes: list[int] = field(default_factory=list)
+    steps: dict[str, StepNodes] = field(default_factory=dict)
 
     @property
     def node_count(self) -> int:
@@ -127,7 +143,7 @@ def btcpp_export(plan: Plan, *, uids: bool = False, context: CheckContext | None
     tree_head = f'  <BehaviorTree ID="{_escaped(tree_id)}"' + (' _fullpath="">' if uids else ">")
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', head, tree_head, *writer.lines, "  </BehaviorTree>",
              *writer.model_lines(), "</root>", ""]
-    return BtcppExport("\n".join(lines), tree_id, writer.parent, writer.op_of, writer.plan_nodes)
+    return BtcppExport("\n".join(lines), tree_id, writer.parent, writer.op_of, writer.plan_nodes, writer.steps)
 
 
 def port_text(value: object) -> str:
@@ -190,6 +206,7 @@ class _Writer:
         self.parent = [0]
         self.op_of: list[str | None] = [None]
         self.plan_nodes: list[int] = []
+        self.steps: dict[str, StepNodes] = {}
         self.models: dict[str, _Model] = {}
 
     @property
@@ -428,15 +445,17 @@ def _write_step_graph(plan: Plan, writer: _Writer, skills) -> None:
             writer.plan_nodes.append(uid)
         return uid
 
-    def leaf(node_id: str, depth: int, parent: int, ports: list, name: str | None = None) -> None:
-        writer.open(node_id, depth, parent, None, name, ports, True, "the step graph")
+    def leaf(node_id: str, depth: int, parent: int, ports: list, name: str | None = None) -> int:
+        uid = writer.open(node_id, depth, parent, None, name, ports, True, "the step graph")
         writer.note_model(node_id, _category(node_id, True), ports, {}, builtin=True)
+        return uid
 
-    def script(depth: int, parent: int, following: str, name: str | None = None) -> None:
-        leaf("Script", depth, parent, [("code", f"{STEP_KEY}:={_quoted(following)}; {EVENT_KEY}:=''", "in")], name)
+    def script(depth: int, parent: int, following: str, name: str | None = None) -> int:
+        return leaf("Script", depth, parent, [("code", f"{STEP_KEY}:={_quoted(following)}; {EVENT_KEY}:=''", "in")],
+                    name)
 
-    def condition(depth: int, parent: int, key: str, value: str) -> None:
-        leaf("ScriptCondition", depth, parent, [("code", f"{key}=={_quoted(value)}", "in")])
+    def condition(depth: int, parent: int, key: str, value: str) -> int:
+        return leaf("ScriptCondition", depth, parent, [("code", f"{key}=={_quoted(value)}", "in")])
 
     root = control("Sequence", 0, 0, plan.description, plan_node=True)
     script(1, root, entry, "start at the entry step")
@@ -447,7 +466,7 @@ def _write_step_graph(plan: Plan, writer: _Writer, skills) -> None:
         op = plan.ops[step_id]
         where = f"step {step_id!r}"
         branch = control("Sequence", 4, steps, f"{step_id}: {op.description}")
-        condition(5, branch, STEP_KEY, step_id)
+        guarded = condition(5, branch, STEP_KEY, step_id)
         guard = control("ForceSuccess", 5, branch, "its outcome routes, success or not")
         ports, types = _literal_ports(op.args, where)
         ports.append(("event", "{" + EVENT_KEY + "}", "out"))
@@ -456,12 +475,13 @@ def _write_step_graph(plan: Plan, writer: _Writer, skills) -> None:
         writer.note_model(skill, "Action", ports, types, builtin=False)
         writer.close("ForceSuccess", 5)
         routes = control("Fallback", 5, branch, f"transitions of {step_id}")
+        edges = {}
         for event, following in graph.transitions.get(step_id, {}).items():
             edge = control("Sequence", 6, routes, f"{event} -> {following}")
-            condition(7, edge, EVENT_KEY, event)
-            script(7, edge, following)
+            edges[event] = (edge, condition(7, edge, EVENT_KEY, event), script(7, edge, following))
             writer.close("Sequence", 6)
-        script(6, routes, STOP_TERMINAL, "an outcome with no transition stops the run")
+        unmapped = script(6, routes, STOP_TERMINAL, "an outcome with no transition stops the run")
+        writer.steps[step_id] = StepNodes(branch, guarded, guard, routes, edges, unmapped)
         writer.close("Fallback", 5)
         writer.close("Sequence", 4)
     leaf("AlwaysFailure", 4, steps, [], "a terminal is reached")

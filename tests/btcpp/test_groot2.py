@@ -639,3 +639,36 @@ def test_bt_exec_run_without_pyzmq_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.delitem(sys.modules, "bt_exec.groot2.publisher", raising=False)
     ran = bt_exec_cli("run", plan, "--groot2", str(free_port_pair()))
     assert ran.returncode == 2 and "--groot2 needs pyzmq" in ran.stderr and "bt_exec[groot2]" in ran.stderr
+
+
+def test_a_step_graph_s_branches_move_as_its_steps_run_and_route(tmp_path):
+    scene = bt_exec.Scene.from_file(REPO / "examples" / "qwen3" / "scene.json")
+    script = {"default": {"duration_s": 0.0}, "caps": {"transfer": {"duration_s": 30}}}
+    executor = bt_exec.Executor(backend=bt_exec.SimBackend.in_scene(script, None, scene), scene=scene)
+    port = free_port_pair()
+    executor.start()
+    with Groot2Publisher(executor, port):
+        client = Groot2Client(port)
+        try:
+            answer = executor.submit((REPO / "examples" / "qwen3" / "cap_to_hatch.json").read_bytes())
+            nodes = wait_for(lambda: client.request("T")[0] != b"error" and tree_nodes(client.tree()), "the tree")
+            uid_of = {node: uid for uid, node in nodes.items()}
+            branch = {node.get("name").split(":")[0]: uid_of[node] for node in nodes.values()
+                      if node.tag == "Sequence" and node.get("name", "").startswith("s")
+                      and ":" in node.get("name")}
+            # each branch's condition, guard and transitions, and the skill leaf under its guard
+            parts = {step: [uid_of[child] for child in nodes[uid]] for step, uid in branch.items()}
+            leaf = {step: uid_of[nodes[parts[step][1]][0]] for step in branch}
+            statuses = wait_for(lambda: (lambda s: s if s.get(leaf["s2"]) == RUNNING else None)(client.statuses()),
+                                "the transfer running")
+            # the step running: its branch chosen (its condition held), its skill under way
+            assert [statuses[uid] for uid in (branch["s2"], *parts["s2"])] == [RUNNING, SUCCESS, RUNNING, IDLE]
+            # the steps done: routed and left behind, faded; the steps not reached: idle
+            assert statuses[branch["s0"]] == statuses[branch["s1"]] == 10 + SUCCESS
+            assert statuses[leaf["s0"]] == statuses[leaf["s1"]] == 10 + SUCCESS
+            assert statuses[branch["s4"]] == statuses[branch["s5"]] == statuses[leaf["s3"]] == IDLE
+            executor.cancel_plan(answer["plan_id"])
+            assert client.statuses()[leaf["s2"]] == 10 + RUNNING  # halted while it ran
+        finally:
+            client.close()
+    executor.close()
