@@ -28,8 +28,9 @@ MAX_BLACKBOARD_BYTES = 1024 * 1024  # past this, the blackboard reply leaves the
 MAX_QUEUED_NOTICES = 100
 HEARTBEAT_S = 5.0  # breakpoints set by a Groot2 silent this long are removed, as BT.CPP's publisher does
 SERVED = ("full_tree", "status", "blackboard", "hook_insert", "hook_remove", "breakpoint_unlock", "hooks_dump",
-          "hooks_remove_all", "disable_hooks")
-_WITH_PAYLOAD = (protocol.HOOK_INSERT, protocol.HOOK_REMOVE, protocol.BREAKPOINT_UNLOCK, protocol.BLACKBOARD)
+          "hooks_remove_all", "disable_hooks", "toggle_recording", "get_transitions")
+_WITH_PAYLOAD = (protocol.HOOK_INSERT, protocol.HOOK_REMOVE, protocol.BREAKPOINT_UNLOCK, protocol.BLACKBOARD,
+                 protocol.TOGGLE_RECORDING)
 
 
 class Groot2Error(BtExecError):
@@ -56,8 +57,8 @@ class Groot2Publisher:
     The request/reply socket is bound on ``host``:``port``, the publisher on ``port`` + 1 (``host``: an address of
     this machine, ``*`` for all; the protocol has no authentication, so the default is loopback). Served: the
     full tree (BT.CPP XML with a ``_uid`` on every node, ``plan_to_btcpp(plan, uids=True)``), every node's status
-    (``StatusBoard``), the blackboard, and breakpoints as the plan's pause points (``Breakpoints``); any other
-    request (other hooks, recording) gets an error reply saying what is served. A new plan followed is a new tree
+    (``StatusBoard``), the blackboard, breakpoints as the plan's pause points (``Breakpoints``) and the recording
+    of status changes; any other request gets an error reply saying what is served. A new plan followed is a new tree
     id: Groot2 then asks for the tree again. Bad requests never stop it; it uses one thread, ``start`` to
     ``close``.
     """
@@ -290,8 +291,9 @@ class Groot2Publisher:
         if served is None:
             return _error("no plan to show yet: one is served once it starts")
         if kind in _WITH_PAYLOAD and len(request) != 2:
-            return _error(f"a {name} request has two parts: the header, then "
-                          + ("the blackboards' names separated by ';'" if kind == protocol.BLACKBOARD else "JSON"))
+            second = {protocol.BLACKBOARD: "the blackboards' names separated by ';'",
+                      protocol.TOGGLE_RECORDING: "start or stop"}.get(kind, "JSON")
+            return _error(f"a {name} request has two parts: the header, then {second}")
         head = reply_header(kind, request_id, served.tree_id)
         if kind == protocol.FULLTREE:
             return [head, served.xml]
@@ -302,6 +304,10 @@ class Groot2Publisher:
             return [head, msgpack(self._blackboards(served, names))]
         if kind == protocol.HOOKS_DUMP:
             return [head, self.breakpoints.dump()]
+        if kind == protocol.GET_TRANSITIONS:
+            return [head, served.board.transitions()]
+        if kind == protocol.TOGGLE_RECORDING:
+            return self._toggle_recording(served, head, request[1])
         try:
             if kind == protocol.HOOK_INSERT:
                 self.breakpoints.insert(served, request[1])
@@ -314,6 +320,18 @@ class Groot2Publisher:
         except HookError as exc:
             return _error(str(exc))
         return [head]
+
+    @staticmethod
+    def _toggle_recording(served: _Served, head: bytes, command: bytes) -> list[bytes]:
+        """``start``: keep the status changes from now on, answering the time now (microseconds since the epoch,
+        what Groot2 lines them up with); ``stop``: keep no more."""
+        if command == b"start":
+            served.board.start_recording()
+            return [head, str(time.time_ns() // 1000).encode()]
+        if command == b"stop":
+            served.board.stop_recording()
+            return [head]
+        return _error("a toggle_recording request's second part is start or stop")
 
     def _blackboards(self, served: _Served, names: list[str]) -> dict:
         """The blackboards asked for by name that this tree has (its one: the main tree's), each bounded in size."""

@@ -1,7 +1,10 @@
 """Each node's status as Groot2 reads it, kept from a plan's events as BT.CPP's publisher keeps its buffer."""
 from __future__ import annotations
 
+import collections
+import struct
 import threading
+import time
 
 from ..compilers.btcpp.export import BtcppExport
 from .protocol import FAILURE, IDLE, IDLE_AFTER, RUNNING, SKIPPED, STATUS_ENTRY, SUCCESS
@@ -10,6 +13,8 @@ from .protocol import FAILURE, IDLE, IDLE_AFTER, RUNNING, SKIPPED, STATUS_ENTRY,
 STATUS_OF_STATE = {"pending": IDLE, "running": RUNNING, "paused": RUNNING, "succeeded": SUCCESS,
                    "failed": FAILURE, "timeout": FAILURE}
 STATUS_OF_OUTCOME = {"succeeded": SUCCESS, "failed": FAILURE, "cancelled": FAILURE}
+KEPT_TRANSITIONS = 1000  # the newest status changes kept while recording, as BT.CPP's publisher keeps them
+TRANSITION = struct.Struct("<QHB")  # microseconds since recording began (6 of its 8 bytes are sent), uid, status
 
 
 class StatusBoard:
@@ -35,12 +40,36 @@ class StatusBoard:
                 self._nodes_of_op.setdefault(op_id, []).append(uid)
         self._plan_nodes = list(export.plan_nodes)
         self._steps = export.steps
+        self._recording_since: int | None = None  # monotonic microseconds when recording began; None: not recording
+        self._transitions: collections.deque[tuple[int, int, int]] = collections.deque(maxlen=KEPT_TRANSITIONS)
         self._lock = threading.Lock()
 
     def reply(self) -> bytes:
         """The status reply's body: uid (uint16) and status (uint8) of every node."""
         with self._lock:
             return bytes(self._buffer)
+
+    def start_recording(self) -> None:
+        """Keep each status change from now on (the newest ``KEPT_TRANSITIONS``), forgetting those kept before."""
+        with self._lock:
+            self._recording_since = time.monotonic_ns() // 1000
+            self._transitions.clear()
+
+    def stop_recording(self) -> None:
+        """Keep no more status changes."""
+        with self._lock:
+            self._recording_since = None
+
+    def transitions(self) -> bytes:
+        """The status changes kept since the last call, oldest first, as BT.CPP sends them: 9 bytes each, the
+        microseconds since recording began (6 bytes), the uid (2) and the new status (1; a reset is IDLE)."""
+        with self._lock:
+            kept, self._transitions = self._transitions, collections.deque(maxlen=KEPT_TRANSITIONS)
+        out = bytearray()
+        for at, uid, status in kept:
+            packed = TRANSITION.pack(at, uid, status)
+            out += packed[:6] + packed[8:]  # the timestamp's 6 low bytes, then uid and status
+        return bytes(out)
 
     def status(self, uid: int) -> int:
         """The status byte node ``uid`` shows now."""
@@ -103,9 +132,15 @@ class StatusBoard:
         return IDLE_AFTER + RUNNING if self.status(uid) in (RUNNING, IDLE_AFTER + RUNNING) else SKIPPED
 
     def _set(self, uid: int, status: int) -> None:
-        self._buffer[3 * uid - 1] = status
+        self._show(uid, status)
         if status in (SUCCESS, FAILURE, SKIPPED) or status >= IDLE_AFTER:
             for child in self._children[uid]:
                 shown = self._buffer[3 * child - 1]
                 if RUNNING <= shown <= SKIPPED:
-                    self._buffer[3 * child - 1] = IDLE_AFTER + shown
+                    self._show(child, IDLE_AFTER + shown)
+
+    def _show(self, uid: int, status: int) -> None:
+        self._buffer[3 * uid - 1] = status
+        if self._recording_since is not None:
+            self._transitions.append((time.monotonic_ns() // 1000 - self._recording_since, uid,
+                                      IDLE if status >= IDLE_AFTER else status))

@@ -310,7 +310,7 @@ def test_the_blackboard_reply_names_only_the_blackboards_the_tree_has(served):
     assert client.request("B")[0] == b"error"  # no names part: two parts are required
 
 
-@pytest.mark.parametrize("kind, extra", [("r", b"start"), ("t", None), ("N", b"2"), ("Z", None)])
+@pytest.mark.parametrize("kind, extra", [("N", b"2"), ("Z", None), ("\x00", None)])
 def test_a_request_it_does_not_serve_gets_an_error_reply_saying_what_is_served(served, kind, extra):
     executor, publisher, client = served()
     executor.run_until_complete(executor.submit(PLAN)["plan_id"], timeout=WAIT_S)
@@ -318,6 +318,7 @@ def test_a_request_it_does_not_serve_gets_an_error_reply_saying_what_is_served(s
     assert reply[0] == b"error" and len(reply) == 2
     message = reply[1].decode()
     assert "not served" in message and "full_tree, status, blackboard, hook_insert" in message
+    assert "toggle_recording, get_transitions" in message
     assert "pause points" in message
     assert client.tree().find("BehaviorTree") is not None  # still serving
 
@@ -672,3 +673,33 @@ def test_a_step_graph_s_branches_move_as_its_steps_run_and_route(tmp_path):
         finally:
             client.close()
     executor.close()
+
+
+def transitions_of(body: bytes) -> list[tuple[int, int, int]]:
+    """(microseconds since recording began, uid, status) of each 9-byte transition BT.CPP's publisher sends."""
+    assert len(body) % 9 == 0
+    return [(int.from_bytes(body[at:at + 6], "little"), *struct.unpack("<HB", body[at + 6:at + 9]))
+            for at in range(0, len(body), 9)]
+
+
+def test_recording_keeps_each_status_change_until_read(served):
+    executor, publisher, client = served()
+    plan_id = executor.submit(PLAN)["plan_id"]
+    executor.tick_once()
+    before = time.time_ns() // 1000
+    [started_at] = client.request("r", b"start")
+    assert before <= int(started_at) <= time.time_ns() // 1000  # the time now, microseconds since the epoch
+    executor.run_until_complete(plan_id, timeout=WAIT_S)
+    changes = transitions_of(client.request("t")[0])
+    times = [at for at, _uid, _status in changes]
+    assert times == sorted(times) and all(1 <= uid <= 6 for _at, uid, _status in changes)
+    of_look = [status for _at, uid, status in changes if uid == 2]  # it started before recording began
+    assert of_look == [SUCCESS, IDLE]  # ended, then reset (sent as IDLE) when its parent ended
+    of_report = [status for _at, uid, status in changes if uid == 6]
+    assert of_report == [RUNNING, SUCCESS, IDLE]
+    assert client.request("t") == [b""]  # read once
+    assert client.request("r", b"stop") == []
+    second = executor.submit(PLAN)["plan_id"]
+    executor.run_until_complete(second, timeout=WAIT_S)
+    assert client.request("r", b"pause")[0] == b"error"
+    assert client.request("t") == [b""]  # a new tree: nothing recorded for it
