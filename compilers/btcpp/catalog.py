@@ -56,7 +56,8 @@ class NodeCatalog:
         try:
             root = read_xml(text, DEFAULT_LIMITS).root
         except PlanError as exc:
-            raise ConfigError(f"{name}: {exc.issues[0].message}") from None
+            raise ConfigError(f"{name}: a node catalog is a TreeNodesModel's XML, and this is not: "
+                              f"{exc.issues[0].message}") from None
         model = root if root.tag == "TreeNodesModel" else next(
             (child for child in root.children if child.tag == "TreeNodesModel"), None)
         if model is None:
