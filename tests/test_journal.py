@@ -245,6 +245,29 @@ def test_every_line_is_compact_ascii_json_that_reads_back_as_its_event(tmp_path)
     assert read[5] == events[5] and check_journal(path).clean
 
 
+def test_a_batch_encoded_at_once_gives_the_lines_its_events_give_one_by_one(tmp_path):
+    """A batch is encoded in one call and cut into lines: what it writes is what the same events write one at a
+    time, whatever they hold (a NaN, text beyond ASCII, a null, the text the batch is cut at, in a list)."""
+    events = [{"event": "node_state", "op_id": str(index), "time": 1.5 + index, "seq": index} for index in range(5)]
+    events[1]["result"] = {"output": {"reading": float("nan")}}
+    events[2]["description"] = "café ✓"
+    events[3]["detail"] = None
+    events[4]["result"] = {"output": ["\x00\n", "\x00\n"]}
+    ordinary = [{"event": "node_state", "op_id": str(index), "seq": index} for index in range(5, 9)]
+    batched, one_by_one = bt_exec.JsonlJournal(tmp_path / "batched.jsonl"), bt_exec.JsonlJournal(tmp_path / "one.jsonl")
+    for batch in (events, events[:4], ordinary):
+        batched.write_batch(batch)
+        for event in batch:
+            one_by_one(event)
+    batched.close()
+    one_by_one.close()
+    written = lines_of(batched.path)[1:]  # after the run header
+    assert written == lines_of(one_by_one.path)[1:]
+    op_ids = [json.loads(line)["op_id"] for line in written[:-1]]
+    assert op_ids == [str(n) for n in [*range(5), *range(4), *range(5, 9)]]
+    assert '"reading":NaN' in written[1] and "\\u00e9" in written[2] and '"detail":null' in written[3]
+
+
 def test_a_journal_on_a_pipe_nobody_reads_closes_within_its_bound(tmp_path):
     """A writer blocked for good (a FIFO whose reader never reads) does not hold the closing thread."""
     import threading
