@@ -124,3 +124,20 @@ def test_a_fix_that_names_nothing_is_refused_as_a_patch_error():
         patch_xml(doc, [{"fix": [{"op": "replace", "path": f"{MAIN}/Nothing[1]/@x", "value": "1"}]}])
     with pytest.raises(XmlPatchError):
         patch_xml(doc, [{"fix": [{"op": "copy", "from": f"{MAIN}/IsClear[1]", "path": f"{MAIN}/IsClear[2]"}]}])
+
+
+def test_a_subtree_with_child_elements_is_refused_at_its_path():
+    text = tree('<Sequence><SubTree ID="Sub"><IsClear/></SubTree><IsClear/></Sequence>',
+                '<BehaviorTree ID="Sub"><IsClear/></BehaviorTree>')
+    assert ("subtree_children", f"{SEQ}/SubTree[1]") in found(text)
+
+
+def test_v3_shared_blackboards_and_unknown_root_elements_are_tolerated_with_warnings():
+    text = ('<root main_tree_to_execute="Main"><Metadata/><BehaviorTree ID="Main"><Sequence>'
+            '<Detect object="cup" pose="{p}"/><SubTree ID="Go" __shared_blackboard="true"/></Sequence></BehaviorTree>'
+            '<BehaviorTree ID="Go"><MoveTo goal="{p}"/></BehaviorTree></root>')
+    report = validate(text, catalog=CATALOG)
+    assert report.ok, report.issues
+    codes = [warning["code"] for warning in report.warnings]
+    assert {"unknown_element", "v3_name", "no_format"} <= set(codes)
+    assert load(text).ops["3"].reads == {"goal": "p"}  # shared: the SubTree reads the parent's key
