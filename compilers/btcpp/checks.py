@@ -187,21 +187,21 @@ def _dataflow(plan: Plan, catalog: NodeCatalog | None) -> list[dict]:
     for op in plan.ops.values():
         if op.reads or op.writes:
             entry = catalog.get(op.cap) if catalog is not None and op.kind == "do" else None
-            flows.append((op, *directions(op, entry)))
-    written_anywhere = {key for _, _, writes in flows if writes for key in writes.values()}
-    if not written_anywhere:
-        return []
-    written: set[str] = set()
-    warned: set[str] = set()
+            flows.append((op, *directions(op, entry)) if entry is not None else (op, op.reads, op.writes))
+    # the keys some node writes and no node has yet either read unwritten (warned) or written
+    pending = {key for _, _, writes in flows if writes for key in writes.values()}
     out = []
     for op, reads, writes in flows:
-        for port, key in (reads or {}).items():
-            if key in written_anywhere and key not in written and key not in warned:
-                warned.add(key)
+        if not pending:
+            break
+        for port, key in reads.items() if reads else ():
+            if key in pending:
+                pending.discard(key)
                 out.append({"code": "read_before_write",
                             "message": f"{op.path}: port {port!r} reads {{{key}}} before any node of the tree "
                                        "writes it (on this path it is set only if set from outside)"})
-        written.update((writes or {}).values())
+        if writes:
+            pending.difference_update(writes.values())
     return out
 
 

@@ -28,7 +28,7 @@ def compile_btcpp(plan: Plan, given: NodeCatalog | None) -> CompiledPlan:
     for op in reversed(plan.ops.values()):  # reversed pre-order: every child before its parent
         if op.kind == "do":
             entry = catalog.get(op.cap) if catalog is not None else None
-            reads, writes = directions(op, entry)
+            reads, writes = directions(op, entry) if entry is not None else (op.reads, op.writes)
             ops[op.op_id] = CapabilityAction(op.op_id, op.description, op.cap, typed_args(op.args or {}, entry),
                                              None, op.call_id, reads=reads, writes=writes)
             continue
