@@ -703,3 +703,23 @@ def test_recording_keeps_each_status_change_until_read(served):
     executor.run_until_complete(second, timeout=WAIT_S)
     assert client.request("r", b"pause")[0] == b"error"
     assert client.request("t") == [b""]  # a new tree: nothing recorded for it
+
+
+def test_a_breakpoint_fires_once_even_on_an_op_that_runs_again(served):
+    executor, publisher, client = served({"default": {"outcome": "success", "duration_s": 0.0}})
+    reached = []
+    executor.subscribe(lambda event: reached.append(event["op_id"]) if event["event"] == "pause_point" else None)
+    executor.start()
+    xml = ('<root BTCPP_format="4"><BehaviorTree ID="Loop"><Repeat num_cycles="3">'
+           '<sim.act name="act"/></Repeat></BehaviorTree></root>')
+    plan_id = executor.submit(xml, hold_start_s=1.0)["plan_id"]
+    executor.pause_plan(plan_id)
+    executor.release_start(plan_id)
+    wait_for(lambda: client.request("T")[0] != b"error", "the tree")
+    assert client.request("I", hook(2)) == []
+    assert executor.resume_plan(plan_id)["resumed"]
+    wait_for(lambda: reached and paused(executor, plan_id), "the breakpoint")
+    assert client.request("U", json.dumps({"uid": 2, "position": 0, "desired_status": "SKIPPED"}).encode()) == []
+    record = executor.wait_for_plan(plan_id, WAIT_S)
+    assert record["outcome"] == "succeeded" and reached == ["2"]  # bt_exec's pause points fire once
+    assert [op["runs"] for op in record["ops"] if op["op_id"] == "2"] == [3]
