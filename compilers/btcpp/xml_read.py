@@ -140,8 +140,14 @@ class _Builder:
         if len(self.stack) >= self.max_nesting:
             raise _Refused(Issue("too_deep", "", f"line {line}: elements nested deeper than the limit of "
                                                  f"{self.limits.max_depth} tree levels"))
-        if self.long_values:
-            self._within_string_limit(tag, attrs, line)
+        if self.long_values:  # its tag, each attribute's name and value, within max_string_chars
+            limit = self.limits.max_string_chars
+            if len(tag) > limit:
+                self._too_long("a tag", tag, line)
+            for name, value in attrs.items():
+                if len(value) > limit or len(name) > limit:
+                    self._too_long(f"attribute {name[:40]!r}" + ("..." if len(name) > 40 else ""),
+                                   value if len(value) > limit else name, line)
         self.tags.add(tag)
         element = Element(tag, attrs, [], line)
         if self.stack:
@@ -150,14 +156,9 @@ class _Builder:
             self.root = element
         self.stack.append(element)
 
-    def _within_string_limit(self, tag: str, attrs: dict[str, str], line: int) -> None:
-        """Its tag, and each attribute's name and value, within ``max_string_chars``; _Refused if not."""
-        limit = self.limits.max_string_chars
-        for what, text in (("a tag", tag), *((f"attribute name {name[:40]!r}...", name) for name in attrs),
-                           *((f"attribute {name[:40]!r}", value) for name, value in attrs.items())):
-            if len(text) > limit:
-                raise _Refused(Issue("string_too_long", "", f"line {line}: {what} of {len(text)} characters, over "
-                                                            f"the limit of {limit}"))
+    def _too_long(self, what: str, text: str, line: int) -> None:
+        raise _Refused(Issue("string_too_long", "", f"line {line}: {what} of {len(text)} characters, over the limit "
+                                                    f"of {self.limits.max_string_chars}"))
 
     def end(self, tag: str) -> None:
         self.stack.pop()
