@@ -29,8 +29,9 @@ def compile_btcpp(plan: Plan, given: NodeCatalog | None) -> CompiledPlan:
         if op.kind == "do":
             entry = catalog.get(op.cap) if catalog is not None else None
             reads, writes = directions(op, entry) if entry is not None else (op.reads, op.writes)
-            ops[op.op_id] = CapabilityAction(op.op_id, op.description, op.cap, typed_args(op.args or {}, entry),
-                                             None, op.call_id, reads=reads, writes=writes)
+            args = typed_args(op.args, entry) if op.args else {}
+            ops[op.op_id] = CapabilityAction(op.op_id, op.description, op.cap, args, None, op.call_id, reads=reads,
+                                             writes=writes)
             continue
         spec = NODE_LIBRARY.get(op.node) or NODE_LIBRARY[PASS_THROUGH]
         ops[op.op_id] = spec.build(op.op_id, op.description, op.args or {}, op.reads or {},

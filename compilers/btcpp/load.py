@@ -364,11 +364,14 @@ class _Loader:
             if renamed is not None and name in renamed:
                 self._warn("v3_name", f"BT.CPP 3's {node_id} port {name} read as BT.CPP 4's {renamed[name]}")
                 name = renamed[name]
-            key = key_of(name, value) if "{" in value else None
+            if "{" not in value:
+                args[name] = value
+                continue
+            key = key_of(name, value)
             if key is None:
                 args[name] = value
                 continue
-            flat = scope.key(key)
+            flat = scope.key(key) if scope.remap or scope.parent is not None or key[:1] == "@" else key
             if isinstance(flat, _Literal):
                 args[name] = str(flat)
             else:

@@ -32,4 +32,4 @@ def key_of(port: str, value: str) -> str | None:
     if "{" in inside or "}" in inside:
         return None
     key = inside.strip()
-    return port if key == "=" else key
+    return port if key == "=" else key or None  # "{}" names no key: the text itself
