@@ -26,6 +26,7 @@ SEND_TIMEOUT_MS = 1000
 MAX_VALUE_BYTES = 64 * 1024  # a blackboard value longer than this in MessagePack is shown as a marker
 MAX_BLACKBOARD_BYTES = 1024 * 1024  # past this, the blackboard reply leaves the remaining keys out
 MAX_QUEUED_NOTICES = 100
+WRITTEN_IN_TICK_OPS = 2000  # a larger plan's tree is written by the server thread, not the ticking one
 HEARTBEAT_S = 5.0  # breakpoints set by a Groot2 silent this long are removed, as BT.CPP's publisher does
 SERVED = ("full_tree", "status", "blackboard", "hook_insert", "hook_remove", "breakpoint_unlock", "hooks_dump",
           "hooks_remove_all", "disable_hooks", "toggle_recording", "get_transitions")
@@ -73,7 +74,8 @@ class Groot2Publisher:
         self.plan_id = None if plan_id is None else str(plan_id)  # ids are text, as the executor's events give them
         self.heartbeat_s = heartbeat_s  # breakpoints of a Groot2 silent this long are removed
         self._served: _Served | None = None
-        self._lock = threading.Lock()
+        self._pending: tuple[str, object] | None = None  # (plan id, plan) of a large plan whose tree is to be written
+        self._lock = threading.RLock()  # a batch of events, or a switch to another tree, at a time
         self._notices: collections.deque[list[bytes]] = collections.deque(maxlen=MAX_QUEUED_NOTICES)
         self.breakpoints = Breakpoints(executor)
         # the catalogs the executor checks plans against: the tree is drawn with the skills and nodes they name
@@ -149,45 +151,55 @@ class Groot2Publisher:
     # --- the plan followed (from the ticking thread: never blocks) ------------------------------------------
 
     def _on_events(self, events: list[dict]) -> None:
-        for event in events:
-            kind = event["event"]
-            if kind == "plan_started":
-                self._plan_started(event["plan_id"])
-                continue
-            served = self._served
-            if served is None or event.get("plan_id") != served.plan_id:
-                continue
-            if kind == "node_state":
-                served.board.op_state(event["op_id"], event["state"])
-            elif kind == "plan_complete":
-                served.board.plan_ended(event["outcome"])
-                if served.steps is None:
-                    served.final_blackboard = self._plan_blackboard(served.plan_id)
-            elif kind == "step_transition" and served.steps is not None:
-                served.board.step_taken(event["step"], event["outcome"])
-                served.steps = {"step": event["next"], "event": ""}
-            elif kind == "pause_point":
-                self.breakpoints.fired(event["op_id"], event["when"])
-                uids = served.board.uids_of(event["op_id"])
-                if uids:  # Groot2 hears a breakpoint reached, as from BT.CPP's publisher
-                    header = protocol.HEADER.pack(protocol.PROTOCOL_ID, protocol.BREAKPOINT_REACHED[0],
-                                                  int.from_bytes(os.urandom(4), "little"))
-                    self._notices.append([header, str(uids[0]).encode()])
+        with self._lock:  # a batch is taken in whole before or after another tree is served, never across it
+            for event in events:
+                if event["event"] == "plan_started":
+                    self._plan_started(event["plan_id"])
+                    continue
+                served = self._served
+                if served is not None and event.get("plan_id") == served.plan_id:
+                    self._apply(served, event)
+
+    def _apply(self, served: _Served, event: dict) -> None:
+        """One event of the plan served, on its tree."""
+        kind = event["event"]
+        if kind == "node_state":
+            served.board.op_state(event["op_id"], event["state"])
+        elif kind == "plan_complete":
+            served.board.plan_ended(event["outcome"])
+            if served.steps is None:
+                served.final_blackboard = self._plan_blackboard(served.plan_id)
+        elif kind == "step_transition" and served.steps is not None:
+            served.board.step_taken(event["step"], event["outcome"])
+            served.steps = {"step": event["next"], "event": ""}
+        elif kind == "pause_point":
+            self.breakpoints.fired(event["op_id"], event["when"])
+            uids = served.board.uids_of(event["op_id"])
+            if uids:  # Groot2 hears a breakpoint reached, as from BT.CPP's publisher
+                header = protocol.HEADER.pack(protocol.PROTOCOL_ID, protocol.BREAKPOINT_REACHED[0],
+                                              int.from_bytes(os.urandom(4), "little"))
+                self._notices.append([header, str(uids[0]).encode()])
 
     def _plan_started(self, plan_id: str) -> None:
+        """A plan started: serve it (if it is the one followed) from now on. A large plan's tree is written by the
+        server thread (``_take_pending``), so the tick is not held while it is."""
         if self.plan_id is not None and plan_id != self.plan_id:
             return
-        served = self._serve_plan(plan_id)
-        if served is not None:
-            served.board.plan_started()
-
-    def _serve_plan(self, plan_id: str) -> _Served | None:
-        """Serve plan ``plan_id`` from now on (None, and the tree served stays, for a plan of pure control or one
-        BT.CPP XML cannot hold)."""
         try:
             plan = self.executor.get_plan_ir(plan_id)
         except ControlError:  # a plan of pure control, or one already gone
-            return None
+            return
+        if plan.op_count > WRITTEN_IN_TICK_OPS:
+            self._pending = (plan_id, plan)
+            return
+        self._pending = None
+        served = self._written(plan_id, plan)
+        if served is not None:
+            served.board.plan_started()
+            self.breakpoints.remove_all(self._switch(served))
+
+    def _written(self, plan_id: str, plan) -> _Served | None:
+        """Plan ``plan_id``'s tree ready to serve; None (the tree served stays) for one BT.CPP XML cannot hold."""
         try:
             export = btcpp_export(plan, uids=True, context=self._context_of_checks)
         except ExportError as exc:
@@ -196,10 +208,46 @@ class Groot2Publisher:
         served = _Served(plan_id, export, plan.steps is not None)
         if served.steps is not None:
             served.steps["step"] = plan.root
+        return served
+
+    def _switch(self, served: _Served) -> _Served | None:
+        """Serve ``served`` from now on; the tree served before, whose breakpoints the caller lets go (outside the
+        lock: that plan must not stay paused at one)."""
         with self._lock:
             before, self._served = self._served, served
-        self.breakpoints.remove_all(before)  # they were the last tree's: that plan must not stay paused at one
-        return served
+        return before
+
+    def _take_pending(self) -> None:
+        """Write the tree of the large plan started last (in the server thread), then serve it from its ops' states
+        now: the events it had meanwhile are in those states, the ones after it go to its tree."""
+        pending = self._pending
+        served = self._written(*pending)
+        with self._lock:
+            if self._pending is not pending:
+                return  # another plan started meanwhile: its tree is the one to serve
+            self._pending = None
+            if served is None:
+                return  # BT.CPP XML cannot hold it: the tree served stays
+            self._seed(served)
+            before = self._switch(served)
+        self.breakpoints.remove_all(before)
+
+    def _seed(self, served: _Served) -> None:
+        """Give a tree its plan's states now: of its ops, and its outcome if it ended."""
+        served.board.plan_started()
+        try:
+            ops, outcome = self.executor.get_plan_status(served.plan_id, with_args=False)["ops"], None
+        except ControlError:  # it ended already
+            try:
+                record = self.executor.get_plan_result(served.plan_id)
+            except ControlError:
+                return
+            ops, outcome = record["ops"], record["outcome"]
+        for op in ops:
+            if op["state"] != "pending":
+                served.board.op_state(op["op_id"], op["state"])
+        if outcome is not None:
+            served.board.plan_ended(outcome)
 
     def _follow_running_plan(self) -> None:
         """At start: serve the plan named, or the newest, if it already runs, with its ops' states now."""
@@ -210,16 +258,14 @@ class Groot2Publisher:
                 return
             plan_id = plans[-1]["plan_id"]
         try:
-            status = self.executor.get_plan_status(plan_id, with_args=False)
+            plan = self.executor.get_plan_ir(plan_id)
         except ControlError:
             return  # not started yet, or over: its plan_started (or none) decides
-        served = self._serve_plan(plan_id)
-        if served is None:
-            return
-        served.board.plan_started()
-        for op in status["ops"]:
-            if op["state"] != "pending":
-                served.board.op_state(op["op_id"], op["state"])
+        served = self._written(plan_id, plan)
+        if served is not None:
+            with self._lock:
+                self._seed(served)
+                self._switch(served)  # nothing was served before: no breakpoint to let go
 
     # --- the server thread --------------------------------------------------------------------------------
 
@@ -240,6 +286,8 @@ class Groot2Publisher:
         poller = zmq.Poller()
         poller.register(self._server, zmq.POLLIN)
         while not self._stopping.is_set():
+            if self._pending is not None:
+                self._take_pending()
             while self._notices:
                 try:
                     self._publisher.send_multipart(self._notices.popleft(), zmq.NOBLOCK)

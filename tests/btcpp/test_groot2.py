@@ -723,3 +723,21 @@ def test_a_breakpoint_fires_once_even_on_an_op_that_runs_again(served):
     record = executor.wait_for_plan(plan_id, WAIT_S)
     assert record["outcome"] == "succeeded" and reached == ["2"]  # bt_exec's pause points fire once
     assert [op["runs"] for op in record["ops"] if op["op_id"] == "2"] == [3]
+
+
+def test_a_large_plan_s_tree_is_written_off_the_tick_and_served_with_its_states(served):
+    from bt_exec.groot2.publisher import WRITTEN_IN_TICK_OPS
+
+    leaves = WRITTEN_IN_TICK_OPS + 100
+    script = {"default": {"outcome": "success", "duration_s": 0.0}, "caps": {"sim.hold": {"duration_s": 60}}}
+    executor, publisher, client = served(script)
+    executor.start()
+    tree = par(*[do(f"leaf {i}", "sim.act") for i in range(leaves - 1)], do("the last", "sim.hold"))
+    plan_id = executor.submit(envelope(tree))["plan_id"]
+    statuses = wait_for(lambda: (lambda s: s if s.get(leaves + 1) == RUNNING else None)(client.statuses()),
+                        "the large tree served, its last leaf running")
+    # what happened before the tree was served is in it: the leaves that ended already show it
+    assert statuses[1] == RUNNING and set(statuses[uid] for uid in range(2, leaves + 1)) == {SUCCESS}
+    assert len(tree_nodes(client.tree())) == leaves + 1 and publisher.served_plan == plan_id
+    executor.cancel_plan(plan_id)
+    assert client.statuses()[leaves + 1] == 10 + RUNNING  # and what happens after goes on reaching it
