@@ -76,6 +76,9 @@ class SimBackend:
         self._run_ids = itertools.count(1)
         self._call_counts: dict[tuple[str, str], int] = {}  # calls of each entry whose outcome is a list
         self._default_outputs: dict[str, dict] = {}
+        # cap -> the answer of its calls that end at once in success without a world or a list of outcomes: the
+        # same immutable CallStatus each time (most plans call a few caps many times)
+        self._instant: dict[str, CallStatus] = {}
         # Recent history for inspection and tests; bounded so a long-lived executor stays flat.
         self.calls: collections.deque[CapabilityCall] = collections.deque(maxlen=history)
         self.cancelled: collections.deque[str] = collections.deque(maxlen=history)
@@ -89,6 +92,12 @@ class SimBackend:
         return cls(script, world=World.from_scene(skill_catalog_of(skill_catalog), scene))
 
     def start(self, call: CapabilityCall) -> CallStatus | str:
+        if self.world is None and call.op_id not in self._by_op:  # a world may be given later (a new scene)
+            instant = self._instant.get(call.cap)
+            if instant is not None:
+                with self._lock:
+                    self.calls.append(call)
+                return instant
         skill = self._skill_of(call)
         if skill is not None:
             unmet = self.world.unmet(skill, call.args)
@@ -117,7 +126,11 @@ class SimBackend:
         duration = entry.get("duration_s", BUILTIN_DEFAULT["duration_s"])
         if duration <= 0:
             if skill is None and outcome == "success":  # the common case, without the general path's lookups
-                return CallStatus("SUCCEEDED", output, "", "", "success")
+                answer = CallStatus("SUCCEEDED", output, "", "", "success")
+                if self.world is None and not listed and key[0] != "ops" and len(self._instant) < _MAX_DEFAULT_OUTPUTS \
+                        and ("output" in entry or self._default_outputs.get(call.cap) is output):
+                    self._instant[call.cap] = answer  # answered alike from now on, its output shared as before
+                return answer
             return self._end(skill, call, outcome, error, output)
         duration = float(duration)
         run_id = f"sim-{next(self._run_ids)}"

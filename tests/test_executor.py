@@ -309,6 +309,25 @@ def test_sim_durations_are_real_time(make_executor):
     assert time.monotonic() - began >= 0.2
 
 
+def test_the_sims_instant_answers_are_kept_per_cap_yet_follow_the_script_and_a_world_given_later():
+    from qwen3_graphs import scene
+
+    sim = bt_exec.SimBackend({"ops": {"3": {"outcome": "failure"}}, "caps": {"arm.out": {"output": {"x": 1}}}})
+
+    def call(op_id, cap):
+        return sim.start(bt_exec.CapabilityCall("1", op_id, cap, {}, cap.split(".")[0], f"1:{op_id}"))
+
+    first = call("1", "sim.act")
+    assert first.state == "SUCCEEDED" and call("2", "sim.act") is first  # answered from the memo
+    assert call("3", "sim.act").state == "FAILED"  # an op's own entry goes first
+    assert call("4", "arm.out").output == {"x": 1} and call("5", "arm.out").output == {"x": 1}
+    assert [made.op_id for made in sim.calls] == ["1", "2", "3", "4", "5"]  # every call is in the history
+    grab = call("6", "grab")
+    sim.world = bt_exec.SimBackend.in_scene(scene=bt_exec.compilers.scene_of(scene())).world  # a new scene
+    in_world = call("7", "grab")
+    assert in_world is not grab and "state" in in_world.output
+
+
 @pytest.mark.parametrize("options, named", [
     ({"states": ["done"]}, "states must be a list of op states"), ({"states": "running"}, "states must be a list"),
     ({"op_ids": [True]}, "op_ids must be a non-empty string or a non-negative integer, got true"),
