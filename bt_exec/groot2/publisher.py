@@ -109,6 +109,7 @@ class Groot2Publisher:
             for socket in (self._server, self._publisher):
                 if socket is not None:
                     socket.close(0)
+            self._server = self._publisher = None
             context.term()
             raise
         self._context = context
