@@ -25,12 +25,14 @@ WRAPPING_LEVELS = 2
 
 
 class Element:
-    """One XML element: its tag, attributes in document order, child elements, the line it starts on and the
-    text written inside it (its pieces stripped; empty when only blanks)."""
+    """One XML element: its tag, attributes in document order, child elements (a list; the empty tuple while it
+    has none, so that a tree's leaves make no list each), the line it starts on and the text written inside it
+    (its pieces stripped; empty when only blanks)."""
 
     __slots__ = ("tag", "attrs", "children", "line", "text")
 
-    def __init__(self, tag: str, attrs: dict[str, str], children: list[Element], line: int, text: str = ""):
+    def __init__(self, tag: str, attrs: dict[str, str], children: list[Element] | tuple, line: int,
+                 text: str = ""):
         self.tag = tag
         self.attrs = attrs
         self.children = children
@@ -39,14 +41,14 @@ class Element:
 
     def __deepcopy__(self, memo: dict) -> Element:
         # a tree (a patch's copy) copied without recursion, however deep it nests
-        copy = Element(self.tag, dict(self.attrs), [], self.line, self.text)
+        copy = Element(self.tag, dict(self.attrs), (), self.line, self.text)
         stack = [(self, copy)]
         while stack:
             original, made = stack.pop()
-            for child in original.children:
-                twin = Element(child.tag, dict(child.attrs), [], child.line, child.text)
-                made.children.append(twin)
-                stack.append((child, twin))
+            if original.children:
+                made.children = [Element(child.tag, dict(child.attrs), (), child.line, child.text)
+                                 for child in original.children]
+                stack.extend(zip(original.children, made.children))
         return copy
 
 
@@ -149,9 +151,13 @@ class _Builder:
                     self._too_long(f"attribute {name[:40]!r}" + ("..." if len(name) > 40 else ""),
                                    value if len(value) > limit else name, line)
         self.tags.add(tag)
-        element = Element(tag, attrs, [], line)
+        element = Element(tag, attrs, (), line)
         if self.stack:
-            self.stack[-1].children.append(element)
+            parent = self.stack[-1]
+            if parent.children:
+                parent.children.append(element)
+            else:
+                parent.children = [element]
         else:
             self.root = element
         self.stack.append(element)
