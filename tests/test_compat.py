@@ -47,6 +47,23 @@ def test_what_plan_tree_overrides_is_still_py_trees_own():
                      attributes=("visitors", "pre_tick_handlers", "post_tick_handlers", "count", "root"))
 
 
+def test_plan_tree_shuts_down_each_behaviour_that_has_something_to_shut_down_children_first():
+    shut = []
+
+    class Holding(py_trees.behaviours.Success):
+        def shutdown(self):
+            shut.append(self.name)
+
+    class HoldingSequence(py_trees.composites.Sequence):
+        def shutdown(self):
+            shut.append(self.name)
+
+    root = HoldingSequence("root", memory=True, children=[Holding(name="a"), py_trees.behaviours.Success(name="b"),
+                                                          Holding(name="c")])
+    py_trees_overrides.PlanTree(root).shutdown()
+    assert shut == ["a", "c", "root"]
+
+
 def test_what_the_limited_protocol_overrides_is_still_uvicorns_own():
     assert_internals(H11Protocol, "LimitedH11Protocol",
                      methods=("connection_made", "connection_lost", "data_received", "on_response_complete",

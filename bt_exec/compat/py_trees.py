@@ -137,6 +137,9 @@ class ViewOnlyDecorator(py_trees.decorators.Decorator):
         self.status = new_status
 
 
+_NOTHING_TO_SHUT_DOWN = py_trees.behaviour.Behaviour.shutdown
+
+
 class PlanTree(py_trees.trees.BehaviourTree):
     """One plan's behaviour tree: set up once, ticked by the runner, shut down on release.
 
@@ -147,7 +150,8 @@ class PlanTree(py_trees.trees.BehaviourTree):
     does, over the nodes the tick visited.
 
     ``setup`` and ``shutdown`` visit every behaviour as py_trees' do (parents after
-    their children), with one loop instead of a generator per tree level.
+    their children), with one loop instead of a generator per tree level; ``shutdown``
+    calls only the behaviours that override py_trees' own, which does nothing.
     """
 
     def setup(self, timeout=py_trees.common.Duration.INFINITE, visitor=None, **kwargs) -> None:
@@ -159,7 +163,8 @@ class PlanTree(py_trees.trees.BehaviourTree):
 
     def shutdown(self) -> None:
         for node in self._bottom_up():
-            node.shutdown()
+            if type(node).shutdown is not _NOTHING_TO_SHUT_DOWN:
+                node.shutdown()
 
     def _bottom_up(self) -> list:
         """Every behaviour, each after its children (the order of ``root.iterate()``)."""

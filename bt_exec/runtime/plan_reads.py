@@ -156,8 +156,9 @@ class PlanReads:
         """``get_plan_result`` of an id already checked, through ``view``."""
         record = self._plans.finished_record(plan_id)
         if record is not None:
-            # Two levels deep is what callers edit; a deepcopy of 10k op results costs more than the run.
-            return view.apply({**record, "ops": [dict(op) for op in record["ops"]]})
+            # Two levels deep is what callers edit; a deepcopy of 10k op results costs more than the run. An op's
+            # copy() clones its table, in about half dict(op)'s time.
+            return view.apply({**record, "ops": [op.copy() for op in record["ops"]]})
         if self._plans.active(plan_id) is not None:
             raise Conflict(f"get_plan_result: plan {quote(plan_id)} is still running; use get_plan_status")
         raise NotFound(f"get_plan_result: no record of plan {quote(plan_id)} (never submitted, or too old to be kept)")
