@@ -13,6 +13,7 @@ from ..limits import STRICT_JSON
 from ..tree import CompiledPlan
 from .catalog import CatalogEntry, NodeCatalog
 from .checks import catalog_for, directions
+from .names import key_of
 
 _INTEGER_TYPES = frozenset(("int", "unsigned", "unsigned int", "long", "int8_t", "int16_t", "int32_t", "int64_t",
                             "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t"))
@@ -34,9 +35,29 @@ def compile_btcpp(plan: Plan, given: NodeCatalog | None) -> CompiledPlan:
                                              writes=writes)
             continue
         spec = NODE_LIBRARY.get(op.node) or NODE_LIBRARY[PASS_THROUGH]
-        ops[op.op_id] = spec.build(op.op_id, op.description, op.args or {}, op.reads or {},
-                                   [ops[child] for child in op.children])
+        entry = catalog.get(op.node) if catalog is not None else None
+        args, reads = _with_defaults(op.args or {}, op.reads or {}, entry) if entry is not None else (
+            op.args or {}, op.reads or {})
+        ops[op.op_id] = spec.build(op.op_id, op.description, args, reads, [ops[child] for child in op.children])
     return CompiledPlan(plan, ops[plan.root], ops)
+
+
+def _with_defaults(args: dict[str, str], reads: dict[str, str], entry: CatalogEntry) -> tuple[dict, dict]:
+    """A library node's ports with the defaults its catalog entry gives the ports not written (the entry overrides
+    the library's ports: a default there makes the port optional, so the node must get it): a literal default in
+    args, a ``{key}`` one in reads."""
+    missing = [(name, port.default) for name, port in entry.ports.items()
+               if port.default is not None and name not in args and name not in reads]
+    if not missing:
+        return args, reads
+    args, reads = dict(args), dict(reads)
+    for name, default in missing:
+        key = key_of(name, default)
+        if key is None:
+            args[name] = default
+        else:
+            reads[name] = key
+    return args, reads
 
 
 def typed_args(args: dict[str, str], entry: CatalogEntry | None) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import bt_exec
 from bt_exec.compilers import apply_fixes, document_of, document_text, load, validate
 from bt_exec.compilers.btcpp.catalog import NodeCatalog
 from bt_exec.compilers.btcpp.patch import XmlPatchError, patch_xml
@@ -141,3 +142,18 @@ def test_v3_shared_blackboards_and_unknown_root_elements_are_tolerated_with_warn
     codes = [warning["code"] for warning in report.warnings]
     assert {"unknown_element", "v3_name", "no_format"} <= set(codes)
     assert load(text).ops["3"].reads == {"goal": "p"}  # shared: the SubTree reads the parent's key
+
+
+def test_a_catalog_entry_for_a_library_node_overrides_its_ports():
+    text = tree("<Repeat><IsClear/></Repeat>")
+    assert ("missing_port", f"{MAIN}/Repeat[1]/@num_cycles") in found(text)
+    catalog = NodeCatalog.from_text('<TreeNodesModel><Decorator ID="Repeat"><input_port name="num_cycles" default="2"/>'
+                                    '</Decorator><Condition ID="IsClear"/></TreeNodesModel>')
+    assert validate(text, catalog=catalog).ok
+    executor = bt_exec.Executor(backend=bt_exec.SimBackend(), node_catalog=catalog)
+    try:  # the node runs with the catalog's default, as BT.CPP would give it
+        answer = executor.submit(text)
+        assert executor.run_until_complete(answer["plan_id"], timeout=10)["outcome"] == "succeeded"
+        assert [call.cap for call in executor.backend.calls] == ["IsClear", "IsClear"]
+    finally:
+        executor.close()
