@@ -37,6 +37,8 @@ def add_commands(commands) -> None:
     mcp.add_argument("--skill-catalog", metavar="NAME|PATH", default="grant",
                      help="own executor: Qwen3 skill catalog (default: grant)")
     mcp.add_argument("--scene", metavar="SCENE.json", help="own executor: the scene Qwen3 graphs run in")
+    mcp.add_argument("--node-catalog", metavar="FILE.xml",
+                     help="own executor: the TreeNodesModel BehaviorTree.CPP XML trees are checked against")
     mcp.add_argument("--tick-rate", metavar="HZ", type=tick_rate, default=100.0, help="ticks per second (default: 100)")
     add_op_timeout(mcp)
     add_web(mcp)
@@ -59,9 +61,10 @@ def add_commands(commands) -> None:
 def mcp_command(args: argparse.Namespace) -> int:
     mcp_needed()
     if args.url:
-        if args.web is not None or args.sim_script or args.catalog or args.scene or args.op_timeout:
-            raise CommandError("--url drives a running app: --web, --sim-script, --catalog, --scene and --op-timeout "
-                               "are for an executor of its own")
+        if args.web is not None or args.sim_script or args.catalog or args.scene or args.op_timeout \
+                or args.node_catalog:
+            raise CommandError("--url drives a running app: --web, --sim-script, --catalog, --node-catalog, --scene "
+                               "and --op-timeout are for an executor of its own")
         api = HttpApi(args.url, token=os.environ.get(TOKEN_ENV))
         executor = web = None
     else:
@@ -70,7 +73,8 @@ def mcp_command(args: argparse.Namespace) -> int:
         catalog = bt_exec.CapabilityCatalog.from_file(args.catalog) if args.catalog else None
         executor = bt_exec.Executor(backend=bt_exec.SimBackend.in_scene(args.sim_script, skill_catalog, scene),
                                     catalog=catalog, skill_catalog=skill_catalog, scene=scene,
-                                    tick_rate_hz=args.tick_rate, op_timeout_s=args.op_timeout)
+                                    node_catalog=args.node_catalog, tick_rate_hz=args.tick_rate,
+                                    op_timeout_s=args.op_timeout)
         api = ControlApi(executor)  # the MCP tools and, with --web, the browser share it
         web = None
     try:

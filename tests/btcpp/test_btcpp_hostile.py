@@ -6,6 +6,8 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import pathlib
+import sys
 import time
 
 import pytest
@@ -114,3 +116,33 @@ def post(server, path: str, body: dict) -> tuple[int, dict]:
     answer = json.loads(response.read() or b"{}")
     connection.close()
     return response.status, answer
+
+
+def test_bt_exec_mcp_checks_bt_xml_against_its_node_catalog():
+    """``bt-exec mcp --node-catalog FILE.xml`` (its own executor, over stdio): leaves the catalog knows pass, others
+    are unknown nodes; hostile XML is refused there too."""
+    mcp = pytest.importorskip("mcp", reason="the mcp package is not installed (pip install -e '.[test]')")
+    import anyio
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    examples = pathlib.Path(__file__).resolve().parents[2] / "examples" / "btcpp"
+    server = StdioServerParameters(command=sys.executable, args=["-m", "bt_exec.cli", "mcp", "--node-catalog",
+                                                                 str(examples / "nav2_nodes.xml")],
+                                   env=dict(os.environ))
+    nav2 = (examples / "nav2_navigate.xml").read_text()
+    answers = {}
+
+    async def main():
+        async with stdio_client(server, errlog=sys.__stderr__) as (read, write):
+            async with mcp.ClientSession(read, write) as session:
+                await session.initialize()
+                for name, graph in (("nav2", nav2), ("unknown", nav2.replace("<GoalUpdated/>", "<GoalUpdatd/>")),
+                                    ("bomb", BOMB)):
+                    answer = await session.call_tool("validate_plan", {"graph": graph})
+                    answers[name] = answer.structuredContent
+
+    anyio.run(main)
+    assert answers["nav2"]["valid"], answers["nav2"]["issues"]
+    assert {issue["code"] for issue in answers["unknown"]["issues"]} == {"unknown_node"}
+    assert answers["unknown"]["issues"][0]["fix"][0]["value"] == "GoalUpdated"
+    assert [issue["code"] for issue in answers["bomb"]["issues"]] == ["xml_forbidden"]
