@@ -2,8 +2,8 @@
 each node one op in pre-order (numbered "1", "2", ...). Library nodes (BT.CPP's and Nav2's controls, decorators,
 built-in leaves) and nodes with children are ``control`` ops; any other node is a leaf, a capability call (``do``).
 
-What the checks need beyond the ops (each node's element, line and ports as written; the trees; the catalog the
-document carries) is kept in ``Plan.source``. Faults of the document's shape (no main tree, an unknown or
+What the checks need beyond the ops (each node's line, text and form; the trees; the catalog the document
+carries; the warnings met) is kept in ``Plan.source``. Faults of the document's shape (no main tree, an unknown or
 cyclic SubTree, past a limit) refuse it with every one found, the plan read so far checked as well.
 """
 from __future__ import annotations
