@@ -9,6 +9,8 @@ import threading
 import time
 from typing import Callable
 
+from bt_exec.compilers import gc_paused
+
 from .budgets import BoundedTable
 from .plan_run import PlanRun
 from .plan_views import final_record
@@ -237,7 +239,8 @@ class Runner:
                     if not (news or run.needs_tick or not self.tick_on_news_only):
                         return  # the idle tick: nothing the tree waits for changed
                     run.needs_tick = False
-                    run.tree.tick()
+                    with gc_paused():  # what a tick makes (events, results) stays alive until it ends
+                        run.tree.tick()
                     if self.tick_on_news_only and not run.complete:
                         stalled = run.stalled_behaviour()
                         if stalled is not None:
