@@ -118,7 +118,9 @@ def tree_lines(view: dict) -> list[str]:
     The view may come from another process: ops it names but lacks, and repeated ops, are skipped; ops
     without a state are pending. A step graph's steps are listed in plan order.
     """
-    ops = {str(op["op_id"]): (op.get("kind", "?"), op.get("description", ""), op.get("children") or [])
+    # a BT XML control op is shown by the BehaviorTree.CPP node it runs as (ReactiveSequence, Retry...)
+    ops = {str(op["op_id"]): (op.get("node") or op.get("kind", "?"), op.get("description", ""),
+                              op.get("children") or [])
            for op in view["ops"]}
     states = op_states(view["ops"])
     calls = {str(op["op_id"]): call_text(op["cap"], op.get("args"))
