@@ -245,7 +245,7 @@ class ExecutorNode(Node):
         return Executor(backend=backend, catalog=catalog, limits=limits, tick_rate_hz=s["tick_rate_hz"],
                         skill_catalog=skill_catalog, scene=scene, max_active_runs=s["max_active_runs"],
                         max_steps=s["max_steps"], op_timeout_s=s["op_timeout_s"] or None, max_plans=s["max_plans"],
-                        call_guard=s["call_guard_file"] or None)
+                        call_guard=s["call_guard_file"] or None, node_catalog=s["node_catalog"] or None)
 
     def _make_moveit_backend(self, skill_catalog: SkillCatalog, scene: Scene | None):
         """The Grant skills on the arm (bt_exec.motion, docs/moveit.md); ConfigError when it cannot be had."""

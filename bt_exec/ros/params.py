@@ -35,6 +35,8 @@ PARAMETERS: tuple[Param, ...] = (
     Param("sim_script", "", "sim backend: a sim script file (outcomes and durations per cap or op); "
                             "empty: everything succeeds at once."),
     Param("catalog", "", "RTDL capability catalog file to check caps and args against; empty: none."),
+    Param("node_catalog", "", "BehaviorTree.CPP node catalog (a TreeNodesModel XML file) BT XML trees are checked "
+                              "against; empty: leaves unchecked, with a warning."),
     Param("call_guard_file", "", "Call guard rules file (JSON or YAML): allow/deny rules every capability call "
                                  "passes; plans with calls it denies are refused, and a call denied at run time "
                                  "fails its op. Empty: no guard."),

@@ -130,3 +130,22 @@ def test_a_guarded_ros_node_judges_a_cap_by_the_server_it_reaches(ros, start_nod
         assert not answer.accepted, (cap, answer.message)
         (issue,) = json.loads(answer.issues_json)
         assert issue["code"] == "call_denied" and "arm-off" in issue["message"], issue
+
+
+NAV2_NODES = rosutil.REPO / "examples" / "btcpp" / "nav2_nodes.xml"
+BT_XML = ('<root BTCPP_format="4"><BehaviorTree ID="Main"><Sequence>'
+          '<Spin spin_dist="1.0"/><SpinAround/></Sequence></BehaviorTree></root>')
+
+
+def test_node_catalog_checks_bt_xml_leaves_against_the_tree_nodes_model(ros, start_node, sim_script):
+    node = start_node(sim_script=str(sim_script), node_catalog=str(NAV2_NODES))
+    answer = ros.call(node.name, "submit", graph_json=BT_XML)
+    assert not answer.accepted
+    issues = json.loads(answer.issues_json)
+    assert [(issue["code"], issue["path"]) for issue in issues] == [
+        ("unknown_node", "/root/BehaviorTree[@ID='Main']/Sequence[1]/SpinAround[1]/name()")], issues
+
+
+def test_a_node_catalog_that_cannot_be_read_exits_2_naming_it(start_node, tmp_path):
+    missing = tmp_path / "nodes.xml"
+    exits_2(start_node, "nodes.xml", node_catalog=str(missing))
