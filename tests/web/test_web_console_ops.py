@@ -154,3 +154,17 @@ def test_an_ops_cap_and_args_show_in_its_details_and_tooltip_and_cut_args_load_w
     console.screenshot("web-console-args.png")
     console.executor.cancel_plan(plan_id)
     console.wait_text("#status", f"plan {plan_id}: cancelled")
+
+
+def test_a_bt_xml_control_op_is_headed_by_the_node_it_runs_as(console_factory):
+    console = console_factory(slow_script(duration_s=60))
+    plan_id = console.submit('<root BTCPP_format="4"><BehaviorTree ID="Main"><ReactiveSequence>'
+                             '<AlwaysSuccess/><MoveTo x="1"/></ReactiveSequence></BehaviorTree></root>')
+    console.open()
+    console.wait_text("#connection", "live")
+    console.wait_op_class("1", "state-running")
+    head = console.op("1").find_element("css selector", ".head").text
+    assert head.startswith("1 · ReactiveSeq"), head  # cut to the box; the tooltip has it whole
+    tooltip = console.driver.execute_script("return document.querySelector(`g.op[data-op-id='1'] title`).textContent")
+    assert tooltip.startswith("1 · ReactiveSequence — running"), tooltip
+    assert console.executor.cancel_plan(plan_id)["finished"]

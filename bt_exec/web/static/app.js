@@ -169,6 +169,11 @@
 
   // ---------------------------------------------------------------- messages
 
+  // A BT XML control op runs as a named BehaviorTree.CPP node (ReactiveSequence, Retry...): shown by that name.
+  function kindShown(op) {
+    return op.node || op.kind;
+  }
+
   function showMessage(kind, text) {
     const box = $('#messages');
     const close = h('button', { type: 'button', class: 'msg-close', 'aria-label': 'Dismiss', text: '×' });
@@ -767,7 +772,7 @@
     const title = s('title');
     const box = s('rect', { class: 'box', width: NODE_W, height: NODE_H, rx: 6, ry: 6 });
     const symbol = s('text', { class: 'sym', x: 10, y: 19 });
-    const head = s('text', { class: 'head', x: 27, y: 19, text: truncate(`${op.op_id} · ${op.kind}`, HEAD_CHARS) });
+    const head = s('text', { class: 'head', x: 27, y: 19, text: truncate(`${op.op_id} · ${kindShown(op)}`, HEAD_CHARS) });
     const stateLabel = s('text', { class: 'state-label', x: NODE_W - 10, y: 19, 'text-anchor': 'end' });
     const desc = s('text', { class: 'desc', x: 10, y: 36, text: truncate(op.description, DESC_CHARS) });
     const sub = s('text', { class: 'sub', x: 10, y: 51 });
@@ -832,7 +837,7 @@
       .concat(entry.held ? ['held while the plan is paused'] : []).join(', ');
     const error = op.state === 'failed' || op.state === 'timeout' ? errorOf(op) : '';
     entry.g.setAttribute('class', opClass(entry));
-    entry.g.setAttribute('aria-label', `op ${op.op_id}, ${op.kind}, ${op.state}${stops ? ', ' + stops : ''}: ` +
+    entry.g.setAttribute('aria-label', `op ${op.op_id}, ${kindShown(op)}, ${op.state}${stops ? ', ' + stops : ''}: ` +
       `${op.description || ''}${error ? ` — error: ${error}` : ''}`);
     parts.symbol.textContent = SYMBOL[op.state] || '•';
     parts.stateLabel.textContent = entry.held ? `${op.state} · held` : op.state;
@@ -859,7 +864,7 @@
     }
     parts.sub.textContent = truncate(sub, error && !parts.bar ? ERROR_CHARS : SUB_CHARS);
     parts.sub.setAttribute('class', error && !parts.bar ? 'sub error-line' : 'sub');
-    parts.title.textContent = `${op.op_id} · ${op.kind} — ${op.state}${stops ? ' — ' + stops : ''}\n` +
+    parts.title.textContent = `${op.op_id} · ${kindShown(op)} — ${op.state}${stops ? ' — ' + stops : ''}\n` +
       `${op.description || ''}${op.cap ? `\ncap: ${op.cap}` : ''}${'args' in op ? `\nargs: ${argsTip(entry)}` : ''}` +
       `${progress ? `\n${progress.text}` : ''}${error ? `\nerror: ${error}` : ''}`;
     paintStopBadge(entry);
@@ -1723,7 +1728,7 @@
     if (!entry) return;
     const op = entry.op;
     fact(opFacts, 'Id', op.op_id);
-    fact(opFacts, 'Kind', op.kind);
+    fact(opFacts, 'Kind', kindShown(op));
     fact(opFacts, 'Cap', op.cap);
     fact(opFacts, 'State', `${SYMBOL[op.state] || '•'} ${op.state}`, `state-text-${op.state}`);
     fact(opFacts, 'Stop point', entry.fired ? `${entry.fired} (fired)` : [...entry.stops].join(', ') || 'none');
