@@ -328,8 +328,7 @@ def run_command(args: argparse.Namespace) -> int:
         if args.keep_serving and code != EXIT_INTERRUPTED:
             serving = " and ".join(where for where in (web and web.url, groot2 and f"Groot2 on {groot2.address}")
                                    if where)
-            error(f"the plan ended; still serving {serving} until Ctrl-C")
-            _wait_for_ctrl_c()
+            _wait_for_ctrl_c(f"the plan ended; still serving {serving} until Ctrl-C")
         elif web is not None and code != EXIT_INTERRUPTED:
             _serve_until_page_loaded(web)
         return code
@@ -359,8 +358,11 @@ def _serve_until_page_loaded(web) -> None:
         pass
 
 
-def _wait_for_ctrl_c() -> None:
+def _wait_for_ctrl_c(message: str) -> None:
+    """Say ``message``, then wait until Ctrl-C; said inside the wait, so a Ctrl-C that comes as soon as it is read
+    ends the wait, not the command."""
     try:
+        error(message)
         while True:
             threading.Event().wait(3600)
     except KeyboardInterrupt:

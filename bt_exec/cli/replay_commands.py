@@ -92,8 +92,8 @@ def _serve(run, args: argparse.Namespace, printer: "_Printer") -> int:
         if api.error is not None:
             raise CommandError(api.error)
         printer.unfinished(api.plans)
-        error(f"the replay ended; still serving {server.url} until Ctrl-C")
-        try:
+        try:  # said inside the wait: a Ctrl-C as soon as it is read ends the wait, not the command
+            error(f"the replay ended; still serving {server.url} until Ctrl-C")
             while True:
                 threading.Event().wait(3600)
         except KeyboardInterrupt:
