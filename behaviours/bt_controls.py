@@ -25,9 +25,7 @@ class Sequence(ControlNode):
         children = self.children
         while self._index < len(children):
             child = children[self._index]
-            self.current_child = child
-            yield from child.tick()
-            status = child.status
+            status = yield from self.tick_child(child)
             if status == RUNNING:
                 return RUNNING
             if status == FAILURE:
@@ -78,9 +76,7 @@ class Fallback(ControlNode):
         children = self.children
         while self._index < len(children):
             child = children[self._index]
-            self.current_child = child
-            yield from child.tick()
-            status = child.status
+            status = yield from self.tick_child(child)
             if status == RUNNING:
                 return RUNNING
             if status == SUCCESS and not was_skipped(child):
@@ -120,9 +116,7 @@ class _Reactive(ControlNode):
         skips = 0
         for index in range(first, len(children)):
             child = children[index]
-            self.current_child = child
-            yield from child.tick()
-            status = child.status
+            status = yield from self.tick_child(child)
             if status == RUNNING:
                 if self._running is not None and self._running != index and (
                         was_held(child) or self.hooks.cancel_requested):
@@ -294,9 +288,7 @@ class IfThenElse(ControlNode):
         children = self.children
         if self._branch == 0:
             condition = children[0]
-            self.current_child = condition
-            yield from condition.tick()
-            status = condition.status
+            status = yield from self.tick_child(condition)
             if status == RUNNING:
                 return RUNNING
             if status == SUCCESS:
@@ -307,9 +299,7 @@ class IfThenElse(ControlNode):
                 self._detail = f"condition {condition.op_id} failed and there is no else branch"
                 return FAILURE
         branch = children[self._branch]
-        self.current_child = branch
-        yield from branch.tick()
-        status = branch.status
+        status = yield from self.tick_child(branch)
         if status == RUNNING:
             return RUNNING
         self._detail = f"{'then' if self._branch == 1 else 'else'} branch {branch.op_id} " \
@@ -338,9 +328,7 @@ class WhileDoElse(ControlNode):
         hooks = self.hooks
         if self._branch is None or not (hooks.paused or hooks.cancel_requested):
             condition = children[0]
-            self.current_child = condition
-            yield from condition.tick()
-            status = condition.status
+            status = yield from self.tick_child(condition)
             if status == RUNNING:
                 return RUNNING
             if status == SUCCESS:
@@ -354,9 +342,7 @@ class WhileDoElse(ControlNode):
                 self._detail = f"condition {condition.op_id} failed and there is no else branch"
                 return FAILURE
         branch = children[self._branch]
-        self.current_child = branch
-        yield from branch.tick()
-        status = branch.status
+        status = yield from self.tick_child(branch)
         if status == RUNNING:
             return RUNNING
         self._detail = f"{'do' if self._branch == 1 else 'else'} branch {branch.op_id} " \
@@ -388,9 +374,7 @@ class PipelineSequence(ControlNode):
         for index, child in enumerate(children):
             if holding and index < self._last and child.status != RUNNING:
                 continue
-            self.current_child = child
-            yield from child.tick()
-            status = child.status
+            status = yield from self.tick_child(child)
             if status == FAILURE:
                 self._last = 0
                 self._detail = f"child {child.op_id} failed"
@@ -433,9 +417,7 @@ class RecoveryNode(ControlNode):
                 return RUNNING
             if child.status != RUNNING:
                 ran.add(self._index)
-            self.current_child = child
-            yield from child.tick()
-            status = child.status
+            status = yield from self.tick_child(child)
             if status == RUNNING:
                 return RUNNING
             if self._index == 0:
@@ -481,9 +463,7 @@ class RoundRobin(ControlNode):
         skips = 0
         while self._failures + skips < count:
             child = children[self._index]
-            self.current_child = child
-            yield from child.tick()
-            status = child.status
+            status = yield from self.tick_child(child)
             if status == RUNNING:
                 return RUNNING
             skipped = was_skipped(child)

@@ -182,6 +182,12 @@ class BtNode(CompositeOp):
             if index != keep:
                 self.reset(child, reason)
 
+    def tick_child(self, child):
+        """Tick ``child`` as the current one; return its status."""
+        self.current_child = child
+        yield from child.tick()
+        return child.status
+
     def want(self, wait: object) -> None:
         """This tick's step asks to be ticked again: at every period (``EVERY_PERIOD``) or at a time."""
         self._wanted = wait
@@ -271,12 +277,9 @@ class DecoratorNode(BtNode, py_trees.decorators.Decorator, LeanBehaviour):
     def summary(self, status: Status) -> str:
         return f"child {self.children[0].op_id} {_ENDED.get(self.children[0].status, 'was reset')}"
 
-    def tick_child(self):
+    def tick_child(self, child=None):
         """Tick the child; return its status."""
-        child = self.children[0]
-        self.current_child = child
-        yield from child.tick()
-        return child.status
+        return (yield from super().tick_child(self.children[0] if child is None else child))
 
 
 class LeafNode(BtNode, LeanBehaviour):
