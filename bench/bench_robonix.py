@@ -5,9 +5,11 @@ Run from the repository root::
     python bench/bench_robonix.py            # full run (about 30 seconds on 2 cores)
     python bench/bench_robonix.py --quick    # smoke run
 
-Everything but the stand-in MCP providers (figure 3) runs in this process: an Executor on the sim backend (every
-call answered at once), its ``ControlApi``, ``RobonixServer`` on 127.0.0.1 and a client of the project's stubs over
-a real gRPC channel (warmed up before anything is timed).
+The executor side runs in this process: an Executor on the sim backend (every call answered at once), its
+``ControlApi`` and ``RobonixServer`` on 127.0.0.1. The client, as Pilot is, is a process of its own: the project's
+stubs over a real gRPC channel (warmed up before anything is timed), told over a pipe what to call and when, and
+answering with the times it took; the pipe is outside every time taken. The stand-in MCP providers (figure 3) are
+a third process.
 
 Figures:
 
@@ -17,15 +19,15 @@ Figures:
    rest of each stream is read before the next. Bar: 10 ms at p50.
 2. A one-node plan over Execute against the same call made directly, interleaved pairs: Execute from the request
    to the client's ``plan_complete``, and the sim backend's ``start`` of the same call (the call the plan's do
-   node makes). The difference of each pair, p50 and p99; no bar (the runtime and the door's share alone). The
-   medians of both are in the detail line.
+   node makes), in this process. The difference of each pair, p50 and p99; no bar (the runtime and the door's
+   share alone). The medians of both are in the detail line.
 3. The same against a local MCP provider: a second Executor whose backend is ``McpBackend`` (a call's end
    pushed to the runtime, as ``bt-exec robonix`` runs it), with a resolver over a plain table
    (no Atlas) naming the stand-in providers (``tests/robonix/providers.py``, a process of their own on
    127.0.0.1), its own ``RobonixServer`` and channel. Interleaved pairs: a one-node plan calling the sync
    stand-in's ``echo`` over Execute, request to ``plan_complete``; and the provider's own call, a raw MCP
    call of the same tool written on the mcp client (one persistent httpx client, a streamable-HTTP session per
-   call: initialize, ``tools/call``, close, as McpBackend sends it) on an event loop in this thread. The
+   call: initialize, ``tools/call``, close, as McpBackend sends it) on an event loop in the client process. The
    difference of each pair, p50 and p99. Bar: 2 ms at p50. The medians of both are in the detail line.
 
 The table is ``benchlib``'s; exit 1 when a gated bar is missed.
@@ -33,6 +35,7 @@ The table is ``benchlib``'s; exit 1 when a gated bar is missed.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import pathlib
 import statistics
 import sys
@@ -87,23 +90,18 @@ def one_node_plan(plan_id: str, **call) -> pilot_pb2.Plan:
 
 
 class Door:
-    """An executor on the backend ``make_backend()`` makes (default: the sim), the Robonix server over it, and a
-    client's Execute over a channel."""
+    """An executor on the backend ``make_backend()`` makes (default: the sim) and the Robonix server over it."""
 
     def __init__(self, make_backend=None):
-        import grpc
-
         self.sim = bt_exec.SimBackend() if make_backend is None else None
         backend = self.sim if make_backend is None else make_backend()
         self.executor = bt_exec.Executor(backend, keep_finished=100)
         self.executor.start()
         self.api = ControlApi(self.executor)
         self.server = RobonixServer(self.api, "bench-executor", "127.0.0.1:0")
-        self.channel = grpc.insecure_channel(self.server.start())
-        self.execute = contracts_pb2_grpc.RobonixSystemExecutorExecuteStub(self.channel).Execute
+        self.address = self.server.start()
 
     def close(self):
-        self.channel.close()
         self.server.stop(0)
         self.api.close()
         self.executor.close()
@@ -111,23 +109,89 @@ class Door:
             self.executor.backend.close()
 
 
-def plan_started(door: Door, repeats: int) -> dict:
-    plans = [wide_plan(f"wide-{i}") for i in range(repeats + 3)]
-    latencies = []
-    for i, plan in enumerate(plans):
-        began = time.perf_counter()
-        stream = door.execute(plan, timeout=60)
-        first = next(stream)
-        elapsed = time.perf_counter() - began
-        assert first.plan_started.plan_id == plan.plan_id, first
-        rest = list(stream)
-        assert rest[-1].plan_complete.plan_id == plan.plan_id and not rest[-1].plan_complete.any_failed
-        if i >= 3:  # the first three warm the path up
-            latencies.append(elapsed)
+class Client:
+    """Pilot's side in a process of its own, as Pilot is: it makes Execute calls over a channel to ``address``
+    (and raw MCP calls to ``mcp``) when told to, and answers with their times. Telling it and hearing back is not
+    in any time taken."""
+
+    def __init__(self, address: str, mcp: str | None = None):
+        context = multiprocessing.get_context("spawn")
+        self.pipe, child_end = context.Pipe()
+        self.process = context.Process(target=client_main, args=(address, mcp, child_end), daemon=True)
+        self.process.start()
+
+    def ask(self, *order):
+        self.pipe.send(order)
+        answer = self.pipe.recv()
+        if isinstance(answer, str):
+            raise RuntimeError(f"the bench's client process failed: {answer}")
+        return answer
+
+    def close(self):
+        self.pipe.send(None)
+        self.process.join(30)
+
+
+def client_main(address: str, mcp: str | None, pipe) -> None:
+    """The client process: answers each order on ``pipe`` until told None."""
+    import traceback
+
+    import grpc
+
+    channel = grpc.insecure_channel(address)
+    execute = contracts_pb2_grpc.RobonixSystemExecutorExecuteStub(channel).Execute
+    raw = RawMcp(mcp) if mcp else None
+    try:
+        while (order := pipe.recv()) is not None:
+            try:
+                pipe.send(CLIENT_ORDERS[order[0]](execute, raw, *order[1:]))
+            except Exception:
+                pipe.send(traceback.format_exc())
+    finally:
+        if raw is not None:
+            raw.close()
+        channel.close()
+
+
+def timed_wide(execute, raw, plan_id: str) -> float:
+    """The time from a wide plan's Execute request to its ``plan_started``; the rest of its stream read."""
+    began = time.perf_counter()
+    stream = execute(wide_plan(plan_id), timeout=60)
+    first = next(stream)
+    elapsed = time.perf_counter() - began
+    assert first.plan_started.plan_id == plan_id, first
+    rest = list(stream)
+    assert rest[-1].plan_complete.plan_id == plan_id and not rest[-1].plan_complete.any_failed
+    return elapsed
+
+
+def timed_one_node(execute, raw, plan_id: str, call: dict) -> float:
+    """The time from a one-node plan's Execute request to its ``plan_complete``."""
+    began = time.perf_counter()
+    events = list(execute(one_node_plan(plan_id, **call), timeout=60))
+    elapsed = time.perf_counter() - began
+    assert events[-1].plan_complete.plan_id == plan_id and not events[-1].plan_complete.any_failed, events[-1]
+    if call:
+        leaf = [event.node_state for event in events if event.event_kind == 1][-1].leaf_result
+        assert leaf.success and leaf.output == "ping", leaf
+    return elapsed
+
+
+def timed_raw_mcp(execute, raw) -> float:
+    began = time.perf_counter()
+    assert raw.call("echo", {"text": "ping"}) == "ping"
+    return time.perf_counter() - began
+
+
+CLIENT_ORDERS = {"wide": timed_wide, "one_node": timed_one_node, "raw_mcp": timed_raw_mcp}
+
+
+def plan_started(client: Client, repeats: int) -> dict:
+    latencies = [client.ask("wide", f"wide-{i}") for i in range(repeats + 3)][3:]  # the first three warm up
     return {"p50": statistics.median(latencies), "p99": percentile(latencies, 0.99), "plans": len(latencies)}
 
 
-def one_node_added(door: Door, pairs: int) -> dict:
+def one_node_added(door: Door, client: Client, pairs: int) -> dict:
     direct_t, execute_t = [], []
     call = CapabilityCall("bench", "only", CONTRACT, {"text": "ping"}, "bench_provider", "call-only")
     for i in range(pairs + 10):
@@ -135,10 +199,7 @@ def one_node_added(door: Door, pairs: int) -> dict:
         status = door.sim.start(call)
         direct = time.perf_counter() - began
         assert status.terminal and status.state == "SUCCEEDED", status
-        began = time.perf_counter()
-        events = list(door.execute(one_node_plan(f"one-{i}"), timeout=60))
-        through = time.perf_counter() - began
-        assert events[-1].plan_complete.plan_id == f"one-{i}" and not events[-1].plan_complete.any_failed
+        through = client.ask("one_node", f"one-{i}", {})
         if i >= 10:
             direct_t.append(direct)
             execute_t.append(through)
@@ -184,24 +245,17 @@ def one_node_mcp_added(pairs: int) -> dict:
     providers = ProviderProcess()
     resolver = standin_resolver(providers)
     door = Door(lambda: McpBackend(resolver))
-    raw = RawMcp(mcp_url(resolver.resolve(SYNC, ECHO).url))
+    client = Client(door.address, mcp_url(resolver.resolve(SYNC, ECHO).url))
     raw_t, execute_t = [], []
     try:
         for i in range(pairs + 10):  # the first ten warm both paths up and are not kept
-            began = time.perf_counter()
-            assert raw.call("echo", {"text": "ping"}) == "ping"
-            direct = time.perf_counter() - began
-            began = time.perf_counter()
-            events = list(door.execute(one_node_plan(f"mcp-{i}", provider=SYNC, contract=ECHO), timeout=60))
-            through = time.perf_counter() - began
-            leaf = [event.node_state for event in events if event.event_kind == 1][-1].leaf_result
-            assert leaf.success and leaf.output == "ping", leaf
-            assert events[-1].plan_complete.plan_id == f"mcp-{i}" and not events[-1].plan_complete.any_failed
+            direct = client.ask("raw_mcp")
+            through = client.ask("one_node", f"mcp-{i}", {"provider": SYNC, "contract": ECHO})
             if i >= 10:
                 raw_t.append(direct)
                 execute_t.append(through)
     finally:
-        raw.close()
+        client.close()
         door.close()
         providers.stop()
     added = [through - direct for through, direct in zip(execute_t, raw_t)]
@@ -221,10 +275,12 @@ def figures(args, detail: list[str]) -> list[Figure]:
     if MISSING is not None:
         return skipped("robonix", NAMES, MISSING)
     door = Door()
+    client = Client(door.address)
     try:
-        started = plan_started(door, args.repeats * 20)
-        added = one_node_added(door, args.repeats * 20)
+        started = plan_started(client, args.repeats * 20)
+        added = one_node_added(door, client, args.repeats * 20)
     finally:
+        client.close()
         door.close()
     over_mcp = one_node_mcp_added(args.repeats * 20)
     detail.append(f"robonix: {started['plans']} plans of {OPS} ops, one at a time, each stream read to its end")
