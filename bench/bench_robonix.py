@@ -155,8 +155,9 @@ def client_main(address: str, mcp: str | None, pipe) -> None:
 
 def timed_wide(execute, raw, plan_id: str) -> float:
     """The time from a wide plan's Execute request to its ``plan_started``; the rest of its stream read."""
+    plan = wide_plan(plan_id)
     began = time.perf_counter()
-    stream = execute(wide_plan(plan_id), timeout=60)
+    stream = execute(plan, timeout=60)
     first = next(stream)
     elapsed = time.perf_counter() - began
     assert first.plan_started.plan_id == plan_id, first
@@ -167,8 +168,9 @@ def timed_wide(execute, raw, plan_id: str) -> float:
 
 def timed_one_node(execute, raw, plan_id: str, call: dict) -> float:
     """The time from a one-node plan's Execute request to its ``plan_complete``."""
+    plan = one_node_plan(plan_id, **call)
     began = time.perf_counter()
-    events = list(execute(one_node_plan(plan_id, **call), timeout=60))
+    events = list(execute(plan, timeout=60))
     elapsed = time.perf_counter() - began
     assert events[-1].plan_complete.plan_id == plan_id and not events[-1].plan_complete.any_failed, events[-1]
     if call:
