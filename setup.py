@@ -51,6 +51,8 @@ class BuildPyWithStubs(build_py):
 # mcp 1.24 brought the streamable-HTTP client that takes a shared HTTP client, which the MCP dispatch uses
 ROBONIX = ["grpcio>=1.62,<2", "grpcio-tools>=1.62,<2", "protobuf>=4.25,<8", "mcp>=1.24,<2"]
 GROOT2 = ["pyzmq>=25,<28"]
+# the Grant cell in physics (bt_exec.motion.physics): MuJoCo, IK on it (mink), jerk-limited trajectories (ruckig)
+PHYSICS = ["mujoco>=3.3,<5", "mink>=1.0,<2", "ruckig>=0.14,<1"]
 
 setup(
     name=PACKAGE,
@@ -65,6 +67,7 @@ setup(
         f"{PACKAGE}.compat",
         f"{PACKAGE}.events",
         f"{PACKAGE}.motion",
+        f"{PACKAGE}.motion.physics",
         f"{PACKAGE}.ros",
         f"{PACKAGE}.robonix",
         f"{PACKAGE}.ros.iiwa",
@@ -110,11 +113,13 @@ setup(
         "robonix": ROBONIX,
         # `--groot2 PORT`: Groot2's monitor protocol is ZeroMQ request/reply and publish
         "groot2": GROOT2,
+        # `--backend physics`, bt_exec.PhysicsCell: the cell simulated in MuJoCo
+        "physics": PHYSICS,
         # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them);
         # ruff is the linter tests/test_lint.py runs (a minor release of ruff can add rules to the families chosen);
         # pytest-xdist spreads the plain run over the cores (pytest -n auto): most of its time is CPU
         "test": ["pytest>=7", "pytest-xdist>=3.5,<4", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20",
-                 "import-linter>=2.12,<3", "ruff>=0.17,<0.18", *ROBONIX, *GROOT2],
+                 "import-linter>=2.12,<3", "ruff>=0.17,<0.18", *ROBONIX, *GROOT2, *PHYSICS],
     },
     cmdclass={"build_py": BuildPyWithStubs},
     zip_safe=True,

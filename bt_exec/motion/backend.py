@@ -33,9 +33,11 @@ class _Run:
 class MoveItBackend:
     """Serves Grant skill calls on the arm; see the module docstring."""
 
-    def __init__(self, skills: GrantMotionSkills, world: World):
+    def __init__(self, skills: GrantMotionSkills, world: World, label: str = "moveit"):
+        """``label`` starts its run ids and error texts: the arm it serves (``moveit``, ``physics``)."""
         self.skills = skills
         self.world = world
+        self.label = label
         self._lock = threading.Lock()
         self._runs: dict[str, _Run] = {}
         self._ids = itertools.count(1)
@@ -50,19 +52,19 @@ class MoveItBackend:
             self.calls.append(call)
             name = self.world.catalog.resolve(call.cap)
             if name is None:
-                return CallStatus("FAILED", error=f"moveit: {call.cap!r} is not a skill of the catalog",
+                return CallStatus("FAILED", error=f"{self.label}: {call.cap!r} is not a skill of the catalog",
                                   event="failed")
             skill = self.world.catalog.skills[name]
             unmet = self.world.unmet(skill, call.args)
             if unmet:
                 reasons = "; ".join(failure.describe() for failure in unmet)
                 return CallStatus("FAILED", output={"state": self.world.snapshot()}, event="failed",
-                                  error=f"moveit: precondition of {name} does not hold: {reasons}")
+                                  error=f"{self.label}: precondition of {name} does not hold: {reasons}")
             busy = [run_id for run_id, run in self._runs.items() if run.result is None and run.thread.is_alive()]
             if busy or self._draining:
                 which = f"run {busy[0]}" if busy else "a cancelled call that has not stopped yet"
-                return CallStatus("FAILED", event="failed", error=f"moveit: the arm is busy with {which}")
-            run_id = f"moveit-{next(self._ids)}"
+                return CallStatus("FAILED", event="failed", error=f"{self.label}: the arm is busy with {which}")
+            run_id = f"{self.label}-{next(self._ids)}"
             thread = threading.Thread(target=self._work, args=(run_id, skill, call), name=run_id, daemon=True)
             self._runs[run_id] = _Run(call, thread)
         thread.start()
@@ -72,7 +74,7 @@ class MoveItBackend:
         with self._lock:
             run = self._runs.get(run_id)
             if run is None:
-                return CallStatus("FAILED", error=f"moveit: unknown run {run_id!r}", event="failed")
+                return CallStatus("FAILED", error=f"{self.label}: unknown run {run_id!r}", event="failed")
             if run.result is None:
                 return CallStatus("RUNNING")
             del self._runs[run_id]
@@ -84,7 +86,8 @@ class MoveItBackend:
             if run is None or run.result is not None:
                 return
             run.canceled = True
-            run.result = CallStatus("CANCELED", output={"state": self.world.snapshot()}, error="moveit: canceled")
+            run.result = CallStatus("CANCELED", output={"state": self.world.snapshot()},
+                                    error=f"{self.label}: canceled")
             self._draining.append(run.thread)
         self.skills.stop()
 
@@ -122,13 +125,13 @@ class MoveItBackend:
         failures = self.world.catalog.failure_outcomes
         if event not in skill.outcomes:
             return CallStatus("FAILED", output={"state": self.world.snapshot(), "phases": outcome.phases},
-                              event="failed", error=f"moveit: {skill.name} ended {event!r}, not one of its outcomes: "
-                                                    f"{outcome.detail}")
+                              event="failed", error=f"{self.label}: {skill.name} ended {event!r}, not one of its "
+                                                    f"outcomes: {outcome.detail}")
         self.world.apply(skill, call.args, event)  # success effects, or an uncertain hold after grasp_failed
         output = {"state": self.world.snapshot(), "phases": outcome.phases}
         if event not in failures:
             return CallStatus("SUCCEEDED", output=output, event=event, detail=outcome.detail)
-        error = f"moveit: {skill.name} {event}: {outcome.detail}"
+        error = f"{self.label}: {skill.name} {event}: {outcome.detail}"
         if outcome.failing_point is not None:
             output["failing_point"] = outcome.failing_point
         return CallStatus("TIMEOUT" if event == "timeout" else "FAILED", output=output, error=error, event=event,

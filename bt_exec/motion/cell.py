@@ -10,7 +10,9 @@ worked at a pose of its own) to where the tool tip works there, in the world fra
       orientation: [1.0, 0.0, 0.0, 0.0]     # quaternion x, y, z, w; default: tool down (skills.TOOL_DOWN)
       approach_height: 0.20                 # m above position; default 0.15
 
-Every bad entry is refused with a :class:`ConfigError` naming the file and the key.
+Every bad entry is refused with a :class:`ConfigError` naming the file and the key. A top-level ``objects``
+section (part -> [x, y, z]: where parts really are) is the physics cell's (``bt_exec.motion.physics``), not a
+place: the poses leave it out.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from bt_exec.motion.policy import QUAT_NORM_TOL, MotionLimits
 from bt_exec.motion.skills import TOOL_DOWN, Pose
 
 KEYS = ("position", "orientation", "approach_height")
+OBJECTS = "objects"  # the physics cell's section: where parts really are
 _DEFAULT_APPROACH = Pose((0.0, 0.0, 0.0)).approach_height
 
 
@@ -44,7 +47,7 @@ def read_cell_poses(path) -> dict[str, Pose]:
     if not isinstance(data, dict) or not data:
         got = "an empty mapping" if data == {} or data is None else type(data).__name__
         raise ConfigError(f"cell poses file {p} must hold a mapping of place names to poses, got {got}")
-    return {str(name): _pose(p, name, entry) for name, entry in data.items()}
+    return {str(name): _pose(p, name, entry) for name, entry in data.items() if name != OBJECTS}
 
 
 def _pose(p: Path, name, entry) -> Pose:

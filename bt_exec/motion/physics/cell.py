@@ -1,0 +1,391 @@
+"""MujocoMotion: the Motion protocol (bt_exec.motion.skills.Motion) on a MuJoCo simulation of the Grant cell.
+
+``plan`` solves IK from the current joints (:mod:`ik`), times the move with ruckig (:mod:`trajectory`) and
+checks a pose every 10 ms of it for collisions, held parts included (:mod:`collisions`): an unreachable goal
+raises MotionError naming the goal and the IK residual, a colliding path MotionCollision naming the pair and
+the point. ``execute`` runs only the trajectory planned last (what the policy checked), stepping the physics
+with the servos' position references following it (and its speed as feed-forward), arm links gravity
+compensated, in simulated time: at ``speed`` times real time, or as fast as the machine goes (``"max"``).
+``stop`` replaces the reference with a jerk-limited stop from the next control period on. ``act`` switches
+the welds of suction and of the tool coupling (:mod:`suction`). Joint states and the scene are the
+simulation's own: their age is 0.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Sequence
+
+import mujoco
+import numpy as np
+
+from bt_exec.motion.physics import suction
+from bt_exec.motion.physics.collisions import CollisionChecker, HeldPart
+from bt_exec.motion.physics.ik import TcpIk
+from bt_exec.motion.physics.model import (CAP, JOINTS, LINKS, SERVO_KP, SERVO_KV, TIMESTEP_S, TOOL, WELD_CAP_CUP,
+                                          WELD_TOOL_FLANGE, WELD_TOOL_SOCKET, CellLayout, cell_xml)
+from bt_exec.motion.physics.trajectory import (WAYPOINT_SPACING_M, Trajectory, TrajectoryError, braking,
+                                               joint_move, path_move)
+from bt_exec.motion.policy import TrajectoryPoint, tcp_tilt_deg
+from bt_exec.motion.skills import Goal, MotionCollision, MotionError, PathConstraints
+
+#: At rest: every joint slower than this (rad/s) and the TCP slower than STILL_TCP_M_S.
+STILL_JOINT_RAD_S, STILL_TCP_M_S = 1e-3, 1e-3
+#: How long the arm may take to come to rest once a stop is asked for (s of simulated time).
+STOP_WITHIN_S = 0.25
+#: After a trajectory's end, the servos settle at most this long (simulated s) before the move counts done.
+SETTLE_S = 0.3
+SETTLED_RAD = 2e-3
+_FEED_FORWARD = np.array(SERVO_KV) / np.array(SERVO_KP)
+_PACE_EVERY_STEPS = 5  # real-time pacing is checked every 10 ms of simulated time
+
+
+class MujocoMotion:
+    """The Motion protocol on MuJoCo; see the module docstring. Thread-safe: one skill worker moves the arm
+    while other threads read it (``current_joints``, ``tool_position``...)."""
+
+    def __init__(self, layout: CellLayout, start_joints: Sequence[float], speed: float | str = 1.0,
+                 *, tool_on_flange: bool = False, cap_on_cup: bool = False):
+        self.model = mujoco.MjModel.from_xml_string(cell_xml(layout))
+        self.data = mujoco.MjData(self.model)
+        self.speed = speed
+        model = self.model
+        self._joint_qpos = np.array([model.jnt_qposadr[model.joint(name).id] for name in JOINTS])
+        self._joint_dof = np.array([model.jnt_dofadr[model.joint(name).id] for name in JOINTS])
+        self._flange = model.body("link_7").id
+        self._flange_site = model.site("flange").id
+        self._tcp = model.site("tcp").id
+        self._tool, self._cap = model.body(TOOL).id, model.body(CAP).id
+        self._tool_tip, self._cap_top = model.site("vacuum_tip").id, model.site("cap_top").id
+        self._welds = {name: model.equality(name).id for name in (WELD_TOOL_FLANGE, WELD_CAP_CUP, WELD_TOOL_SOCKET)
+                       if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_EQUALITY, name) >= 0}
+        self._socket = model.body("vacuum_socket").id if WELD_TOOL_SOCKET in self._welds else None
+        self._link_bodies = [model.body(name).id for name in LINKS]
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._ik = TcpIk()
+        self._checker = CollisionChecker(model, self._joint_qpos, self._flange, set(self._link_bodies[1:]))
+        self._planned: tuple[list[TrajectoryPoint], Trajectory] | None = None
+        self._target: tuple[float, float, float] | None = None
+        self.last_stop_s: float | None = None  # simulated time the last stop took to come to rest
+        self._place_arm(np.asarray(start_joints, dtype=float), tool_on_flange, cap_on_cup)
+
+    # --- the Motion protocol -------------------------------------------------------------------------------
+
+    def current_joints(self) -> tuple[float, ...]:
+        with self._lock:
+            return tuple(float(v) for v in self.data.qpos[self._joint_qpos])
+
+    def joint_state_age_s(self) -> float:
+        return 0.0
+
+    def scene_age_s(self) -> float:
+        return 0.0
+
+    def plan(self, goal: Goal, constraints: PathConstraints, attached: str | None) -> list[TrajectoryPoint]:
+        """A checked trajectory to ``goal``; MotionError (unreachable) or MotionCollision (see the module)."""
+        self._stop.clear()
+        with self._lock:
+            seed = self.data.qpos[self._joint_qpos].copy()
+            live = self.data.qpos.copy()
+            tcp_now = self.data.site_xpos[self._tcp].copy()
+            held, held_bodies = self._held_parts()
+        self._target = tuple(goal.position)
+        where = f"{goal.phase} to {goal.name} at ({', '.join(f'{v:.3f}' for v in goal.position)})"
+        solution = self._ik.solve(goal.position, goal.orientation, seed)
+        if not solution.reached:
+            raise MotionError(f"{where}: unreachable, {solution.describe()}")
+        self._checker.start(live, held, held_bodies)
+        try:
+            trajectory = None
+            if not goal.axial:
+                trajectory = joint_move(seed, solution.joints)
+                points = self._checked_points(trajectory, where)
+                if max(tcp_tilt_deg(point.tcp_quat) for point in points) > constraints.max_tilt_deg / 2:
+                    trajectory = None  # the joint-space line tilts the tool: follow the TCP line instead
+            if trajectory is None:
+                trajectory = path_move(self._waypoints(tcp_now, goal, seed, where))
+                points = self._checked_points(trajectory, where)
+        except TrajectoryError as exc:
+            raise MotionError(f"{where}: {exc}") from None
+        with self._lock:
+            self._planned = (points, trajectory)
+        return points
+
+    def execute(self, points: Sequence[TrajectoryPoint]) -> bool:
+        """Follow the trajectory planned last; False when stopped. MotionError when ``points`` is not that
+        trajectory, or when the physics diverged (the cell is then put back as it was before the move)."""
+        with self._lock:
+            planned, self._planned = self._planned, None
+        if planned is None or planned[0] is not points:
+            raise MotionError("execute: only the trajectory planned (and checked) last may be executed")
+        return self._follow(planned[1])
+
+    def act(self, name: str) -> bool:
+        """``attach_tool``/``detach_tool`` (the coupling), ``suction_on``/``suction_off`` (the cup),
+        ``dispense`` and ``handoff`` (not simulated: they succeed); False when it did not take."""
+        with self._lock:
+            handler = {"attach_tool": self._attach_tool, "detach_tool": self._detach_tool,
+                       "suction_on": self._suction_on, "suction_off": self._suction_off}.get(name)
+            if handler is not None:
+                done = handler()
+                mujoco.mj_forward(self.model, self.data)
+                return done
+        return name in ("dispense", "handoff")
+
+    def stop(self) -> None:
+        """Stop the arm: the motion in progress brakes from the next control period on."""
+        self._stop.set()
+
+    # --- reading the simulation ----------------------------------------------------------------------------
+
+    def tool_position(self) -> tuple[float, float, float]:
+        with self._lock:
+            return tuple(float(v) for v in self.data.site_xpos[self._tcp])
+
+    def joint_speeds(self) -> tuple[float, ...]:
+        with self._lock:
+            return tuple(float(v) for v in self.data.qvel[self._joint_dof])
+
+    def link_positions(self) -> list[tuple[str, tuple[float, float, float]]]:
+        with self._lock:
+            links = [(name, tuple(float(v) for v in self.data.xpos[body]))
+                     for name, body in zip(LINKS, self._link_bodies)]
+            links.append(("flange", tuple(float(v) for v in self.data.site_xpos[self._flange_site])))
+            links.append(("tcp", tuple(float(v) for v in self.data.site_xpos[self._tcp])))
+            return links
+
+    def target(self) -> tuple[float, float, float] | None:
+        return self._target
+
+    def part_position(self, part: str) -> tuple[float, float, float]:
+        """Where a part's worked point is (``vacuum``: its cup tip; ``cap``: its top face's centre)."""
+        site = {TOOL: self._tool_tip, CAP: self._cap_top}[part]
+        with self._lock:
+            return tuple(float(v) for v in self.data.site_xpos[site])
+
+    def sim_time(self) -> float:
+        with self._lock:
+            return float(self.data.time)
+
+    def render(self, width: int, height: int) -> bytes | None:
+        """A PNG of the cell from MuJoCo's offscreen renderer, or None where no GL context can be made."""
+        try:
+            renderer = mujoco.Renderer(self.model, height, width)
+        except Exception:  # noqa: BLE001 - no GL (MUJOCO_GL unset or its library missing): no picture
+            return None
+        try:
+            with self._lock:
+                renderer.update_scene(self.data)
+            pixels = renderer.render()
+        finally:
+            renderer.close()
+        return _png(pixels)
+
+    # --- planning --------------------------------------------------------------------------------------------
+
+    def _held_parts(self) -> tuple[list[HeldPart], set[int]]:
+        held, bodies = [], set()
+        for weld, body in ((WELD_TOOL_FLANGE, self._tool), (WELD_CAP_CUP, self._cap)):
+            if self.data.eq_active[self._welds[weld]]:
+                held.append(self._relative_to_flange(body))
+                bodies.add(body)
+        return held, bodies
+
+    def _relative_to_flange(self, body: int) -> HeldPart:
+        data = self.data
+        rotation = data.xmat[self._flange].reshape(3, 3)
+        inverse = np.empty(4)
+        mujoco.mju_negQuat(inverse, data.xquat[self._flange])
+        quat = np.empty(4)
+        mujoco.mju_mulQuat(quat, inverse, data.xquat[body])
+        address = self.model.jnt_qposadr[self.model.body_jntadr[body]]
+        return HeldPart(address, rotation.T @ (data.xpos[body] - data.xpos[self._flange]), quat)
+
+    def _checked_points(self, trajectory: Trajectory, where: str) -> list[TrajectoryPoint]:
+        points = []
+        checker, data = self._checker, self._checker.data
+        quat = np.empty(4)
+        for i, joints in enumerate(trajectory.positions):
+            collision = checker.check(joints)
+            if collision is not None:
+                raise MotionCollision(f"{where}: {collision.describe()} at point {i} "
+                                      f"(t = {trajectory.times[i]:.2f} s)")
+            mujoco.mju_mat2Quat(quat, data.site_xmat[self._tcp])
+            points.append(TrajectoryPoint(tuple(float(v) for v in joints),
+                                          (float(quat[1]), float(quat[2]), float(quat[3]), float(quat[0]))))
+        return points
+
+    def _waypoints(self, start, goal: Goal, seed, where: str) -> np.ndarray:
+        """IK solutions every WAYPOINT_SPACING_M along the straight TCP line to the goal, each seeded by the last."""
+        end = np.asarray(goal.position, dtype=float)
+        count = max(int(math.ceil(np.linalg.norm(end - start) / WAYPOINT_SPACING_M)), 1)
+        waypoints, joints = [np.asarray(seed)], seed
+        for k in range(1, count + 1):
+            solution = self._ik.solve(start + (end - start) * k / count, goal.orientation, joints)
+            if not solution.reached:
+                raise MotionError(f"{where}: the straight path leaves the arm's reach at waypoint {k} of {count}, "
+                                  f"{solution.describe()}")
+            joints = np.asarray(solution.joints)
+            waypoints.append(joints)
+        return np.array(waypoints)
+
+    # --- execution -------------------------------------------------------------------------------------------
+
+    def _follow(self, trajectory: Trajectory) -> bool:
+        model, data = self.model, self.data
+        with self._lock:
+            saved = self._state()
+            start = data.time
+        wall_start, steps = time.perf_counter(), 0
+        reference, braking_from = trajectory, None
+        previous_speed = np.zeros(7)
+        while True:
+            with self._lock:
+                t = data.time - start
+                if braking_from is None and self._stop.is_set():
+                    position, speed = reference.at(t)
+                    acceleration = (speed - previous_speed) / TIMESTEP_S
+                    reference = braking(position, speed, acceleration, TIMESTEP_S)
+                    braking_from = start = data.time
+                    t = 0.0
+                position, speed = reference.at(t)
+                previous_speed = speed
+                data.ctrl[:] = position + _FEED_FORWARD * speed
+                mujoco.mj_step(model, data)
+                steps += 1
+                if not np.isfinite(data.qacc).all() or data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number:
+                    self._restore(saved)
+                    raise MotionError(f"the physics diverged at t = {data.time:.3f} s (simulated); the cell was "
+                                      f"put back as it was before this move")
+                if t >= reference.duration:
+                    if braking_from is not None and self._still():
+                        self.last_stop_s = float(data.time - braking_from)
+                        return False
+                    if braking_from is None and self._settled(reference):
+                        return True
+                    if t >= reference.duration + (STOP_WITHIN_S if braking_from is not None else SETTLE_S):
+                        if braking_from is not None:
+                            self.last_stop_s = float(data.time - braking_from)
+                            return False
+                        return True
+            if self.speed != "max" and steps % _PACE_EVERY_STEPS == 0:
+                ahead = steps * TIMESTEP_S / float(self.speed) - (time.perf_counter() - wall_start)
+                if ahead > 0:
+                    time.sleep(ahead)
+
+    def _still(self) -> bool:
+        data = self.data
+        if np.max(np.abs(data.qvel[self._joint_dof])) >= STILL_JOINT_RAD_S:
+            return False
+        return float(np.linalg.norm(self._tcp_velocity())) < STILL_TCP_M_S
+
+    def _settled(self, reference: Trajectory) -> bool:
+        error = np.max(np.abs(self.data.qpos[self._joint_qpos] - reference.positions[-1]))
+        return error < SETTLED_RAD and np.max(np.abs(self.data.qvel[self._joint_dof])) < 10 * STILL_JOINT_RAD_S
+
+    def _tcp_velocity(self) -> np.ndarray:
+        jacobian = np.empty((3, self.model.nv))
+        mujoco.mj_jacSite(self.model, self.data, jacobian, None, self._tcp)
+        return jacobian @ self.data.qvel
+
+    def _state(self) -> tuple:
+        data = self.data
+        return (data.qpos.copy(), data.qvel.copy(), data.ctrl.copy(), data.eq_active.copy(), data.time)
+
+    def _restore(self, saved: tuple) -> None:
+        data = self.data
+        qpos, qvel, ctrl, active, _time = saved
+        data.qpos[:], data.qvel[:], data.ctrl[:], data.eq_active[:] = qpos, qvel, ctrl, active
+        data.qacc_warmstart[:] = 0.0
+        data.warning.number[:] = 0
+        mujoco.mj_forward(self.model, data)
+
+    # --- start and the welds ---------------------------------------------------------------------------------
+
+    def _place_arm(self, joints: np.ndarray, tool_on_flange: bool, cap_on_cup: bool) -> None:
+        model, data = self.model, self.data
+        data.qpos[self._joint_qpos] = joints
+        data.ctrl[:] = joints
+        mujoco.mj_forward(model, data)
+        if tool_on_flange:
+            self._set_free_pose(self._tool, data.site_xpos[self._flange_site], data.xquat[self._flange])
+            if self._socket is not None:
+                suction.release(data, self._welds[WELD_TOOL_SOCKET])
+            mujoco.mj_forward(model, data)
+            suction.weld_now(model, data, self._welds[WELD_TOOL_FLANGE])
+            suction.carried(model, self._tool, True)
+            if cap_on_cup:
+                self._set_free_pose(self._cap, data.site_xpos[self._tcp], np.array([1.0, 0.0, 0.0, 0.0]))
+                mujoco.mj_forward(model, data)
+                suction.weld_now(model, data, self._welds[WELD_CAP_CUP])
+                suction.carried(model, self._cap, True)
+        elif self._socket is not None and data.eq_active[self._welds[WELD_TOOL_SOCKET]]:
+            suction.weld_now(model, data, self._welds[WELD_TOOL_SOCKET])
+        mujoco.mj_forward(model, data)
+
+    def _set_free_pose(self, body: int, position, quat) -> None:
+        address = self.model.jnt_qposadr[self.model.body_jntadr[body]]
+        self.data.qpos[address:address + 3] = position
+        self.data.qpos[address + 3:address + 7] = quat
+
+    def _on(self, weld: str) -> bool:
+        return weld in self._welds and bool(self.data.eq_active[self._welds[weld]])
+
+    def _attach_tool(self) -> bool:
+        if self._on(WELD_TOOL_FLANGE):
+            return True
+        # the flange meets the tool's coupling face (the tool body's origin)
+        if not suction.within_grip(self.data.site_xpos[self._flange_site], self.data.xpos[self._tool]):
+            return False
+        if self._on(WELD_TOOL_SOCKET):
+            suction.release(self.data, self._welds[WELD_TOOL_SOCKET])
+        suction.weld_now(self.model, self.data, self._welds[WELD_TOOL_FLANGE])
+        suction.carried(self.model, self._tool, True)
+        return True
+
+    def _detach_tool(self) -> bool:
+        if not self._on(WELD_TOOL_FLANGE):
+            return False
+        if self._socket is None or not suction.within_grip(self.data.site_xpos[self._tool_tip],
+                                                           self.data.xpos[self._socket]):
+            return False  # not in its socket: letting go would drop it
+        if self._on(WELD_CAP_CUP):
+            return False
+        suction.release(self.data, self._welds[WELD_TOOL_FLANGE])
+        suction.weld_now(self.model, self.data, self._welds[WELD_TOOL_SOCKET])
+        suction.carried(self.model, self._tool, False)
+        return True
+
+    def _suction_on(self) -> bool:
+        if not self._on(WELD_TOOL_FLANGE):
+            return False  # no cup on the flange
+        if self._on(WELD_CAP_CUP):
+            return True
+        if not suction.within_grip(self.data.site_xpos[self._tool_tip], self.data.site_xpos[self._cap_top]):
+            return False
+        suction.weld_now(self.model, self.data, self._welds[WELD_CAP_CUP])
+        suction.carried(self.model, self._cap, True)
+        return True
+
+    def _suction_off(self) -> bool:
+        if self._on(WELD_CAP_CUP):
+            suction.release(self.data, self._welds[WELD_CAP_CUP])
+            suction.carried(self.model, self._cap, False)
+        return True
+
+
+def _png(pixels: np.ndarray) -> bytes:
+    """RGB pixels (h, w, 3) as PNG bytes (zlib, no filter)."""
+    import struct
+    import zlib
+
+    height, width, _ = pixels.shape
+    rows = b"".join(b"\x00" + pixels[row].tobytes() for row in range(height))
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
