@@ -7,6 +7,8 @@ The public API (stable; tools depend on these names)::
     compiled = bt_exec.compile_plan(plan)
     ex = bt_exec.Executor(backend=bt_exec.SimBackend(script=None))
     ex.submit(source, run_id=None, dialect="auto")
+    cell = bt_exec.PhysicsCell(poses=None, scene=None, speed="max")   # the Grant cell in MuJoCo (extra physics)
+    ex = bt_exec.Executor(backend=cell)                                # the executor takes the cell's scene
 
 The names are handed out on first use, so importing ``bt_exec.compilers`` or
 ``bt_exec.errors`` (which runs this file first) loads no executor and no sim.
@@ -27,6 +29,7 @@ _PUBLIC = {
     "PlanError": ".errors",
     "Executor": ".executor",
     "JsonlJournal": ".events",
+    "PhysicsCell": ".motion.physics",
     "SimBackend": ".sim",
     "dry_run": ".dry_runs",
 }

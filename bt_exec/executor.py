@@ -54,7 +54,8 @@ class Executor:
         """``catalog``: RTDL capability catalog. Step graphs (Qwen3) use ``skill_catalog`` (default
         grant) and ``scene`` (a Scene, its dict, or a file path): without a scene they are refused.
         ``max_active_runs`` step graphs may run at once (one robot: 1); each executes at most
-        ``max_steps`` steps. With no backend, a SimBackend simulating the scene is used.
+        ``max_steps`` steps. With no backend, a SimBackend simulating the scene is used; with no scene, the
+        backend's ``scene`` if it has one (a simulated cell such as ``PhysicsCell``), so both work on one scene.
         ``op_timeout_s``: the longest one capability call may run; past it the call is cancelled
         and its op ends ``timeout`` (None: no limit). At most ``max_plans`` plans (any dialect) are in
         flight at once; beyond that a submit is refused as ``busy`` (``too_many_plans``).
@@ -103,6 +104,8 @@ class Executor:
         self.catalog = capability_catalog_of(catalog)
         self.node_catalog = node_catalog_of(node_catalog)
         self.limits = limits or Limits()
+        if scene is None:  # a backend that simulates a cell of its own (PhysicsCell) shares its scene
+            scene = getattr(backend, "scene", None)
         scene = scene_of(scene)
         if backend is None:
             backend = SimBackend.in_scene(skill_catalog=self.skill_catalog, scene=scene)

@@ -35,6 +35,8 @@ PLANTS = {
                              ("bt_exec/executor.py", "from bt_exec.compilers.btcpp import checks")),
     "layers": ("bt_exec/events/bus.py", "from bt_exec.runtime import budgets"),
     "compat": ("bt_exec/compat/uvicorn.py", "from bt_exec import control"),
+    "physics": (("bt_exec/motion/skills.py", "import mujoco"), ("bt_exec/cli/plan_commands.py", "import ruckig"),
+                ("bt_exec/executor.py", "from mink import solve_ik")),
 }
 
 
@@ -145,8 +147,8 @@ def test_the_package_still_hands_out_every_public_name():
     import bt_exec
 
     public = {"Backend", "BtExecError", "CallStatus", "CapabilityCall", "CapabilityCatalog", "CompiledPlan",
-              "ConfigError", "ControlError", "ControlRequest", "Executor", "Issue", "JsonlJournal", "Limits", "Plan",
-              "PlanError", "Report", "Scene", "SimBackend", "SkillCatalog", "compile_plan", "dry_run", "load",
+              "ConfigError", "ControlError", "ControlRequest", "Executor", "Issue", "JsonlJournal", "Limits",
+              "PhysicsCell", "Plan", "PlanError", "Report", "Scene", "SimBackend", "SkillCatalog", "compile_plan", "dry_run", "load",
               "validate"}
     assert set(bt_exec.__all__) == public and public <= set(dir(bt_exec))
     assert all(getattr(bt_exec, name).__name__ == name for name in public)

@@ -34,7 +34,7 @@ from .inputs import checking_executor, control_message, label, read_input, read_
 from .web_commands import start_web
 
 RENDERS = ("ascii", "unicode", "dot")
-BACKENDS = ("sim",)
+BACKENDS = ("sim", "physics")
 # Op states in the order the run summary counts them.
 SUMMARY_STATES = ("succeeded", "failed", "timeout", "canceled", "running", "paused", "pending")
 # Longest a Ctrl-C waits to be noticed during a run.
@@ -74,8 +74,16 @@ def add_commands(commands) -> None:
 
     run = commands.add_parser("run", help="run a plan to the end; exit 0 if it succeeded")
     add_input(run)
-    run.add_argument("--backend", choices=BACKENDS, default="sim", help="capability backend (default: sim)")
+    run.add_argument("--backend", choices=BACKENDS, default="sim",
+                     help="capability backend (default: sim); physics: Qwen3 graphs move a KUKA iiwa 14 in the "
+                          "Grant cell simulated in MuJoCo (pip install 'bt_exec[physics]')")
     run.add_argument("--sim-script", metavar="F", help="sim backend script: outcomes and durations per cap or op")
+    run.add_argument("--cell-poses", metavar="F.yaml",
+                     help="with --backend physics: the cell's named poses (and objects: where parts really are); "
+                          "default config/grant_cell_poses.yaml")
+    run.add_argument("--physics-speed", metavar="X|max", type=physics_speed, default=1.0,
+                     help="with --backend physics: simulated time per real time (default: 1, real time), or max: "
+                          "as fast as the machine goes")
     add_catalog(run)
     run.add_argument("--scene", metavar="SCENE.json", help="Qwen3: the scene the graph runs in (required for Qwen3)")
     run.add_argument("--max-steps", metavar="N", type=positive_int, default=1000,
@@ -289,11 +297,18 @@ def run_command(args: argparse.Namespace) -> int:
     source, plan = read_plan(args, "run")
     catalog = catalog_for(plan, args.catalog)
     kind = dialect_of(plan)
-    if kind.needs_scene and not args.scene:
+    physics = args.backend == "physics"
+    if kind.needs_scene and not args.scene and not physics:
         raise CommandError(f"a {kind.name} plan runs in a scene: give --scene SCENE.json")
-    scene = bt_exec.Scene.from_file(args.scene) if kind.needs_scene else None
+    scene = bt_exec.Scene.from_file(args.scene) if kind.needs_scene and args.scene else None
     catalogs = {kind.executor_option: catalog} if catalog is not None else {}
-    backend = bt_exec.SimBackend.in_scene(args.sim_script, catalog if scene is not None else None, scene)
+    if physics:
+        backend = _physics_cell(args, kind, scene, catalog)
+        scene = backend.scene
+    else:
+        if args.cell_poses or args.physics_speed != 1.0:
+            raise CommandError("--cell-poses and --physics-speed go with --backend physics")
+        backend = bt_exec.SimBackend.in_scene(args.sim_script, catalog if scene is not None else None, scene)
     executor = bt_exec.Executor(backend=backend, scene=scene, max_steps=args.max_steps, tick_rate_hz=args.tick_rate,
                                 op_timeout_s=args.op_timeout, call_guard=args.guard, **catalogs)
     if args.keep_serving and args.web is None and args.groot2 is None:
@@ -338,6 +353,29 @@ def run_command(args: argparse.Namespace) -> int:
         if groot2 is not None:
             groot2.close()
         executor.close()
+
+
+def _physics_cell(args: argparse.Namespace, kind, scene, catalog):
+    """The Grant cell in MuJoCo for a step graph: its poses from ``--cell-poses``, its scene ``--scene``'s (or the
+    cell's own: the tool in its socket, the cap in its storage)."""
+    if not kind.needs_scene:
+        raise CommandError(f"--backend physics runs Qwen3 step graphs of the Grant skills, not {kind.name} plans")
+    if args.sim_script:
+        raise CommandError("--sim-script goes with --backend sim: the physics cell's outcomes come from the physics")
+    return bt_exec.PhysicsCell(poses=args.cell_poses, scene=scene, speed=args.physics_speed, skill_catalog=catalog)
+
+
+def physics_speed(text: str) -> float | str:
+    """``--physics-speed``: ``max``, or a number > 0 (simulated seconds per real second)."""
+    if text == "max":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or max, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or max, got {text!r}")
+    return value
 
 
 def _serve_until_page_loaded(web) -> None:
