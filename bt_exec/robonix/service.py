@@ -257,8 +257,12 @@ class RobonixServer:
         if robonix_id:
             self._admitting.add(robonix_id)
         try:
-            # Shielded: a client that goes away while its plan is admitted leaves an admitted plan, tracked.
-            outcome = await asyncio.shield(asyncio.ensure_future(self._admit(plan, len(request), stream)))
+            admitting = self._admit(plan, len(request), stream)
+            if len(request) <= INLINE_SUBMIT_BYTES:
+                outcome = await admitting  # admitted on the loop, never suspended: a client going away cannot cut it
+            else:
+                # Shielded: a client that goes away while its plan is admitted leaves an admitted plan, tracked.
+                outcome = await asyncio.shield(asyncio.ensure_future(admitting))
             if not isinstance(outcome, _Plan):
                 await context.abort(*outcome)
             # plan_started goes out before the plan starts: its first tick would hold the interpreter while this
