@@ -69,6 +69,7 @@ class MujocoMotion:
         self._planned: tuple[list[TrajectoryPoint], Trajectory] | None = None
         self._target: tuple[float, float, float] | None = None
         self.last_stop_s: float | None = None  # simulated time the last stop took to come to rest
+        self._acceleration, self._inertial = np.zeros(model.nv), np.zeros(model.nv)  # inertial feed-forward
         self._place_arm(np.asarray(start_joints, dtype=float), tool_on_flange, cap_on_cup)
 
     # --- the Motion protocol -------------------------------------------------------------------------------
@@ -234,46 +235,52 @@ class MujocoMotion:
     # --- execution -------------------------------------------------------------------------------------------
 
     def _follow(self, trajectory: Trajectory) -> bool:
-        model, data = self.model, self.data
+        """Step the physics along ``trajectory`` until the arm settled at its end (True), or braked to rest
+        once a stop was asked for (False)."""
         with self._lock:
             saved = self._state()
-            start = data.time
+            start = self.data.time
         wall_start, steps = time.perf_counter(), 0
         reference, braking_from = trajectory, None
-        previous_speed = np.zeros(7)
-        while True:
-            with self._lock:
-                t = data.time - start
-                if braking_from is None and self._stop.is_set():
-                    position, speed = reference.at(t)
-                    acceleration = (speed - previous_speed) / TIMESTEP_S
-                    reference = braking(position, speed, acceleration, TIMESTEP_S)
-                    braking_from = start = data.time
-                    t = 0.0
-                position, speed = reference.at(t)
-                previous_speed = speed
-                data.ctrl[:] = position + _FEED_FORWARD * speed
-                mujoco.mj_step(model, data)
-                steps += 1
-                if not np.isfinite(data.qacc).all() or data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number:
-                    self._restore(saved)
-                    raise MotionError(f"the physics diverged at t = {data.time:.3f} s (simulated); the cell was "
-                                      f"put back as it was before this move")
-                if t >= reference.duration:
-                    if braking_from is not None and self._still():
-                        self.last_stop_s = float(data.time - braking_from)
-                        return False
-                    if braking_from is None and self._settled(reference):
-                        return True
-                    if t >= reference.duration + (STOP_WITHIN_S if braking_from is not None else SETTLE_S):
+        try:
+            while True:
+                with self._lock:
+                    t = self.data.time - start
+                    if braking_from is None and self._stop.is_set():
+                        reference = braking(*reference.at(t), TIMESTEP_S)
+                        braking_from = start = self.data.time
+                        t = 0.0
+                    self._step(*reference.at(t), saved)
+                    steps += 1
+                    if t >= reference.duration:
                         if braking_from is not None:
-                            self.last_stop_s = float(data.time - braking_from)
-                            return False
-                        return True
-            if self.speed != "max" and steps % _PACE_EVERY_STEPS == 0:
-                ahead = steps * TIMESTEP_S / float(self.speed) - (time.perf_counter() - wall_start)
-                if ahead > 0:
-                    time.sleep(ahead)
+                            if self._still() or t >= reference.duration + STOP_WITHIN_S:
+                                self.last_stop_s = float(self.data.time - braking_from)
+                                return False
+                        elif self._settled(reference) or t >= reference.duration + SETTLE_S:
+                            return True
+                if self.speed != "max" and steps % _PACE_EVERY_STEPS == 0:
+                    ahead = steps * TIMESTEP_S / float(self.speed) - (time.perf_counter() - wall_start)
+                    if ahead > 0:
+                        time.sleep(ahead)
+        finally:
+            with self._lock:
+                self.data.qfrc_applied[self._joint_dof] = 0.0
+
+    def _step(self, position, speed, acceleration, saved: tuple) -> None:
+        """One control period: the servos' references set, the physics stepped; MotionError if it diverged."""
+        model, data, dofs = self.model, self.data, self._joint_dof
+        # position servo with the reference's speed and inertial torque fed forward: it follows closely
+        data.ctrl[:] = position + _FEED_FORWARD * speed
+        self._acceleration[dofs] = acceleration
+        mujoco.mj_mulM(model, data, self._inertial, self._acceleration)
+        data.qfrc_applied[dofs] = self._inertial[dofs]
+        mujoco.mj_step(model, data)
+        if not np.isfinite(data.qacc).all() or data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number:
+            when = data.time
+            self._restore(saved)
+            raise MotionError(f"the physics diverged at t = {when:.3f} s (simulated); the cell was put back as it "
+                              "was before this move")
 
     def _still(self) -> bool:
         data = self.data

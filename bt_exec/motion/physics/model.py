@@ -51,8 +51,8 @@ BASE_MASS = 5.0
 # Reflected rotor inertia (kg m^2): the gear trains make it dominate the small links' own.
 _ARMATURE = (0.5, 0.5, 0.3, 0.3, 0.1, 0.05, 0.05)
 # Position servo gains (N m/rad, N m s/rad), about critically damped on the armature and link inertia.
-SERVO_KP = (6000.0, 6000.0, 3000.0, 3000.0, 800.0, 400.0, 200.0)
-SERVO_KV = (260.0, 260.0, 120.0, 110.0, 25.0, 12.0, 6.0)
+SERVO_KP = (10000.0, 10000.0, 5000.0, 5000.0, 1500.0, 800.0, 400.0)
+SERVO_KV = (280.0, 280.0, 140.0, 120.0, 30.0, 14.0, 8.0)
 
 TIMESTEP_S = 0.002  # physics step and control period
 

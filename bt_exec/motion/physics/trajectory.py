@@ -23,10 +23,12 @@ from bt_exec.motion.physics.model import JOINT_SPEED
 SAMPLE_S = 0.01  # spacing of the points planned, checked by the policy and for collisions
 # Acceleration and jerk limits: the data sheet gives none, so multiples of the rated speed (per s, per s^2).
 ACCELERATION_PER_SPEED, JERK_PER_SPEED = 3.0, 20.0
-STOP_ACCELERATION_PER_SPEED, STOP_JERK_PER_SPEED = 12.0, 200.0
+STOP_ACCELERATION_PER_SPEED, STOP_JERK_PER_SPEED = 16.0, 400.0
 WAYPOINT_SPACING_M = 0.01
 
 _SPEED = np.array(JOINT_SPEED)
+_REST = np.zeros(7)
+_REST.flags.writeable = False
 
 
 class TrajectoryError(Exception):
@@ -45,11 +47,11 @@ class Trajectory:
     def duration(self) -> float:
         return float(self.times[-1])
 
-    def at(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """Position and speed at ``t`` (cubic Hermite between the samples; the end pose past the end)."""
+    def at(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Position, speed and acceleration at ``t`` (cubic Hermite between the samples; at rest past the end)."""
         times = self.times
         if t >= times[-1]:
-            return self.positions[-1], np.zeros(7)
+            return self.positions[-1], _REST, _REST
         k = max(int(np.searchsorted(times, t, side="right")) - 1, 0)
         h = times[k + 1] - times[k]
         u = (t - times[k]) / h
@@ -57,8 +59,9 @@ class Trajectory:
         v0, v1 = self.velocities[k] * h, self.velocities[k + 1] * h
         u2, u3 = u * u, u * u * u
         position = (2 * u3 - 3 * u2 + 1) * q0 + (u3 - 2 * u2 + u) * v0 + (-2 * u3 + 3 * u2) * q1 + (u3 - u2) * v1
-        speed = ((6 * u2 - 6 * u) * q0 + (3 * u2 - 4 * u + 1) * v0 + (-6 * u2 + 6 * u) * q1 + (3 * u2 - 2 * u) * v1) / h
-        return position, speed
+        speed = ((6 * u2 - 6 * u) * (q0 - q1) + (3 * u2 - 4 * u + 1) * v0 + (3 * u2 - 2 * u) * v1) / h
+        acceleration = ((12 * u - 6) * (q0 - q1) + (6 * u - 4) * v0 + (6 * u - 2) * v1) / (h * h)
+        return position, speed, acceleration
 
 
 def _sample_times(duration: float) -> np.ndarray:
