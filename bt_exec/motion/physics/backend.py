@@ -91,6 +91,10 @@ class PhysicsCell(MoveItBackend):
         """The seven joint speeds, rad/s."""
         return self.motion.joint_speeds()
 
+    def tool_speed(self) -> float:
+        """How fast the TCP moves, m/s."""
+        return self.motion.tool_speed()
+
     def current_joints(self) -> tuple[float, ...]:
         """The seven joint angles, rad."""
         return self.motion.current_joints()

@@ -149,6 +149,11 @@ class MujocoMotion:
         with self._lock:
             return tuple(float(v) for v in self.data.qvel[self._joint_dof])
 
+    def tool_speed(self) -> float:
+        """How fast the TCP moves, m/s."""
+        with self._lock:
+            return float(np.linalg.norm(self._tcp_velocity()))
+
     def link_positions(self) -> list[tuple[str, tuple[float, float, float]]]:
         with self._lock:
             links = [(name, tuple(float(v) for v in self.data.xpos[body]))

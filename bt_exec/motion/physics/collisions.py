@@ -5,7 +5,7 @@ has them when the check starts; the parts the arm holds (the tool on the flange,
 with the flange, keeping their pose relative to it. A pose collides when a geom of the arm or of a held part
 sinks more than :data:`PENETRATION_M` into anything (touching is not colliding: lowering a cup onto a part
 ends in contact). Adjacent links never collide (MuJoCo's parent-child filter), nor do the flange and the
-tool, the cup and the cap (the model's excluded pairs).
+tool (the model's excluded pair).
 """
 from __future__ import annotations
 

@@ -92,8 +92,12 @@ def _arm(tool_site: bool) -> str:
                      f'diaginertia="{_v(_rod_inertia(mass, length, radius))}"/>')
         lines.append(f'<joint name="{joint}" axis="{axis}" range="{-span:.6g} {span:.6g}" armature="{armature}" '
                      f'damping="0.5"/>')
-        lines.append(f'<geom name="{name}" type="capsule" fromto="0 0 0 0 0 {length:.6g}" size="{radius}" '
-                     f'class="arm"/>')
+        if name == LINKS[-1]:  # the flange's disc: flat, so nothing of the arm reaches past the flange face
+            lines.append(f'<geom name="{name}" type="cylinder" size="{radius} {length / 2:.6g}" '
+                         f'pos="0 0 {length / 2:.6g}" class="arm"/>')
+        else:
+            lines.append(f'<geom name="{name}" type="capsule" fromto="0 0 0 0 0 {length:.6g}" size="{radius}" '
+                         f'class="arm"/>')
     lines.append(f'<site name="flange" pos="0 0 {A6_TO_FLANGE - 0.081:.6g}"/>')
     if tool_site:
         # the TCP frame is the flange's turned half a turn about z: tool down (TOOL_DOWN) with A7 near 0
@@ -146,9 +150,9 @@ def cell_xml(layout: CellLayout) -> str:
     if socket is not None:
         equality.append(f'<weld name="{WELD_TOOL_SOCKET}" body1="vacuum_socket" body2="{TOOL}" '
                         f'active="{"true" if docked else "false"}"/>')
-    # the base is welded to the world, which MuJoCo's parent-child filter does not cover
-    excludes = ['<exclude body1="link_0" body2="link_1"/>', '<exclude body1="link_7" body2="vacuum"/>',
-                '<exclude body1="vacuum" body2="cap"/>']
+    # the base is welded to the world, which MuJoCo's parent-child filter does not cover; the tool changer locks
+    # the tool's coupling face onto the flange's
+    excludes = ['<exclude body1="link_0" body2="link_1"/>', '<exclude body1="link_7" body2="vacuum"/>']
     return (f'<mujoco model="grant_cell">{_DEFAULTS.format(timestep=TIMESTEP_S)}'
             f'<worldbody>{"".join(world)}</worldbody>'
             f'<contact>{"".join(excludes)}</contact>'
