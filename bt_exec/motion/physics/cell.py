@@ -39,6 +39,8 @@ SETTLE_S = 0.3
 SETTLED_RAD = 2e-3
 _FEED_FORWARD = np.array(SERVO_KV) / np.array(SERVO_KP)
 _PACE_EVERY_STEPS = 5  # real-time pacing is checked every 10 ms of simulated time
+# MuJoCo's warnings of a simulation that blew up (it resets its state when one is raised)
+_DIVERGED = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQPOS)
 
 
 class MujocoMotion:
@@ -281,7 +283,7 @@ class MujocoMotion:
         mujoco.mj_mulM(model, data, self._inertial, self._acceleration)
         data.qfrc_applied[dofs] = self._inertial[dofs]
         mujoco.mj_step(model, data)
-        if not np.isfinite(data.qacc).all() or data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number:
+        if not np.isfinite(data.qacc).all() or any(data.warning[warning].number for warning in _DIVERGED):
             when = data.time
             self._restore(saved)
             raise MotionError(f"the physics diverged at t = {when:.3f} s (simulated); the cell was put back as it "
