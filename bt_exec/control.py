@@ -31,6 +31,7 @@ import jsonschema
 from .compilers.limits import DEFAULT_LIMITS, INT64_MAX, Limits
 from .errors import BadArgument, Busy, ControlError, InternalError, NotFound, TooLarge, Unreachable
 from .events.shapes import PLAN_KEY
+from .motion.cell_view import MAX_FRAME_SIDE, MIN_FRAME_SIDE
 from .runtime.feedback import MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS, OUTPUT_CHARS
 from .runtime.op_views import MAX_VIEW_CHARS, MAX_WAIT_FOR_PLAN_S, MIN_VIEW_CHARS, OP_STATES, OpView
 
@@ -70,6 +71,9 @@ _OP_VIEW = {
                                  "'truncated' entry says what to ask for next", "type": "integer",
                   "minimum": MIN_VIEW_CHARS, "maximum": MAX_VIEW_CHARS},
 }
+_FRAME_SIDE = {"description": f"a rendered frame's side in pixels ({MIN_FRAME_SIDE} to {MAX_FRAME_SIDE}); with "
+                              "both sides given the answer carries a frame where frames are available",
+               "type": "integer", "minimum": MIN_FRAME_SIDE, "maximum": MAX_FRAME_SIDE}
 _TIMEOUT_S = {"description": f"longest wait, in seconds (longer than {MAX_WAIT_FOR_PLAN_S:g} is waited "
                              f"{MAX_WAIT_FOR_PLAN_S:g})", "type": "number", "minimum": 0, "maximum": 1e9,
               "default": DEFAULT_TIMEOUT_S}
@@ -217,6 +221,13 @@ ROUTES: tuple[Route, ...] = (
           lambda ex, limit=50: ex.get_finished_plans(limit),
           {"limit": {"description": "most plans to list", "type": "integer", "minimum": 0, "maximum": 1000,
                      "default": 50}}, tool=False),
+    Route("get_cell_view", "GET", "/api/cell",
+          "The simulated cell the plans move (--backend physics): each link's position (link_0 to link_7, the "
+          "flange, the TCP), the current skill's target, joints and joint speeds, the named places, and whether "
+          "rendered frames are available; with frame_width and frame_height, one frame (PNG, base64). no_cell "
+          "(404) on a backend that simulates none.",
+          lambda ex, frame_width=None, frame_height=None: ex.get_cell_view(frame_width, frame_height),
+          {"frame_width": _FRAME_SIDE, "frame_height": _FRAME_SIDE}, tool=False),
     Route("validate_plan", "POST", "/api/validate",
           "Check a plan as submit_plan would, running nothing; every issue names where it is wrong "
           "(a JSON pointer, node index or BT XML element path in path, step ids in steps).",

@@ -19,6 +19,7 @@ from .compilers.limits import INT64_MAX, number_shown
 from .errors import BadArgument, Conflict, ControlError, Issue, NotFound
 from .events import EventBus
 from .events.shapes import STOP_ACTIONS
+from .motion.cell_view import CellView
 from .runtime.admission import Admission
 from .runtime.budgets import QUOTE_CHARS, cut_text, quote
 from .runtime.builtins import BuiltinBackend
@@ -110,6 +111,7 @@ class Executor:
         if backend is None:
             backend = SimBackend.in_scene(skill_catalog=self.skill_catalog, scene=scene)
         self.backend = backend
+        self._cell_view: CellView | None = None  # made on the first get_cell_view
         # Calls are judged by the capability they reach: the skill an alias names, the provider the backend routes by.
         self.call_guard = load_call_guard(call_guard, CallNames(self.skill_catalog,
                                                                 getattr(backend, "routed_provider", None)))
@@ -259,6 +261,15 @@ class Executor:
     def get_finished_plans(self, limit: int = 50) -> dict:
         """The newest ``limit`` finished plans still kept, newest first: id, description, outcome, times."""
         return self.reads.get_finished_plans(limit)
+
+    def get_cell_view(self, frame_width: int | None = None, frame_height: int | None = None) -> dict:
+        """The simulated cell the backend moves (``PhysicsCell``), as a viewer draws it: its links, the current
+        skill's target, joints and their speeds, its named places, whether frames can be rendered, and one frame
+        (PNG, base64) when a frame size is given and they can (``motion.cell_view.CellView.view``). NotFound
+        (``no_cell``) when the backend simulates no cell."""
+        if self._cell_view is None:
+            self._cell_view = CellView.of_backend(self.backend)
+        return self._cell_view.view(frame_width, frame_height)
 
     def behaviour_trees(self) -> dict:
         """plan_id -> py_trees root of each in-flight plan (not control-only ones), for tree viewers.

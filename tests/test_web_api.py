@@ -326,7 +326,8 @@ def test_no_get_route_changes_state(make_executor, events):
                 status, _ = request(server, "GET", path)
                 answered.append(status)
                 assert executor_state(executor, events, finished_id, running_id) == before, (route.name, plan_id)
-            assert 200 in answered, route.name  # the route reached the executor
+            # the route reached the executor (a sim simulates no cell to view: get_cell_view refuses it no_cell)
+            assert answered == [404] if route.name == "get_cell_view" else 200 in answered, route.name
     finally:
         server.close()
 

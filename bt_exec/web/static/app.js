@@ -5,7 +5,8 @@
 // and is applied in place: a node_state event updates that op's entry (a Map
 // op_id -> entry) and the leaf counts of the composites above it; only the ops
 // in and around the view have SVG nodes, and DOM writes are batched in
-// requestAnimationFrame, so a tree of 10,000 ops stays responsive. Nothing is polled.
+// requestAnimationFrame, so a tree of 10,000 ops stays responsive. Nothing is polled but a simulated
+// cell's arm (startCellView), which moves continuously and no event carries.
 //
 // The page's Content-Security-Policy allows scripts and styles from this server
 // only: no inline scripts or style attributes in the markup; styles are classes
@@ -119,6 +120,7 @@
 
   const st = {
     info: null,
+    cell: null,             // the simulated cell's view: drawings made, their rate (startCellView)
     token: sessionStorage.getItem(TOKEN_KEY) || '',
     events: null,           // the EventSource of /api/events
     running: [],
@@ -2390,6 +2392,7 @@
       // A link to a plan reads its tree at once; the stream, once open, reads it again (no event missed).
       if (planInAddress() !== null) selectPlan(planInAddress());
       connectEvents();  // once open, it reads the lists and the selected tree: one read, no events missed
+      startCellView();
     });
   }
 
@@ -2453,6 +2456,114 @@
     const query = new URLSearchParams(location.search);
     query.set('robot', robot);
     location.assign(`${location.pathname}?${query.toString()}`);
+  }
+
+  // ---------------------------------------------------------------- the simulated cell
+  //
+  // An app whose executor moves a simulated cell (bt-exec run --backend physics) shows the arm beside the tree:
+  // its links drawn from the side and from above, the current skill's target marked, read from get_cell_view
+  // (GET /api/cell) every CELL_EVERY_MS; where the server can render (a GL context), MuJoCo's frames too, each
+  // asked for once the last one came. The arm moves continuously and no event carries it: this view polls.
+
+  const CELL_EVERY_MS = 80;         // 12.5 drawings a second
+  const CELL_FRAME = { width: 320, height: 240 };
+  const CELL_SCALE = 108;           // px per metre in both views
+  const CELL_SIDE = { left: 4, top: 14, x0: -0.35, z0: -0.08, height: 178 };   // x to the right, z up
+  const CELL_TOP = { left: 154, top: 14, x0: -0.35, y0: 0.75 };                 // x to the right, y up
+
+  async function startCellView() {
+    if (!(st.info.operations || []).some((operation) => operation.name === 'get_cell_view')) return;
+    let view;
+    try {
+      view = await api('GET', '/api/cell');
+    } catch (err) {
+      if (err.code !== 'no_cell') report(err);
+      return;  // no simulated cell behind this app: no view
+    }
+    $('#cell').hidden = false;
+    st.cell = { drawn: 0, since: performance.now(), fps: 0 };
+    drawCell(view);
+    if (view.frames) readCellFrames();
+    setInterval(readCell, CELL_EVERY_MS);
+  }
+
+  async function readCell() {
+    if (document.hidden || st.cell.reading) return;
+    st.cell.reading = true;
+    try {
+      drawCell(await api('GET', '/api/cell'));
+    } catch (err) {
+      $('#cell-facts').textContent = `no view: ${err.message}`;
+    } finally {
+      st.cell.reading = false;
+    }
+  }
+
+  async function readCellFrames() {
+    const image = $('#cell-frame');
+    image.hidden = false;
+    for (;;) {
+      try {
+        const view = await api('GET', `/api/cell?frame_width=${CELL_FRAME.width}&frame_height=${CELL_FRAME.height}`);
+        if (view.frame) image.src = `data:image/png;base64,${view.frame}`;
+      } catch (err) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+      if (document.hidden) await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  function sidePoint([x, , z]) {
+    return [CELL_SIDE.left + (x - CELL_SIDE.x0) * CELL_SCALE, CELL_SIDE.top + CELL_SIDE.height - (z - CELL_SIDE.z0) * CELL_SCALE];
+  }
+
+  function topPoint([x, y]) {
+    return [CELL_TOP.left + (x - CELL_TOP.x0) * CELL_SCALE, CELL_TOP.top + (CELL_TOP.y0 - y) * CELL_SCALE];
+  }
+
+  function drawCell(view) {
+    const drawing = $('#cell-drawing');
+    const parts = [
+      s('text', { class: 'cell-caption', x: CELL_SIDE.left + 2, y: 10, text: 'side (x, z)' }),
+      s('text', { class: 'cell-caption', x: CELL_TOP.left + 2, y: 10, text: 'top (x, y)' }),
+      s('line', { class: 'cell-ground', x1: CELL_SIDE.left, x2: CELL_TOP.left - 6,
+                  y1: sidePoint([0, 0, 0])[1], y2: sidePoint([0, 0, 0])[1] }),
+      s('line', { class: 'cell-ground', x1: CELL_TOP.left - 3, x2: CELL_TOP.left - 3, y1: 4, y2: 192 }),
+    ];
+    for (const [project, name] of [[sidePoint, 'side'], [topPoint, 'top']]) {
+      for (const [place, position] of Object.entries(view.places || {})) {
+        const [x, y] = project(position);
+        parts.push(s('circle', { class: 'cell-place', cx: x, cy: y, r: 1.8 }, s('title', { text: place })));
+      }
+      const points = view.links.map((link) => project(link.position));
+      parts.push(s('polyline', { class: 'cell-arm', 'data-view': name,
+                                 points: points.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ') }));
+      for (const [x, y] of points.slice(0, -1)) parts.push(s('circle', { class: 'cell-joint', cx: x, cy: y, r: 2.5 }));
+      const [tx, ty] = points[points.length - 1];
+      parts.push(s('circle', { class: 'cell-tool', cx: tx, cy: ty, r: 3.5 }));
+      if (view.target) {
+        const [gx, gy] = project(view.target);
+        parts.push(s('g', { class: 'cell-target', 'data-view': name },
+          s('circle', { cx: gx, cy: gy, r: 6 }),
+          s('line', { x1: gx - 9, x2: gx + 9, y1: gy, y2: gy }),
+          s('line', { x1: gx, x2: gx, y1: gy - 9, y2: gy + 9 }),
+          s('title', { text: `target (${view.target.map((v) => v.toFixed(3)).join(', ')}) m` })));
+      }
+    }
+    drawing.replaceChildren(...parts);
+    const cell = st.cell;
+    cell.drawn += 1;
+    drawing.setAttribute('data-drawn', String(cell.drawn));
+    const now = performance.now();
+    if (now - cell.since >= 1000) {
+      cell.fps = (cell.drawn - (cell.counted || 0)) * 1000 / (now - cell.since);
+      cell.counted = cell.drawn;
+      cell.since = now;
+    }
+    const fastest = Math.max(...view.joint_speeds.map(Math.abs));
+    const tool = view.tool.map((v) => v.toFixed(3)).join(', ');
+    $('#cell-facts').textContent = `tool (${tool}) m · fastest joint ${fastest.toFixed(2)} rad/s`
+      + (cell.fps ? ` · ${cell.fps.toFixed(0)} fps` : '');
   }
 
   window.addEventListener('error', (event) => showMessage('error', `console bug: ${event.message}`));

@@ -1,0 +1,75 @@
+"""What a viewer of a simulated cell sees: the arm's links, the current skill's target and, where GL works, frames.
+
+``CellView`` reads a cell through its public readings (``PhysicsCell``: ``link_positions``, ``target``,
+``joint_speeds``, ``current_joints``, ``render``) and answers the plain dict the control route ``get_cell_view``
+serves to every door; ``raster`` draws the same links into an RGB image (side and top view, numpy only) for
+videos where no GL context can be made. Nothing here imports MuJoCo.
+"""
+from __future__ import annotations
+
+import base64
+import threading
+
+from bt_exec.errors import NotFound
+
+#: Largest frame a viewer may ask for, pixels a side.
+MAX_FRAME_SIDE = 1280
+MIN_FRAME_SIDE = 16
+
+
+def is_cell(backend) -> bool:
+    """Whether ``backend`` simulates a cell a viewer can draw (it reads its links and target)."""
+    return all(callable(getattr(backend, name, None))
+               for name in ("link_positions", "target", "joint_speeds", "current_joints", "render"))
+
+
+class CellView:
+    """The views of one simulated cell. Whether frames can be rendered is found on the first view and kept: a
+    GL context either can be made on this machine or not."""
+
+    def __init__(self, cell):
+        self.cell = cell
+        self._frames: bool | None = None
+        self._probe_lock = threading.Lock()
+
+    @classmethod
+    def of_backend(cls, backend) -> CellView:
+        """The view of ``backend``; NotFound (``no_cell``) when it simulates no cell."""
+        if not is_cell(backend):
+            raise NotFound(f"no simulated cell to view: the executor's backend is a {type(backend).__name__}, not a "
+                           "simulated cell (run with --backend physics)", code="no_cell")
+        return cls(backend)
+
+    def frames_available(self) -> bool:
+        """Whether ``render`` gives pictures here (MuJoCo's offscreen rendering found a GL context)."""
+        with self._probe_lock:
+            if self._frames is None:
+                self._frames = self.cell.render(MIN_FRAME_SIDE, MIN_FRAME_SIDE) is not None
+            return self._frames
+
+    def view(self, frame_width: int | None = None, frame_height: int | None = None) -> dict:
+        """``{links: [{name, position}], tool, target, joints, joint_speeds, places, frames}`` (metres, radians, in
+        the world frame, the table top at z = 0), plus ``frame`` (a PNG, base64) when a frame size is given and
+        frames are available."""
+        cell = self.cell
+        links = [{"name": name, "position": _rounded(position)} for name, position in cell.link_positions()]
+        target = cell.target()
+        answer = {"links": links, "tool": links[-1]["position"] if links else None,
+                  "target": None if target is None else _rounded(target),
+                  "joints": _rounded(cell.current_joints()), "joint_speeds": _rounded(cell.joint_speeds()),
+                  "places": self.places(), "frames": self.frames_available()}
+        if frame_width is not None and frame_height is not None and answer["frames"]:
+            png = cell.render(frame_width, frame_height)
+            if png is not None:
+                answer["frame"] = base64.b64encode(png).decode("ascii")
+        return answer
+
+    def places(self) -> dict[str, list[float]]:
+        """The cell's named poses (where the TCP works at each), by name."""
+        skills = getattr(self.cell, "skills", None)
+        poses = getattr(skills, "poses", None) or {}
+        return {name: _rounded(pose.position) for name, pose in sorted(poses.items())}
+
+
+def _rounded(values) -> list[float]:
+    return [round(float(value), 5) for value in values]
