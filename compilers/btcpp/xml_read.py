@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ElementTree
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import defusedxml.common
 import defusedxml.ElementTree
@@ -89,29 +89,29 @@ def read_xml(text: str, limits: Limits) -> XmlDocument:
     that declares a DTD (where entities, entity bombs and external references live: refused, never read), or
     that goes past the limits (nesting deeper than ``max_depth`` tree levels, more elements than four per op
     of ``max_ops``, an attribute longer than ``max_string_chars``)."""
-    builder = _Builder(limits)
-    parser = defusedxml.ElementTree.DefusedXMLParser(target=builder, forbid_dtd=True)
+    parser = defusedxml.ElementTree.DefusedXMLParser(target=_NoTarget(), forbid_dtd=True)
     # The elements straight from expat (ElementTree's own handlers only rename what BT XML never holds); the
     # handlers defusedxml set on the same parser, which refuse DTDs, entities and external references, stay.
-    expat = builder.expat = parser.parser
+    expat = parser.parser
     expat.ordered_attributes = False  # a dict, in the document's order
-    expat.StartElementHandler, expat.EndElementHandler = builder.start, builder.end
-    expat.CharacterDataHandler = builder.data
-    builder.long_values = len(text) > limits.max_string_chars  # else no attribute can be longer
+    built = _Built()
+    expat.StartElementHandler, expat.EndElementHandler, expat.CharacterDataHandler = _handlers(expat, limits, built)
     try:
         parser.feed(text)
-        root = parser.close()
+        parser.close()
+        if built.last is not None:
+            _held_to_lengths(built.last, limits.max_string_chars)
     except _Refused as exc:
         raise PlanError([exc.issue]) from None
     except defusedxml.common.DefusedXmlException as exc:
-        raise PlanError([Issue("xml_forbidden", "", f"line {builder.expat.CurrentLineNumber}: {_forbidden(exc)}: "
+        raise PlanError([Issue("xml_forbidden", "", f"line {expat.CurrentLineNumber}: {_forbidden(exc)}: "
                                                     "BT.CPP XML has no DTD, and entities and external references "
                                                     "are never read")]) from None
     except ElementTree.ParseError as exc:
         line, column = exc.position
         raise PlanError([Issue("xml_syntax", "", f"malformed XML at line {line} column {column + 1}: "
                                                  f"{_reason(exc)}")]) from None
-    return XmlDocument(root, frozenset(builder.tags))
+    return XmlDocument(built.root, frozenset(built.tags))
 
 
 class _Refused(Exception):
@@ -119,63 +119,95 @@ class _Refused(Exception):
         self.issue = issue
 
 
-class _Builder:
-    """The parser's target: builds ``Element``s, holding the document to the limits as it goes."""
+class _NoTarget:
+    """ElementTree's parser calls its target's ``close`` only: the elements are built by ``_handlers``."""
 
-    def __init__(self, limits: Limits):
-        self.limits = limits
-        self.max_nesting = limits.max_depth + WRAPPING_LEVELS
-        self.max_elements = 4 * limits.max_ops
-        self.count = 0
-        self.stack: list[Element] = []
-        self.root: Element | None = None
-        self.expat = None
-        self.tags: set[str] = set()
-        self.long_values = True
+    def close(self) -> None:
+        return None
 
-    def start(self, tag: str, attrs: dict[str, str]) -> None:
-        line = self.expat.CurrentLineNumber
-        self.count += 1
-        if self.count > self.max_elements:
-            raise _Refused(Issue("too_many_ops", "", f"line {line}: more than {self.max_elements} elements (the "
-                                                     f"limit is {self.limits.max_ops} nodes)"))
-        if len(self.stack) >= self.max_nesting:
-            raise _Refused(Issue("too_deep", "", f"line {line}: elements nested deeper than the limit of "
-                                                 f"{self.limits.max_depth} tree levels"))
-        if self.long_values:  # its tag, each attribute's name and value, within max_string_chars
-            limit = self.limits.max_string_chars
-            if len(tag) > limit:
-                self._too_long("a tag", tag, line)
-            for name, value in attrs.items():
-                if len(value) > limit or len(name) > limit:
-                    self._too_long(f"attribute {name[:40]!r}" + ("..." if len(name) > 40 else ""),
-                                   value if len(value) > limit else name, line)
-        self.tags.add(tag)
+
+@dataclass(eq=False, slots=True)
+class _Built:
+    """What the handlers built: the document's element, the tags met and the element started last."""
+
+    root: Element | None = None
+    tags: set[str] = field(default_factory=set)
+    last: Element | None = None
+
+
+def _handlers(expat, limits: Limits, built: _Built):
+    """expat's start, end and text handlers: they build ``Element``s into ``built``, holding the document to the
+    limits as it goes. Closures over locals, as expat calls them once per element of a large tree.
+
+    A tag, an attribute's name and its value are held to ``max_string_chars`` without measuring each: they lie
+    between an element's start and the next element's, so only an element that starts more than that many bytes
+    (UTF-8: at least one a character) before the next is measured, as the next starts (the last one once the
+    document is read)."""
+    max_nesting = limits.max_depth + WRAPPING_LEVELS
+    max_elements = 4 * limits.max_ops
+    max_chars = limits.max_string_chars
+    stack: list[Element] = []
+    push, pop, add_tag = stack.append, stack.pop, built.tags.add
+    count = 0
+    last_at = 0
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        nonlocal count, last_at
+        count += 1
+        at = expat.CurrentByteIndex
+        line = expat.CurrentLineNumber
+        if count > max_elements or len(stack) >= max_nesting or at - last_at > max_chars:
+            _held_to_limits(count, len(stack), line, limits)
+            if built.last is not None:
+                _held_to_lengths(built.last, max_chars)
+        add_tag(tag)
         element = Element(tag, attrs, (), line)
-        if self.stack:
-            parent = self.stack[-1]
+        if stack:
+            parent = stack[-1]
             if parent.children:
                 parent.children.append(element)
             else:
                 parent.children = [element]
         else:
-            self.root = element
-        self.stack.append(element)
+            built.root = element
+        push(element)
+        built.last, last_at = element, at
 
-    def _too_long(self, what: str, text: str, line: int) -> None:
-        raise _Refused(Issue("string_too_long", "", f"line {line}: {what} of {len(text)} characters, over the limit "
-                                                    f"of {self.limits.max_string_chars}"))
+    def end(tag: str) -> None:
+        pop()
 
-    def end(self, tag: str) -> None:
-        self.stack.pop()
-
-    def data(self, text: str) -> None:
-        if self.stack and not text.isspace():
-            element = self.stack[-1]
+    def data(text: str) -> None:
+        if stack and not text.isspace():
+            element = stack[-1]
             element.text = f"{element.text} {text.strip()}" if element.text else text.strip()
 
-    def close(self) -> Element:
-        return self.root
+    return start, end, data
+
+
+def _held_to_limits(count: int, nesting: int, line: int, limits: Limits) -> None:
+    """_Refused when the element that starts at ``line`` goes past the count of elements or the nesting."""
+    max_elements = 4 * limits.max_ops
+    if count > max_elements:
+        raise _Refused(Issue("too_many_ops", "", f"line {line}: more than {max_elements} elements (the "
+                                                 f"limit is {limits.max_ops} nodes)"))
+    if nesting >= limits.max_depth + WRAPPING_LEVELS:
+        raise _Refused(Issue("too_deep", "", f"line {line}: elements nested deeper than the limit of "
+                                             f"{limits.max_depth} tree levels"))
+
+
+def _held_to_lengths(element: Element, limit: int) -> None:
+    """_Refused when the element's tag or one of its attributes' names or values is longer than ``limit``."""
+    if len(element.tag) > limit:
+        _too_long("a tag", element.tag, element.line, limit)
+    for name, value in element.attrs.items():
+        if len(value) > limit or len(name) > limit:
+            _too_long(f"attribute {name[:40]!r}" + ("..." if len(name) > 40 else ""),
+                      value if len(value) > limit else name, element.line, limit)
+
+
+def _too_long(what: str, text: str, line: int, limit: int) -> None:
+    raise _Refused(Issue("string_too_long", "", f"line {line}: {what} of {len(text)} characters, over the limit "
+                                                f"of {limit}"))
 
 
 def _forbidden(exc: Exception) -> str:

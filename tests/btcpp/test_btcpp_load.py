@@ -154,9 +154,19 @@ class TestRefused:
 
     @pytest.mark.parametrize("text", ["<root><BehaviorTree><" + "A" * 200 + "/></BehaviorTree></root>",
                                       '<root><BehaviorTree><A ' + "x" * 200 + '="1"/></BehaviorTree></root>',
-                                      '<root><BehaviorTree><A x="' + "v" * 200 + '"/></BehaviorTree></root>'])
+                                      '<root><BehaviorTree><A x="' + "v" * 200 + '"/></BehaviorTree></root>',
+                                      '<root><BehaviorTree><Sequence><A x="' + "v" * 200 + '"/><B/></Sequence>'
+                                      '</BehaviorTree></root>',
+                                      '<root><BehaviorTree><Sequence><A x="' + "é" * 101 + '"/><B/></Sequence>'
+                                      '</BehaviorTree></root>'])
     def test_a_tag_or_attribute_over_the_string_limit_is_refused(self, text):
         assert refusal(text, limits=bt_exec.Limits(max_string_chars=100)) == [("string_too_long", "")]
+
+    def test_the_string_limit_counts_characters_not_bytes(self):
+        # 100 two-byte characters: 200 bytes of UTF-8, within a limit of 100 characters
+        text = '<root><BehaviorTree><Sequence><A x="' + "é" * 100 + '"/><B/></Sequence></BehaviorTree></root>'
+        plan = load(text, limits=bt_exec.Limits(max_string_chars=100))
+        assert plan.ops["2"].args == {"x": "é" * 100}
 
     def test_the_limits_hold_after_subtrees_are_expanded(self):
         # 12 levels of SubTrees, each used twice: 4,096 leaves from a few lines
