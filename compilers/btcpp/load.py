@@ -26,6 +26,8 @@ from .paths import ROOT_PATH, attribute, by_id, child_paths
 from .xml_read import Element, XmlDocument
 
 DIALECT = "btcpp"
+# The attributes of a node that are no plain port: what every node may carry, and the scripts refused.
+_NOT_PLAIN_PORTS = NOT_PORTS | SCRIPT_ATTRIBUTES
 
 
 @dataclass(eq=False, slots=True)
@@ -343,61 +345,62 @@ class _Loader:
         if explicit:
             self.explicit.add(path)
             written = attrs.get("ID")
+            if written is None:
+                self.issues.append(Issue("required", path, f"line {element.line}: <{tag}> has no ID (the node it "
+                                                           "runs)", missing="ID"))
+                written = tag
         else:
             written = tag
-        if written is None:
-            self.issues.append(Issue("required", path, f"line {element.line}: <{element.tag}> has no ID (the node "
-                                                       "it runs)", missing="ID"))
-            written = element.tag
-        node_id = V3_NAMES.get(written, written)
-        if node_id != written:
-            self._warn("v3_name", f"BT.CPP 3's {written} read as BT.CPP 4's {node_id}")
-        renamed = V3_PORTS.get(node_id)
+        node_id = written
+        renamed = None
+        if written in V3_NAMES or written in V3_PORTS:
+            node_id = V3_NAMES.get(written, written)
+            if node_id != written:
+                self._warn("v3_name", f"BT.CPP 3's {written} read as BT.CPP 4's {node_id}")
+            renamed = V3_PORTS.get(node_id)
+        scoped = scope.remap or scope.parent is not None
         args: dict[str, str] = {}
         keys: dict[str, str] = {}
         for name, value in attrs.items():
-            if name in NOT_PORTS:
-                continue
-            if name in SCRIPT_ATTRIBUTES:
-                self._script(element, path, name)
+            if name in _NOT_PLAIN_PORTS:
+                if name in SCRIPT_ATTRIBUTES:
+                    self._script(element, path, name)
                 continue
             if renamed is not None and name in renamed:
                 self._warn("v3_name", f"BT.CPP 3's {node_id} port {name} read as BT.CPP 4's {renamed[name]}")
                 name = renamed[name]
-            if "{" not in value:
-                args[name] = value
-                continue
-            key = key_of(name, value)
+            key = key_of(name, value) if "{" in value else None
             if key is None:
                 args[name] = value
-                continue
-            flat = scope.key(key) if scope.remap or scope.parent is not None or key[:1] == "@" else key
-            if isinstance(flat, _Literal):
-                args[name] = str(flat)
+            elif not scoped and key[0] != "@":
+                keys[name] = key
             else:
-                keys[name] = flat
+                flat = scope.key(key)
+                if isinstance(flat, _Literal):
+                    args[name] = str(flat)
+                else:
+                    keys[name] = flat
         description = attrs.get("name") or node_id
         if label:
             description = f"{label} / {description}"
+        named = self.named
         if node_id in NODE_LIBRARY or element.children or explicit == "Control" or explicit == "Decorator":
             if keys:
-                self.named.update(keys.values())
+                named.update(keys.values())
             return Op(op_id, "control", description, [], None, args, None, None, path, node_id, keys or None)
-        reads, writes = self._directions(keys) if keys else (None, None)
+        if not keys or named.issuperset(keys.values()):
+            return Op(op_id, "do", description, [], node_id, args, None, None, path, None, keys or None, None)
+        reads, writes = self._directions(keys)
         return Op(op_id, "do", description, [], node_id, args, None, None, path, None, reads, writes)
 
-    def _directions(self, keys: dict[str, str]) -> tuple[dict | None, dict | None]:
+    def _directions(self, keys: dict[str, str]) -> tuple[dict | None, dict]:
         """A leaf's {key} ports as reads and writes, with no catalog to say which are outputs: in pre-order (the
         order a tree's calls start in), a key no node before has named is the leaf's output, written from its
-        call's output of that port; a key named before is read. A catalog, once given, says instead (the
-        checks and compile)."""
+        call's output of that port; a key named before is read. Called for a leaf naming some key first. A
+        catalog, once given, says instead (the checks and compile)."""
         named = self.named
-        if named.issuperset(keys.values()):
-            return keys, None
         writes = {port: key for port, key in keys.items() if key not in named}
         named.update(keys.values())
-        if not writes:
-            return keys, None
         reads = {port: key for port, key in keys.items() if port not in writes}
         return reads or None, writes
 

@@ -25,10 +25,13 @@ TRUE_WORDS = ("true", "1", "yes", "True", "TRUE")
 
 def key_of(port: str, value: str) -> str | None:
     """The blackboard key a port's value names (``{key}``, ``{=}``), or None for a literal value."""
-    text = value.strip()
-    if len(text) < 2 or text[0] != "{" or text[-1] != "}":
-        return None
-    inside = text[1:-1]
+    if value[:1] == "{" and value[-1:] == "}":  # as written most often: no blanks around the braces
+        inside = value[1:-1]
+    else:
+        text = value.strip()
+        if len(text) < 2 or text[0] != "{" or text[-1] != "}":
+            return None
+        inside = text[1:-1]
     if "{" in inside or "}" in inside:
         return None
     key = inside.strip()
