@@ -27,6 +27,11 @@ class CatalogEntry:
     node_id: str
     kind: str
     ports: dict[str, PortSpec] = field(default_factory=dict)
+    outputs: frozenset[str] = field(init=False, repr=False, compare=False)  # the ports that write (out, inout)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outputs", frozenset(name for name, port in self.ports.items()
+                                                      if port.direction != "in"))
 
     @property
     def is_leaf(self) -> bool:

@@ -8,7 +8,9 @@ taken, and a warning says so.
 """
 from __future__ import annotations
 
-from bt_exec.behaviours.bt_library import NODE_LIBRARY
+from dataclasses import dataclass
+
+from bt_exec.behaviours.bt_library import NODE_LIBRARY, NodeSpec, PortSpec
 from bt_exec.errors import Issue, Issues
 
 from ..fixes import NameSearch
@@ -55,6 +57,8 @@ def directions(op: Op, entry: CatalogEntry | None) -> tuple[dict | None, dict | 
     undeclared port is read), else as loaded."""
     if op.kind != "do" or entry is None or not (op.reads or op.writes):
         return op.reads, op.writes
+    if not op.writes and entry.outputs.isdisjoint(op.reads):  # most leaves: inputs only, as loaded
+        return op.reads, None
     ports = entry.ports
     reads: dict[str, str] = {}
     writes: dict[str, str] = {}
@@ -69,6 +73,18 @@ def directions(op: Op, entry: CatalogEntry | None) -> tuple[dict | None, dict | 
     return reads or None, writes or None
 
 
+@dataclass(slots=True)
+class _NodeRules:
+    """What the nodes of one ID are checked against: its library spec, its catalog entry, its kind as a catalog
+    names kinds (None: neither knows it), its ports (the library's, the entry's over them) and those required."""
+
+    spec: NodeSpec | None
+    entry: CatalogEntry | None
+    kind: str | None
+    declared: dict[str, PortSpec]
+    required: tuple[str, ...]
+
+
 class _Checker:
     def __init__(self, catalog: NodeCatalog | None, source: BtcppSource):
         self.catalog = catalog
@@ -78,46 +94,63 @@ class _Checker:
         self.seen: set[tuple[str, str]] = set()
         self.names = NameSearch()
         self.known = sorted(set(NODE_LIBRARY) | set(catalog.entries if catalog is not None else ()))
+        self.rules: dict[str, _NodeRules] = {}
 
     def add(self, issue: Issue) -> None:
         if (issue.code, issue.path) not in self.seen:
             self.seen.add((issue.code, issue.path))
             self.issues.append(issue)
 
-    def check(self, op: Op) -> None:
-        node_id = op.node or op.cap
-        entry = self.catalog.get(node_id) if self.catalog is not None else None
-        spec = NODE_LIBRARY.get(node_id)
-        if spec is None and entry is None and op.kind == "do" and self.catalog is None and not self.source.texts:
-            return  # a leaf with no catalog to check it against: nothing to say of it
-        line = self.source.lines.get(op.path, 0)
-        if spec is None and entry is None:
-            if op.kind == "control" or self.catalog is not None:
-                self._unknown(op, node_id, line)
-        elif spec is None and op.kind == "control" and entry.kind in ("control", "decorator"):
-            self._warn("custom_node", f"{node_id} is a custom {entry.kind} of the catalog: it runs as a "
-                                      "pass-through of its children (they run in order, its result is theirs)")
-        kind = entry.kind if entry is not None else _LIBRARY_KINDS.get(spec.category) if spec is not None else None
-        if kind is not None:
-            children = self.source.children_of(op)
-            self._children(op, node_id, line, children, kind, spec)
+    def rules_of(self, node_id: str) -> _NodeRules:
+        """The rules of ``node_id``, worked out once per ID."""
+        rules = self.rules.get(node_id)
+        if rules is None:
+            entry = self.catalog.get(node_id) if self.catalog is not None else None
+            spec = NODE_LIBRARY.get(node_id)
+            kind = entry.kind if entry is not None else _LIBRARY_KINDS.get(spec.category) if spec is not None else None
             declared = spec.ports if spec is not None else {}
             if entry is not None:
                 declared = {**declared, **entry.ports}
-            if declared or op.args or op.reads or op.writes:
-                self._ports(op, node_id, line, declared)
+            required = tuple(name for name, port in declared.items()
+                             if port.default is None and port.direction in ("in", "inout"))
+            rules = self.rules[node_id] = _NodeRules(spec, entry, kind, declared, required)
+        return rules
+
+    def check(self, op: Op) -> None:
+        node_id = op.node or op.cap
+        rules = self.rules.get(node_id) or self.rules_of(node_id)
+        spec, entry, kind = rules.spec, rules.entry, rules.kind
+        texts = self.source.texts
+        if kind is None and op.kind == "do" and self.catalog is None and not texts:
+            return  # a leaf with no catalog to check it against: nothing to say of it
+        if kind is None:
+            if op.kind == "control" or self.catalog is not None:
+                self._unknown(op, node_id)
+        elif spec is None and op.kind == "control" and kind in ("control", "decorator"):
+            self._warn("custom_node", f"{node_id} is a custom {kind} of the catalog: it runs as a "
+                                      "pass-through of its children (they run in order, its result is theirs)")
+        if kind is not None:
+            children = self.source.children_of(op) if self.source.unexpanded else len(op.children)
+            if children or kind not in ("action", "condition"):
+                self._children(op, node_id, children, kind, spec)
+            if not _ports_fit(op, rules):
+                self._ports(op, node_id, rules.declared)
             if spec is not None and entry is None:
                 problem = spec.check(op.args or {}, children)
                 if problem is not None:
-                    self.add(Issue("bad_port_value", op.path, f"line {line}: {node_id}: {problem}"))
-        text = self.source.texts.get(op.path) if self.source.texts else None
+                    self.add(Issue("bad_port_value", op.path, f"line {self._line(op)}: {node_id}: {problem}"))
+        text = texts.get(op.path) if texts else None
         if text:
             tag = op.path.rsplit("/", 1)[-1].split("[", 1)[0]
             self.add(Issue("text_in_element", f"{op.path}/text()",
-                           f"line {line}: text inside <{tag}> ({_shown(text)}): BT.CPP reads none, a "
+                           f"line {self._line(op)}: text inside <{tag}> ({_shown(text)}): BT.CPP reads none, a "
                            "value goes in an attribute (a port)", fix=[{"op": "remove", "path": f"{op.path}/text()"}]))
 
-    def _unknown(self, op: Op, node_id: str, line: int) -> None:
+    def _line(self, op: Op) -> int:
+        return self.source.lines.get(op.path, 0)
+
+    def _unknown(self, op: Op, node_id: str) -> None:
+        line = self._line(op)
         where = attribute(op.path, "ID") if op.path in self.source.explicit else f"{op.path}/name()"
         nearest = self.names.nearest(node_id, self.known)
         what = "no catalog entry nor library node" if self.catalog is not None else "no library node"
@@ -130,7 +163,8 @@ class _Checker:
                        fix=patches[0] if len(patches) == 1 else None,
                        alternatives=patches if len(patches) > 1 else None))
 
-    def _children(self, op: Op, node_id: str, line: int, count: int, kind: str, spec) -> None:
+    def _children(self, op: Op, node_id: str, count: int, kind: str, spec) -> None:
+        line = self._line(op)
         if kind in ("action", "condition"):
             if count:
                 self.add(Issue("leaf_children", op.path, f"line {line}: {node_id} is a leaf ({kind}) and takes no "
@@ -152,7 +186,8 @@ class _Checker:
                                f"line {line}: the control node {node_id} takes at most {_children_count(most)}, "
                                f"this one has {count}"))
 
-    def _ports(self, op: Op, node_id: str, line: int, declared: dict) -> None:
+    def _ports(self, op: Op, node_id: str, declared: dict) -> None:
+        line = self._line(op)
         written = [*(op.args or ()), *(op.reads or ()), *(op.writes or ())]
         for port in written:
             if port in declared:
@@ -177,6 +212,20 @@ class _Checker:
         warning = {"code": code, "message": message}
         if warning not in self.warnings:
             self.warnings.append(warning)
+
+
+def _ports_fit(op: Op, rules: _NodeRules) -> bool:
+    """Whether every port ``op`` writes is declared and every required one written: what ``_ports`` would find
+    nothing wrong with, told without listing the ports."""
+    args, reads, writes = op.args, op.reads, op.writes
+    declared = rules.declared.keys()
+    if (args and not declared >= args.keys()) or (reads and not declared >= reads.keys()) \
+            or (writes and not declared >= writes.keys()):
+        return False
+    for name in rules.required:
+        if not ((args and name in args) or (reads and name in reads) or (writes and name in writes)):
+            return False
+    return True
 
 
 def _dataflow(plan: Plan, catalog: NodeCatalog | None) -> list[dict]:

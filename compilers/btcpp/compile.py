@@ -3,6 +3,8 @@ the catalog a pass-through of its children), each leaf a capability call whose a
 as the catalog's ports say), reading and writing the blackboard through its {key} ports."""
 from __future__ import annotations
 
+import functools
+
 import py_trees
 
 from bt_exec.behaviours import CapabilityAction
@@ -29,10 +31,12 @@ def compile_btcpp(plan: Plan, given: NodeCatalog | None) -> CompiledPlan:
     for op in reversed(plan.ops.values()):  # reversed pre-order: every child before its parent
         if op.kind == "do":
             entry = catalog.get(op.cap) if catalog is not None else None
-            reads, writes = directions(op, entry) if entry is not None else (op.reads, op.writes)
-            args = typed_args(op.args, entry) if op.args else {}
-            ops[op.op_id] = CapabilityAction(op.op_id, op.description, op.cap, args, None, op.call_id, reads=reads,
-                                             writes=writes)
+            if entry is None:
+                reads, writes, args = op.reads, op.writes, _untyped(op.args) if op.args else {}
+            else:
+                reads, writes = directions(op, entry)
+                args = typed_args(op.args, entry) if op.args else {}
+            ops[op.op_id] = CapabilityAction(op.op_id, op.description, op.cap, args, None, op.call_id, reads, writes)
             continue
         spec = NODE_LIBRARY.get(op.node) or NODE_LIBRARY[PASS_THROUGH]
         entry = catalog.get(op.node) if catalog is not None else None
@@ -66,9 +70,10 @@ def typed_args(args: dict[str, str], entry: CatalogEntry | None) -> dict:
     it holds. A value that does not read as its type stays the string it is."""
     if entry is None or not entry.ports:
         return _untyped(args)
+    ports = entry.ports
     out = {}
     for name, value in args.items():
-        port = entry.ports.get(name) if entry is not None else None
+        port = ports.get(name)
         out[name] = _typed(value, port.type if port is not None else "")
     return out
 
@@ -82,19 +87,27 @@ def _untyped(args: dict[str, str]) -> dict:
 
 
 def _typed(value: str, kind: str) -> object:
-    text = value.strip()
+    convert = _CONVERTERS.get(kind)
+    if convert is None:
+        if kind or not value.lstrip().startswith(JSON_PREFIX):
+            return value
+        convert = _json
     try:
-        if kind == "bool":
-            lowered = text.lower()
-            return {"true": True, "1": True, "false": False, "0": False}.get(lowered, value)
-        if kind in _INTEGER_TYPES:
-            return int(text)
-        if kind in _FLOAT_TYPES:
-            return float(text)
-        if kind in _VECTORS:
-            return [_VECTORS[kind](item.strip()) for item in text.split(";")] if text else []
-        if not kind and text.startswith(JSON_PREFIX):
-            return STRICT_JSON.decode(text[len(JSON_PREFIX):])
-    except (ValueError, RecursionError):
+        return convert(value.strip())
+    except (ValueError, KeyError, RecursionError):
         return value
-    return value
+
+
+def _vector(item: type, text: str) -> list:
+    return [item(part.strip()) for part in text.split(";")] if text else []
+
+
+def _json(text: str) -> object:
+    return STRICT_JSON.decode(text[len(JSON_PREFIX):])
+
+
+_BOOLS = {"true": True, "1": True, "false": False, "0": False}
+# Each port type a literal is converted to, by the C++ type a catalog names.
+_CONVERTERS = {"bool": lambda text: _BOOLS[text.lower()],
+               **dict.fromkeys(_INTEGER_TYPES, int), **dict.fromkeys(_FLOAT_TYPES, float),
+               **{kind: functools.partial(_vector, item) for kind, item in _VECTORS.items()}}
