@@ -39,6 +39,7 @@ SETTLE_S = 0.3
 SETTLED_RAD = 2e-3
 _FEED_FORWARD = np.array(SERVO_KV) / np.array(SERVO_KP)
 _PACE_EVERY_STEPS = 5  # real-time pacing is checked every 10 ms of simulated time
+_CHECK_EVERY_STEPS = 5  # and whether the simulation blew up
 # MuJoCo's warnings of a simulation that blew up (it resets its state when one is raised)
 _DIVERGED = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQPOS)
 
@@ -246,25 +247,33 @@ class MujocoMotion:
         once a stop was asked for (False)."""
         with self._lock:
             saved = self._state()
-            start = self.data.time
         wall_start, steps = time.perf_counter(), 0
-        reference, braking_from = trajectory, None
+        reference, braking_started = trajectory, None
+        positions, speeds, accelerations = reference.dense(TIMESTEP_S)
+        servo = positions + _FEED_FORWARD * speeds  # the reference's speed fed forward
+        last, k = len(positions) - 1, 0
         try:
             while True:
                 with self._lock:
-                    t = self.data.time - start
-                    if braking_from is None and self._stop.is_set():
-                        reference = braking(*reference.at(t), TIMESTEP_S)
-                        braking_from = start = self.data.time
-                        t = 0.0
-                    self._step(*reference.at(t), saved)
-                    steps += 1
-                    if t >= reference.duration:
-                        if braking_from is not None:
-                            if self._still() or t >= reference.duration + STOP_WITHIN_S:
-                                self.last_stop_s = float(self.data.time - braking_from)
+                    if braking_started is None and self._stop.is_set():
+                        reference = braking(positions[min(k, last)], speeds[min(k, last)],
+                                            accelerations[min(k, last)], TIMESTEP_S)
+                        positions, speeds, accelerations = reference.dense(TIMESTEP_S)
+                        servo = positions + _FEED_FORWARD * speeds
+                        last, k, braking_started = len(positions) - 1, 0, self.data.time
+                    at = min(k, last)
+                    self._step(servo[at], accelerations[at])
+                    k, steps = k + 1, steps + 1
+                    if steps % _CHECK_EVERY_STEPS == 0:
+                        self._check_finite(saved)
+                    if k > last:
+                        if braking_started is not None:
+                            if self._still() or (k - last) * TIMESTEP_S >= STOP_WITHIN_S:
+                                self._check_finite(saved)
+                                self.last_stop_s = float(self.data.time - braking_started)
                                 return False
-                        elif self._settled(reference) or t >= reference.duration + SETTLE_S:
+                        elif self._settled(positions[-1]) or (k - last) * TIMESTEP_S >= SETTLE_S:
+                            self._check_finite(saved)
                             return True
                 if self.speed != "max" and steps % _PACE_EVERY_STEPS == 0:
                     ahead = steps * TIMESTEP_S / float(self.speed) - (time.perf_counter() - wall_start)
@@ -274,20 +283,24 @@ class MujocoMotion:
             with self._lock:
                 self.data.qfrc_applied[self._joint_dof] = 0.0
 
-    def _step(self, position, speed, acceleration, saved: tuple) -> None:
-        """One control period: the servos' references set, the physics stepped; MotionError if it diverged."""
-        model, data, dofs = self.model, self.data, self._joint_dof
-        # position servo with the reference's speed and inertial torque fed forward: it follows closely
-        data.ctrl[:] = position + _FEED_FORWARD * speed
-        self._acceleration[dofs] = acceleration
+    def _step(self, servo: np.ndarray, acceleration: np.ndarray) -> None:
+        """One control period: the servos' references set, the inertial torque fed forward, the physics stepped."""
+        model, data = self.model, self.data
+        data.ctrl[:] = servo
+        self._acceleration[self._joint_dof] = acceleration
         mujoco.mj_mulM(model, data, self._inertial, self._acceleration)
-        data.qfrc_applied[dofs] = self._inertial[dofs]
+        data.qfrc_applied[self._joint_dof] = self._inertial[self._joint_dof]
         mujoco.mj_step(model, data)
-        if not np.isfinite(data.qacc).all() or any(data.warning[warning].number for warning in _DIVERGED):
-            when = data.time
-            self._restore(saved)
-            raise MotionError(f"the physics diverged at t = {when:.3f} s (simulated); the cell was put back as it "
-                              "was before this move")
+
+    def _check_finite(self, saved: tuple) -> None:
+        """MotionError, the cell put back as ``saved``, if the simulation blew up."""
+        data = self.data
+        if np.isfinite(data.qacc).all() and not any(data.warning[warning].number for warning in _DIVERGED):
+            return
+        when = data.time
+        self._restore(saved)
+        raise MotionError(f"the physics diverged at t = {when:.3f} s (simulated); the cell was put back as it "
+                          "was before this move")
 
     def _still(self) -> bool:
         data = self.data
@@ -295,8 +308,8 @@ class MujocoMotion:
             return False
         return float(np.linalg.norm(self._tcp_velocity())) < STILL_TCP_M_S
 
-    def _settled(self, reference: Trajectory) -> bool:
-        error = np.max(np.abs(self.data.qpos[self._joint_qpos] - reference.positions[-1]))
+    def _settled(self, end: np.ndarray) -> bool:
+        error = np.max(np.abs(self.data.qpos[self._joint_qpos] - end))
         return error < SETTLED_RAD and np.max(np.abs(self.data.qvel[self._joint_dof])) < 10 * STILL_JOINT_RAD_S
 
     def _tcp_velocity(self) -> np.ndarray:

@@ -27,8 +27,6 @@ STOP_ACCELERATION_PER_SPEED, STOP_JERK_PER_SPEED = 16.0, 400.0
 WAYPOINT_SPACING_M = 0.01
 
 _SPEED = np.array(JOINT_SPEED)
-_REST = np.zeros(7)
-_REST.flags.writeable = False
 
 
 class TrajectoryError(Exception):
@@ -37,7 +35,8 @@ class TrajectoryError(Exception):
 
 @dataclass
 class Trajectory:
-    """Joint positions and speeds at ``times`` (s from its start, every SAMPLE_S and its end)."""
+    """Joint positions and speeds at ``times`` (s from its start, every SAMPLE_S and its end), followed between
+    the samples by cubic Hermite interpolation (:meth:`dense`)."""
 
     times: np.ndarray       # (n,)
     positions: np.ndarray   # (n, 7) rad
@@ -47,20 +46,20 @@ class Trajectory:
     def duration(self) -> float:
         return float(self.times[-1])
 
-    def at(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Position, speed and acceleration at ``t`` (cubic Hermite between the samples; at rest past the end)."""
+    def dense(self, period: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions, speeds and accelerations every ``period`` from 0 to the end (as :meth:`at`, all at once)."""
         times = self.times
-        if t >= times[-1]:
-            return self.positions[-1], _REST, _REST
-        k = max(int(np.searchsorted(times, t, side="right")) - 1, 0)
-        h = times[k + 1] - times[k]
-        u = (t - times[k]) / h
+        t = np.append(np.arange(int(np.ceil(times[-1] / period - 1e-9))) * period, times[-1])
+        k = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 2)
+        h = (times[k + 1] - times[k])[:, None]
+        u = ((t - times[k])[:, None] / h)
         q0, q1 = self.positions[k], self.positions[k + 1]
         v0, v1 = self.velocities[k] * h, self.velocities[k + 1] * h
         u2, u3 = u * u, u * u * u
         position = (2 * u3 - 3 * u2 + 1) * q0 + (u3 - 2 * u2 + u) * v0 + (-2 * u3 + 3 * u2) * q1 + (u3 - u2) * v1
         speed = ((6 * u2 - 6 * u) * (q0 - q1) + (3 * u2 - 4 * u + 1) * v0 + (3 * u2 - 2 * u) * v1) / h
         acceleration = ((12 * u - 6) * (q0 - q1) + (6 * u - 4) * v0 + (6 * u - 2) * v1) / (h * h)
+        speed[-1], acceleration[-1] = 0.0, 0.0
         return position, speed, acceleration
 
 
