@@ -233,6 +233,9 @@ class gc_paused:
     itself once the heap (pymalloc's blocks) grew by a quarter since the last one; it
     counts the heap (a walk whose cost grows with the heap) only once the pauses moved
     a sixteenth of it since it last looked, so a pause costs the same in a large process.
+    What the pause just before moved counts only from the pause after this one: it is
+    mostly what this pause builds on (a plan's load, then its compile; a tree, then its
+    tick), still alive, and a full collection then walked it all to free nothing.
     """
 
     def __enter__(self) -> None:
@@ -247,26 +250,32 @@ class gc_paused:
             if young > _MOVED_OLD_ABOVE:
                 gc.freeze()
                 gc.unfreeze()
-                _heap_at_full["moved"] += young
+                _heap_at_full["just_moved"] += young
             gc.enable()
 
 
 _MOVED_OLD_ABOVE = 2_000  # young objects (net, since the last young collection) a pause moves to the oldest
 _FULL_COLLECTION_GROWTH = 1.25
 _LOOK_AFTER_MOVED = 1 / 16  # the heap is counted again once pauses moved this share of it since the last count
-# The heap after the last full collection, their count, and the objects pauses moved since the heap was counted.
-_heap_at_full = {"blocks": 0, "collections": -1, "moved": 0}
+# The heap after the last full collection, their count, the objects pauses before the last one moved since the heap
+# was counted, and those the last pause moved.
+_heap_at_full = {"blocks": 0, "collections": -1, "moved": 0, "just_moved": 0}
 
 
 def _collect_when_grown() -> None:
     """A full collection when the heap grew by a quarter since the last one (ours or CPython's), the heap counted
-    after CPython's own and once pauses moved a sixteenth of it (``sys.getallocatedblocks`` walks pymalloc's
-    arenas: counting at every pause made admission slower the larger the process)."""
+    after CPython's own and once pauses before the last one moved a sixteenth of it (``sys.getallocatedblocks``
+    walks pymalloc's arenas: counting at every pause made admission slower the larger the process)."""
     collections = gc.get_stats()[2]["collections"]
     if collections != _heap_at_full["collections"]:  # CPython's own (or none seen yet): the heap now is the mark
-        _heap_at_full.update(blocks=sys.getallocatedblocks(), collections=collections, moved=0)
-    elif _heap_at_full["moved"] > _heap_at_full["blocks"] * _LOOK_AFTER_MOVED:
+        _heap_at_full.update(blocks=sys.getallocatedblocks(), collections=collections, moved=0, just_moved=0)
+        return
+    if _heap_at_full["moved"] > _heap_at_full["blocks"] * _LOOK_AFTER_MOVED:
         _heap_at_full["moved"] = 0
         if sys.getallocatedblocks() > _heap_at_full["blocks"] * _FULL_COLLECTION_GROWTH:
             gc.collect()
-            _heap_at_full.update(blocks=sys.getallocatedblocks(), collections=gc.get_stats()[2]["collections"])
+            _heap_at_full.update(blocks=sys.getallocatedblocks(), collections=gc.get_stats()[2]["collections"],
+                                 just_moved=0)
+            return
+    _heap_at_full["moved"] += _heap_at_full["just_moved"]
+    _heap_at_full["just_moved"] = 0

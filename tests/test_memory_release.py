@@ -2,6 +2,7 @@
 the garbage collector as configured and never forced; and pausing the collector to build a plan leaves other
 garbage to be collected on schedule."""
 import gc
+import json
 import os
 import sys
 import weakref
@@ -113,7 +114,7 @@ def test_the_pause_runs_a_full_collection_once_the_heap_grew_by_a_quarter(monkey
     monkeypatch.setattr(sys, "getallocatedblocks", count_blocks)
     monkeypatch.setattr(gc, "get_stats", lambda: [{}, {}, {"collections": heap["full_collections"]}])
     monkeypatch.setattr(gc, "collect", lambda generation=2: collected.append(generation) or 0)
-    monkeypatch.setattr(compilers, "_heap_at_full", {"blocks": 0, "collections": -1, "moved": 0})
+    monkeypatch.setattr(compilers, "_heap_at_full", {"blocks": 0, "collections": -1, "moved": 0, "just_moved": 0})
     compilers._collect_when_grown()  # the heap now is the mark
     heap["blocks"] = 1_300_000
     compilers._collect_when_grown()  # grown, but no pause moved anything since: not counted
@@ -132,11 +133,41 @@ def test_the_pause_runs_a_full_collection_once_the_heap_grew_by_a_quarter(monkey
     assert collected == [2]
 
 
-def test_a_pause_moving_a_big_build_old_counts_it_toward_the_next_look(monkeypatch):
-    """What ``gc_paused`` moved to the oldest generation is what makes the pause count the heap again."""
+def test_a_pause_moving_a_big_build_old_counts_it_from_the_pause_after_next(monkeypatch):
+    """What ``gc_paused`` moved to the oldest generation is what makes a pause count the heap again: from the
+    pause after the next one, as the next one mostly builds on it."""
     gc.collect()
-    monkeypatch.setattr(compilers, "_heap_at_full", {"blocks": sys.getallocatedblocks(),
-                                                     "collections": gc.get_stats()[2]["collections"], "moved": 0})
+    monkeypatch.setattr(compilers, "_heap_at_full", {"blocks": sys.getallocatedblocks(), "moved": 0, "just_moved": 0,
+                                                     "collections": gc.get_stats()[2]["collections"]})
     with gc_paused():
         kept = [[index] for index in range(5_000)]
-    assert compilers._heap_at_full["moved"] >= len(kept)
+    assert compilers._heap_at_full["moved"] == 0 and compilers._heap_at_full["just_moved"] >= len(kept)
+    with gc_paused():
+        pass
+    assert compilers._heap_at_full["moved"] >= len(kept) and compilers._heap_at_full["just_moved"] == 0
+
+
+def test_a_plan_compiled_after_its_load_is_not_walked_by_a_full_collection_between(monkeypatch):
+    """The compile's pause does not look at what the load's pause just moved (the plan, alive: a full collection
+    frees none of it); the pause after it does, so a heap grown by a quarter is still collected."""
+    plan_text = json.dumps(envelope(seq(*[par(*[do(f"call {branch}.{n}", cap="sim.act", args={"n": n})
+                                                 for n in range(20)]) for branch in range(100)])))
+    gc.collect()
+    monkeypatch.setattr(compilers, "_heap_at_full", {"blocks": 1_000, "moved": 0, "just_moved": 0,
+                                                     "collections": gc.get_stats()[2]["collections"]})
+    full_collections = []
+
+    def count_full(phase, info):
+        if phase == "start" and info["generation"] == 2:
+            full_collections.append(phase)
+
+    gc.callbacks.append(count_full)
+    try:
+        plan = bt_exec.load(plan_text)
+        bt_exec.compile_plan(plan)
+        assert full_collections == []
+        with gc_paused():
+            pass
+        assert len(full_collections) == 1
+    finally:
+        gc.callbacks.remove(count_full)
