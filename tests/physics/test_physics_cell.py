@@ -3,6 +3,9 @@ fail for physical reasons (an unreachable pose, a path through a part, a part no
 by the simulation itself; a cancel brakes the arm to rest within 0.25 s of simulated time."""
 import json
 import math
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -227,3 +230,17 @@ def test_bt_exec_run_refuses_physics_options_that_do_not_fit(args, says):
     done = bt_exec_cli("run", EXAMPLES / "cap_to_hatch.json", "--scene", EXAMPLES / "scene.json",
                        "--backend", "physics", *args)
     assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
+
+
+def test_render_gives_a_png_of_the_cell_where_gl_is_there(tmp_path):
+    # EGL headless, in a process of its own: MUJOCO_GL is read once, when mujoco is imported
+    code = ("import struct, sys\nfrom bt_exec.motion.physics import PhysicsCell\n"
+            "png = PhysicsCell(speed='max').render(320, 240)\n"
+            "print('none' if png is None else '%s %d %d' % ((png[:8] == b'\\x89PNG\\r\\n\\x1a\\n'),"
+            " *struct.unpack('>II', png[16:24])))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env=dict(os.environ, MUJOCO_GL="egl"))
+    assert done.returncode == 0, done.stderr
+    if done.stdout.strip() == "none":
+        pytest.skip("no EGL on this machine: render() rightly gave None")
+    assert done.stdout.split() == ["True", "320", "240"]

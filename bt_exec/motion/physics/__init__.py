@@ -6,6 +6,7 @@ implementation under it. Both need the ``physics`` extra (mujoco, mink, ruckig):
 it raises :class:`PhysicsUnavailable`, one line naming ``pip install 'bt_exec[physics]'``. The errors of
 this package import without the extra.
 """
+import os
 from importlib import import_module
 
 from bt_exec.motion.physics.errors import INSTALL, CellRefused, PhysicsUnavailable
@@ -20,8 +21,12 @@ def require_physics() -> None:
         try:
             import_module(library)
         except ImportError as exc:
-            raise PhysicsUnavailable(f"the physics cell needs {library}, which cannot be imported "
-                                     f"({exc.msg if hasattr(exc, 'msg') else exc}): {INSTALL}") from None
+            raise PhysicsUnavailable(f"the physics cell needs {library}, which cannot be imported ({exc}): "
+                                     f"{INSTALL}") from None
+        except Exception as exc:  # noqa: BLE001 - mujoco loads the GL library MUJOCO_GL names as it is imported
+            gl = os.environ.get("MUJOCO_GL")
+            hint = f"; MUJOCO_GL={gl}: is its GL library installed?" if gl else ""
+            raise PhysicsUnavailable(f"{library} fails to import: {type(exc).__name__}: {exc}{hint}") from None
 
 
 def __getattr__(name: str):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 
 import mujoco
@@ -73,6 +74,9 @@ class MujocoMotion:
         self._target: tuple[float, float, float] | None = None
         self.last_stop_s: float | None = None  # simulated time the last stop took to come to rest
         self._acceleration, self._inertial = np.zeros(model.nv), np.zeros(model.nv)  # inertial feed-forward
+        self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
+        self._render_lock = threading.Lock()
+        self._camera = _overview_camera()
         self._place_arm(np.asarray(start_joints, dtype=float), tool_on_flange, cap_on_cup)
 
     # --- the Motion protocol -------------------------------------------------------------------------------
@@ -179,18 +183,21 @@ class MujocoMotion:
             return float(self.data.time)
 
     def render(self, width: int, height: int) -> bytes | None:
-        """A PNG of the cell from MuJoCo's offscreen renderer, or None where no GL context can be made."""
-        try:
-            renderer = mujoco.Renderer(self.model, height, width)
-        except Exception:  # noqa: BLE001 - no GL (MUJOCO_GL unset or its library missing): no picture
-            return None
-        try:
+        """A PNG of the cell from MuJoCo's offscreen renderer (``MUJOCO_GL=egl`` or ``osmesa`` where there is no
+        display), or None where no GL context can be made. The renderer is kept for the next frame of that size."""
+        with self._render_lock:
+            renderer = self._renderers.get((width, height))
+            if renderer is None:
+                with warnings.catch_warnings():  # GLFW warns of a missing display before it fails
+                    warnings.simplefilter("ignore")
+                    try:
+                        renderer = mujoco.Renderer(self.model, height, width)
+                    except Exception:  # noqa: BLE001 - no GL context here: no picture
+                        return None
+                self._renderers[(width, height)] = renderer
             with self._lock:
-                renderer.update_scene(self.data)
-            pixels = renderer.render()
-        finally:
-            renderer.close()
-        return _png(pixels)
+                renderer.update_scene(self.data, camera=self._camera)
+            return _png(renderer.render())
 
     # --- planning --------------------------------------------------------------------------------------------
 
@@ -403,6 +410,14 @@ class MujocoMotion:
         return True
 
 
+def _overview_camera() -> mujoco.MjvCamera:
+    """A free camera looking at the table from the front left, the whole arm in view."""
+    camera = mujoco.MjvCamera()
+    camera.lookat[:] = (0.35, 0.0, 0.35)
+    camera.distance, camera.azimuth, camera.elevation = 2.2, 210.0, -25.0
+    return camera
+
+
 def _png(pixels: np.ndarray) -> bytes:
     """RGB pixels (h, w, 3) as PNG bytes (zlib, no filter)."""
     import struct
@@ -415,4 +430,4 @@ def _png(pixels: np.ndarray) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
