@@ -53,6 +53,8 @@ ROBONIX = ["grpcio>=1.62,<2", "grpcio-tools>=1.62,<2", "protobuf>=4.25,<8", "mcp
 GROOT2 = ["pyzmq>=25,<28"]
 # the Grant cell in physics (bt_exec.motion.physics): MuJoCo, IK on it (mink), jerk-limited trajectories (ruckig)
 PHYSICS = ["mujoco>=3.3,<5", "mink>=1.0,<2", "ruckig>=0.14,<1"]
+# `run --record`: videos of the physics cell (imageio writes GIF with Pillow, MP4 with imageio-ffmpeg's ffmpeg)
+RECORD = ["imageio>=2.31,<3", "imageio-ffmpeg>=0.5,<1"]
 
 setup(
     name=PACKAGE,
@@ -115,11 +117,14 @@ setup(
         "groot2": GROOT2,
         # `--backend physics`, bt_exec.PhysicsCell: the cell simulated in MuJoCo
         "physics": PHYSICS,
+        # `--backend physics --record OUT.mp4|OUT.gif`
+        "record": RECORD,
         # selenium drives Debian's chromium + chromedriver for the browser tests (.ci/run installs them);
         # ruff is the linter tests/test_lint.py runs (a minor release of ruff can add rules to the families chosen);
         # pytest-xdist spreads the plain run over the cores (pytest -n auto): most of its time is CPU
         "test": ["pytest>=7", "pytest-xdist>=3.5,<4", "hypothesis>=6", "mcp>=1.10,<2", "selenium>=4.20",
-                 "import-linter>=2.12,<3", "ruff>=0.17,<0.18", *ROBONIX, *GROOT2, *PHYSICS],
+                 "import-linter>=2.12,<3", "ruff>=0.17,<0.18", *ROBONIX, *GROOT2, *PHYSICS,
+                 *RECORD],
     },
     cmdclass={"build_py": BuildPyWithStubs},
     zip_safe=True,

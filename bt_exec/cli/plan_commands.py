@@ -31,6 +31,7 @@ from .btcpp_options import add_export, add_groot2, export_command, start_groot2
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
 from .dry_run_commands import dry_run_command
 from .inputs import checking_executor, control_message, label, read_input, read_plan
+from .physics_options import add_record, check_record, start_recording, stop_recording
 from .web_commands import start_web
 
 RENDERS = ("ascii", "unicode", "dot")
@@ -84,6 +85,7 @@ def add_commands(commands) -> None:
     run.add_argument("--physics-speed", metavar="X|max", type=physics_speed, default=1.0,
                      help="with --backend physics: simulated time per real time (default: 1, real time), or max: "
                           "as fast as the machine goes")
+    add_record(run)
     add_catalog(run)
     run.add_argument("--scene", metavar="SCENE.json", help="Qwen3: the scene the graph runs in (required for Qwen3)")
     run.add_argument("--max-steps", metavar="N", type=positive_int, default=1000,
@@ -298,6 +300,7 @@ def run_command(args: argparse.Namespace) -> int:
     catalog = catalog_for(plan, args.catalog)
     kind = dialect_of(plan)
     physics = args.backend == "physics"
+    check_record(args)
     if kind.needs_scene and not args.scene and not physics:
         raise CommandError(f"a {kind.name} plan runs in a scene: give --scene SCENE.json")
     scene = bt_exec.Scene.from_file(args.scene) if kind.needs_scene and args.scene else None
@@ -333,11 +336,13 @@ def run_command(args: argparse.Namespace) -> int:
             raise CommandError("--pause-at needs a way to resume the plan: --web PORT (the console or POST "
                                "/api/plans/ID/resume), or a terminal on stdin (Enter resumes); stdin is no terminal")
         stop_prompt = _prompt_at_pauses(executor, plan_id, web) if args.pause_at else None
+        recorder = start_recording(backend, args)
         try:
             code = _run_to_end(executor, plan_id, args.events)
         finally:
             if stop_prompt is not None:
                 stop_prompt()
+            stop_recording(recorder)
         if args.feedback:
             print(finite_json.dumps(executor.get_plan_feedback(plan_id, args.feedback_chars)), flush=True)
         if args.keep_serving and code != EXIT_INTERRUPTED:

@@ -23,14 +23,17 @@ def is_cell(backend) -> bool:
                for name in ("link_positions", "target", "joint_speeds", "current_joints", "render"))
 
 
+# Whether MuJoCo could render, found once per process: a GL context either can be made here or not, and MuJoCo 4
+# aborts the process when asked for a renderer again after its GLFW backend failed to start.
+_frames_here: bool | None = None
+_probe_lock = threading.Lock()
+
+
 class CellView:
-    """The views of one simulated cell. Whether frames can be rendered is found on the first view and kept: a
-    GL context either can be made on this machine or not."""
+    """The views of one simulated cell; see the module docstring."""
 
     def __init__(self, cell):
         self.cell = cell
-        self._frames: bool | None = None
-        self._probe_lock = threading.Lock()
 
     @classmethod
     def of_backend(cls, backend) -> CellView:
@@ -42,10 +45,11 @@ class CellView:
 
     def frames_available(self) -> bool:
         """Whether ``render`` gives pictures here (MuJoCo's offscreen rendering found a GL context)."""
-        with self._probe_lock:
-            if self._frames is None:
-                self._frames = self.cell.render(MIN_FRAME_SIDE, MIN_FRAME_SIDE) is not None
-            return self._frames
+        global _frames_here
+        with _probe_lock:
+            if _frames_here is None:
+                _frames_here = self.cell.render(MIN_FRAME_SIDE, MIN_FRAME_SIDE) is not None
+            return _frames_here
 
     def view(self, frame_width: int | None = None, frame_height: int | None = None) -> dict:
         """``{links: [{name, position}], tool, target, joints, joint_speeds, places, frames}`` (metres, radians, in
