@@ -63,16 +63,20 @@ class TcpIk:
         configuration.update(seed)
         self._posture.set_target(np.array([seed[0], seed[1], 0.0, seed[3], 0.0, seed[5], seed[6]]))
         rotation = mink.SO3(quat_wxyz(quat_xyzw) / np.linalg.norm(quat_xyzw))
-        self._tcp.set_target(mink.SE3.from_rotation_and_translation(rotation, np.asarray(position, dtype=float)))
+        target = np.asarray(position, dtype=float)
+        self._tcp.set_target(mink.SE3.from_rotation_and_translation(rotation, target))
         tasks = [self._tcp, self._posture]
+        best = None  # out of reach, the iterations wander: the closest they came is the answer
         for _ in range(_ITERATIONS):
             velocity = mink.solve_ik(configuration, tasks, 1.0, "daqp", damping=_DAMPING, limits=self._limits)
             configuration.integrate_inplace(velocity, 1.0)
             error = self._tcp.compute_error(configuration)
-            if np.linalg.norm(error[:3]) < _CONVERGED_M and np.linalg.norm(error[3:]) < _CONVERGED_RAD:
+            # the log's translation mixes in the rotation: the residual is the TCP's distance, and the angle
+            reached = configuration.get_transform_frame_to_world("tcp", "site").translation()
+            position_error = float(np.linalg.norm(reached - target))
+            rotation_error = float(np.linalg.norm(error[3:]))
+            if best is None or (position_error, rotation_error) < (best.position_error_m, best.rotation_error_rad):
+                best = IkSolution(tuple(float(v) for v in configuration.q), position_error, rotation_error)
+            if np.linalg.norm(error[:3]) < _CONVERGED_M and rotation_error < _CONVERGED_RAD:
                 break
-        position_now = configuration.get_transform_frame_to_world("tcp", "site")
-        target = self._tcp.transform_target_to_world
-        position_error = float(np.linalg.norm(position_now.translation() - target.translation()))
-        rotation_error = float(np.linalg.norm((target.rotation().inverse() @ position_now.rotation()).log()))
-        return IkSolution(tuple(float(v) for v in configuration.q), position_error, rotation_error)
+        return best
