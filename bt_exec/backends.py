@@ -22,7 +22,11 @@ call ended or was cancelled. The runtime then asks ``status(run_id)`` only after
 right after ``watch_call`` too, for what changed before it). A change that comes with the passing of
 time alone (a simulated call's end, a timeout the backend keeps) is told from
 ``send_due_news()``, which the runtime calls once per period whatever the number of calls: it must
-cost next to nothing when nothing is due. A backend without ``watch_call`` is asked every period.
+cost next to nothing when nothing is due. A backend that also serves ``news_due_at()`` (the
+``time.monotonic()`` time when ``send_due_news`` next has something to tell, None while nothing is to
+come with time alone) lets the runtime's loop sleep until then instead of waking every period; a
+change that is not told with time must then come as ``news()``, which wakes the loop. A backend
+without ``watch_call`` is asked every period.
 """
 from __future__ import annotations
 
@@ -73,5 +77,5 @@ class Backend(Protocol):
     def cancel(self, run_id: str) -> None: ...
 
     # Optional: ``def state(self) -> dict``, the ``pause(run_id)``/``resume(run_id)`` pair, and the push
-    # pair ``watch_call(run_id, news)``/``send_due_news()`` (see the module's description); not part of the
-    # protocol, so a backend without them still is one.
+    # pair ``watch_call(run_id, news)``/``send_due_news()`` with ``news_due_at()`` (see the module's description);
+    # not part of the protocol, so a backend without them still is one.

@@ -56,7 +56,8 @@ class SimBackend:
 
     It pushes: a call watched (``watch_call``) is told it has news by ``send_due_news``
     once its end time has come on ``clock``, from one heap of end times (a period with no
-    call ending costs one comparison), and when it is paused or resumed.
+    call ending costs one comparison), and when it is paused or resumed; ``news_due_at``
+    says when the next end comes, so the runtime's loop sleeps until then.
     """
 
     def __init__(self, script: dict | str | pathlib.Path | None = None, world=None, history: int = 10_000,
@@ -181,6 +182,15 @@ class SimBackend:
                     told.append(run.news)
         for news in told:
             news()
+
+    def news_due_at(self) -> float | None:
+        """When ``send_due_news`` next has something to tell, on ``time.monotonic``'s clock: the earliest end of a
+        watched call (a cancelled call's too, told to nobody); None while no watched call is to end. On a clock of
+        its own (a test steps it at will), now: the runtime then looks every period."""
+        if self.clock is not time.monotonic:
+            return time.monotonic()
+        ends = self._ends
+        return ends[0][0] if ends else None
 
     def _push_end(self, ends_at: float, run_id: str) -> None:
         """Caller holds the lock."""

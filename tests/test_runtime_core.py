@@ -213,6 +213,25 @@ def test_a_sleeping_tick_loop_is_woken_by_news_and_by_the_op_timeout(make_execut
     assert ex.run_until_complete(told, timeout=5)["outcome"] == "succeeded"
 
 
+
+def test_a_tick_loop_on_the_sim_sleeps_until_its_call_ends(make_executor):
+    """The sim says when its next call ends (``news_due_at``): the loop sleeps until then, not period after period."""
+    class CountedSim(bt_exec.SimBackend):
+        looks = 0
+
+        def send_due_news(self):
+            self.looks += 1
+            super().send_due_news()
+
+    sim = CountedSim({"default": {"duration_s": 0.3}})
+    ex = make_executor(backend=sim)
+    ex.start()
+    plan_id = ex.submit(seq(do()))["plan_id"]
+    record = ex.run_until_complete(plan_id, timeout=5)
+    assert record["outcome"] == "succeeded" and record["ops"][1]["state"] == "succeeded"
+    assert sim.looks <= 10, f"the loop woke {sim.looks} times in 0.3 s (every period: 30)"
+    assert sim.news_due_at() is None, "no call is to end: the loop sleeps until woken"
+
 # --- stop guards ------------------------------------------------------------------------
 
 def test_one_node_per_op_and_a_guard_only_where_a_stop_point_is_armed(make_executor):

@@ -32,9 +32,10 @@ class Runner:
     request), those whose timer came (one heap for all plans: a ``poll_at``, a pause
     timeout, a held start's end) and those with sources polled every period; a plan
     waiting on sources that push costs nothing per period. ``send_due_news`` (the robot
-    backend's, if it has one) is called once per period first. The loop sleeps whole
-    periods while nothing is polled and the backend has no ``send_due_news``: until it is
-    woken, or until the next timer. ``tick_on_news_only=False``
+    backend's, if it has one) is called once per period first. While nothing is polled the
+    loop sleeps until it is woken, or until its next timer or the backend's ``news_due_at``
+    (a backend with ``send_due_news`` and no ``news_due_at`` keeps it waking every
+    period). ``tick_on_news_only=False``
     ticks every plan every period instead (same events, for behaviours that do not keep
     the contract); the watchdog then has nothing to watch. With the gate on, a plan whose
     tree stays RUNNING with nothing watched and nothing pending is ended by the watchdog,
@@ -54,10 +55,12 @@ class Runner:
 
     def __init__(self, *, publish: Callable[[list[dict]], None], tick_period: float, keep_finished: int,
                  keep_finished_bytes: int, on_finished: Callable[[PlanRun, dict], None],
-                 tick_on_news_only: bool = True, send_due_news: Callable[[], None] | None = None):
+                 tick_on_news_only: bool = True, send_due_news: Callable[[], None] | None = None,
+                 news_due_at: Callable[[], float | None] | None = None):
         self.tick_period = tick_period
         self.tick_on_news_only = tick_on_news_only
         self._send_due_news = send_due_news
+        self._news_due_at = news_due_at
         self._publish = publish
         self._on_finished = on_finished
         self._lock = threading.Lock()  # guards the tables below; never held while ticking
@@ -207,6 +210,9 @@ class Runner:
             self._tick_run(run)
         finally:
             self._ticking.active = False
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            self._wake.set()  # a call this tick started may end before the time the loop sleeps to
         with self._lock:  # what the next periods must look at for this run
             if run.finished:
                 self._polling.discard(run)
@@ -357,12 +363,22 @@ class Runner:
 
     def _sleep_s(self, began: float) -> float | None:
         """How long the loop may sleep unless woken: the rest of the period while a period has work to look for
-        (sources polled, a backend's due news, the gate off), else until the next timer (None: none)."""
+        (sources polled, the gate off, a backend's due news it cannot time), else until the next timer or the
+        backend's next due news, whichever comes first (None: neither)."""
         now = time.monotonic()
         rest = max(0.0, self.tick_period - (now - began))
-        with self._lock:
-            if self._due or self._polling or self._send_due_news is not None or not self.tick_on_news_only:
+        wake_at = None
+        if self._send_due_news is not None:
+            if self._news_due_at is None:
                 return rest
-            if self._timers:
-                return max(rest, self._timers[0][0] - now)
-        return None
+            try:
+                wake_at = self._news_due_at()
+            except Exception:  # a backend's fault never stops the loop: it looks every period instead
+                log.exception("news_due_at of the backend failed")
+                return rest
+        with self._lock:
+            if self._due or self._polling or not self.tick_on_news_only:
+                return rest
+            if self._timers and (wake_at is None or self._timers[0][0] < wake_at):
+                wake_at = self._timers[0][0]
+        return None if wake_at is None else max(rest, wake_at - now)
