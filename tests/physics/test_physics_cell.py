@@ -215,10 +215,10 @@ def test_bt_exec_run_with_the_physics_backend_runs_a_graph_to_its_terminal():
 def test_bt_exec_run_refuses_a_bad_poses_file_in_one_line(tmp_path):
     done = bt_exec_cli("run", EXAMPLES / "cap_to_hatch.json", "--scene", EXAMPLES / "scene.json",
                        "--backend", "physics", "--physics-speed", "max", "--cell-poses",
-                       poses_file(tmp_path, hatch_seat={"position": [0.6, 0.25, -0.9]}))
+                       poses_file(tmp_path, hatch_seat={"position": [1.9, 0.25, 0.12]}))
     assert done.returncode != 0
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
-    assert "hatch_seat at [0.600, 0.250, -0.900] is out of the arm's reach" in done.stderr
+    assert "poses.yaml: hatch_seat at [1.900, 0.250, 0.120] is out of the arm's reach" in done.stderr
 
 
 @pytest.mark.parametrize(("args", "says"), [
@@ -244,3 +244,14 @@ def test_render_gives_a_png_of_the_cell_where_gl_is_there(tmp_path):
     if done.stdout.strip() == "none":
         pytest.skip("no EGL on this machine: render() rightly gave None")
     assert done.stdout.split() == ["True", "320", "240"]
+
+
+@pytest.mark.parametrize(("place", "z", "says"), [
+    ("hatch_seat", -0.05, "poses.yaml: hatch_seat at z = -0.05 m is below where it can be: its fixture needs "
+                          "z >= 0.022 m"),
+    ("work", -0.01, "work at z = -0.01 m is below where it can be: the table top is z = 0"),
+])
+def test_a_place_under_the_table_is_refused_at_start_naming_it(tmp_path, place, z, says):
+    position = POSES[place]["position"][:2] + [z]
+    with pytest.raises(CellRefused, match=says):
+        PhysicsCell(poses=poses_file(tmp_path, **{place: {"position": position}}), speed="max")

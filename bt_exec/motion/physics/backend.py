@@ -75,7 +75,7 @@ class PhysicsCell(MoveItBackend):
             scene = Scene.from_dict(scene)
         self.scene = scene
         self.poses_file = path
-        layout, tool_on_flange, cap_on_cup = cell_layout(named, scene, catalog, objects)
+        layout, tool_on_flange, cap_on_cup = cell_layout(named, scene, catalog, objects, path)
         home = _reach_checked(named, path)
         self.motion = MujocoMotion(layout, home, speed, tool_on_flange=tool_on_flange, cap_on_cup=cap_on_cup)
         skills = GrantMotionSkills(self.motion, MotionPolicy(limits), named)

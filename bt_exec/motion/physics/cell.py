@@ -23,6 +23,7 @@ import numpy as np
 
 from bt_exec.motion.physics import suction
 from bt_exec.motion.physics.collisions import CollisionChecker, HeldPart
+from bt_exec.motion.physics.errors import CellRefused
 from bt_exec.motion.physics.ik import TcpIk
 from bt_exec.motion.physics.model import (CAP, JOINTS, LINKS, SERVO_KP, SERVO_KV, TIMESTEP_S, TOOL, WELD_CAP_CUP,
                                           WELD_TOOL_FLANGE, WELD_TOOL_SOCKET, CellLayout, cell_xml)
@@ -51,7 +52,10 @@ class MujocoMotion:
 
     def __init__(self, layout: CellLayout, start_joints: Sequence[float], speed: float | str = 1.0,
                  *, tool_on_flange: bool = False, cap_on_cup: bool = False):
-        self.model = mujoco.MjModel.from_xml_string(cell_xml(layout))
+        try:
+            self.model = mujoco.MjModel.from_xml_string(cell_xml(layout))
+        except ValueError as exc:  # a layout the checks let through but MuJoCo cannot build
+            raise CellRefused(f"the cell's model cannot be built from its poses: {exc}") from None
         self.data = mujoco.MjData(self.model)
         self.speed = speed
         model = self.model
@@ -74,7 +78,8 @@ class MujocoMotion:
         self._target: tuple[float, float, float] | None = None
         self.last_stop_s: float | None = None  # simulated time the last stop took to come to rest
         self._acceleration, self._inertial = np.zeros(model.nv), np.zeros(model.nv)  # inertial feed-forward
-        self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
+        self._renderer: mujoco.Renderer | None = None
+        self._renderer_size: tuple[int, int] | None = None
         self._render_lock = threading.Lock()
         self._camera = _overview_camera()
         self._place_arm(np.asarray(start_joints, dtype=float), tool_on_flange, cap_on_cup)
@@ -184,20 +189,23 @@ class MujocoMotion:
 
     def render(self, width: int, height: int) -> bytes | None:
         """A PNG of the cell from MuJoCo's offscreen renderer (``MUJOCO_GL=egl`` or ``osmesa`` where there is no
-        display), or None where no GL context can be made. The renderer is kept for the next frame of that size."""
+        display), or None where no GL context can be made. The renderer is kept for the next frame of that size
+        (one at a time)."""
         with self._render_lock:
-            renderer = self._renderers.get((width, height))
-            if renderer is None:
+            if self._renderer is None or self._renderer_size != (width, height):
+                if self._renderer is not None:
+                    self._renderer.close()
+                    self._renderer = None
                 with warnings.catch_warnings():  # GLFW warns of a missing display before it fails
                     warnings.simplefilter("ignore")
                     try:
-                        renderer = mujoco.Renderer(self.model, height, width)
+                        self._renderer = mujoco.Renderer(self.model, height, width)
                     except Exception:  # noqa: BLE001 - no GL context here: no picture
                         return None
-                self._renderers[(width, height)] = renderer
+                self._renderer_size = (width, height)
             with self._lock:
-                renderer.update_scene(self.data, camera=self._camera)
-            return _png(renderer.render())
+                self._renderer.update_scene(self.data, camera=self._camera)
+            return _png(self._renderer.render())
 
     # --- planning --------------------------------------------------------------------------------------------
 

@@ -18,12 +18,15 @@ from bt_exec.compilers.scene import Scene
 from bt_exec.compilers.skill_catalog import SkillCatalog
 from bt_exec.motion.physics.errors import CellRefused
 from bt_exec.motion.cell import OBJECTS
-from bt_exec.motion.physics.model import CAP, CAP_THICKNESS, TOOL, CellLayout
+from bt_exec.motion.physics.model import CAP, CAP_THICKNESS, FIXTURE_CLEARANCE, TOOL, CellLayout
 from bt_exec.motion.skills import Pose
 
 
 PATRON, HAND = "patron", "hand"
 # Where parts that are not in the cell (handed over, unknown, not in the scene) lie: on the table, out of reach.
+# The lowest a named place of each kind can be (its TCP height, m): its fixture stands on the table under it.
+_LOWEST = {"seat": CAP_THICKNESS + 0.002, "storage": CAP_THICKNESS + 0.002, "socket": FIXTURE_CLEARANCE + 0.002,
+           "hole": 0.002}
 _ASIDE = {TOOL: (-0.35, 0.55, 0.0), CAP: (-0.35, -0.55, CAP_THICKNESS)}
 
 
@@ -47,10 +50,16 @@ def read_objects(path) -> dict[str, tuple[float, float, float]]:
 
 
 def cell_layout(poses: dict[str, Pose], scene: Scene, catalog: SkillCatalog,
-                objects: dict[str, tuple[float, float, float]]) -> tuple[CellLayout, bool, bool]:
-    """The layout the model is written from, whether the tool starts on the flange and the cap on its cup."""
+                objects: dict[str, tuple[float, float, float]], poses_file) -> tuple[CellLayout, bool, bool]:
+    """The layout the model is written from, whether the tool starts on the flange and the cap on its cup;
+    ``poses_file`` is named where a place is wrong."""
     kinds = {name: catalog.target_type(name) for name in poses}
     places = {name: pose.position for name, pose in poses.items()}
+    for name, (_x, _y, z) in sorted(places.items()):
+        lowest = _LOWEST.get(kinds[name], 0.0)
+        if z < lowest:
+            what = f"its fixture needs z >= {lowest} m" if kinds[name] in _LOWEST else "the table top is z = 0"
+            raise CellRefused(f"cell poses file {poses_file}: {name} at z = {z:g} m is below where it can be: {what}")
     socket = catalog.socket_of(TOOL)
     for part, where in sorted(scene.state.items()):
         if where not in (PATRON, HAND, "handed_over", "unknown") and where not in places:

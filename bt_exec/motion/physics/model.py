@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from xml.sax.saxutils import quoteattr
 
 # --- the arm's published figures ------------------------------------------------------------------------------
 
@@ -76,6 +77,11 @@ class CellLayout:
     kinds: dict
     parts: dict
     docked: bool
+
+
+def _name(text: str) -> str:
+    """A place's name as an XML attribute value, quotes included."""
+    return quoteattr(text)
 
 
 def _v(values) -> str:
@@ -167,18 +173,18 @@ def _fixtures(layout: CellLayout) -> list[str]:
         if kind == "socket":
             # a post under the docked tool; its body is the socket weld's anchor
             top = z - FIXTURE_CLEARANCE
-            out.append(f'<body name="{place}" pos="{_v((x, y, z))}">'
-                       f'<geom name="{place}" type="cylinder" size="0.05 {top / 2:.6g}" '
+            out.append(f'<body name={_name(place)} pos="{_v((x, y, z))}">'
+                       f'<geom name={_name(place)} type="cylinder" size="0.05 {top / 2:.6g}" '
                        f'pos="0 0 {-z + top / 2:.6g}" class="fixture"/></body>')
         elif kind in ("seat", "storage"):
             top = z - CAP_THICKNESS  # the cap lies on it, its top face (worked point) at the named pose
-            out.append(f'<geom name="{place}" type="cylinder" size="{CAP_RADIUS + 0.015} {top / 2:.6g}" '
+            out.append(f'<geom name={_name(place)} type="cylinder" size="{CAP_RADIUS + 0.015} {top / 2:.6g}" '
                        f'pos="{_v((x, y, top / 2))}" class="fixture"/>')
         elif kind == "hole":
             # a bored plate: the hole's mouth at the named pose, its bore drawn dark
-            out.append(f'<geom name="{place}" type="box" size="0.025 0.025 {z / 2:.6g}" pos="{_v((x, y, z / 2))}" '
+            out.append(f'<geom name={_name(place)} type="box" size="0.025 0.025 {z / 2:.6g}" pos="{_v((x, y, z / 2))}" '
                        f'class="fixture"/>')
-            out.append(f'<geom name="{place}_bore" type="cylinder" size="0.006 0.0005" '
+            out.append(f'<geom name={_name(place + "_bore")} type="cylinder" size="0.006 0.0005" '
                        f'pos="{_v((x, y, z + 0.0005))}" class="mark"/>')
     return out
 
