@@ -42,6 +42,10 @@ _GRAPH = {"description": "the plan: an RTDL envelope or tree, a Qwen3 step graph
           "type": ["object", "string"]}
 _DIALECT = {"description": "input dialect (default: auto-detected)", "enum": ["auto", "rtdl", "qwen3", "btcpp"],
             "default": "auto"}
+_BLACKBOARD = {"description": "entries the plan's run starts its blackboard with, key -> JSON value, which a "
+                              "BehaviorTree.CPP plan's {key} ports read; each key a main-tree entry's name (no "
+                              "braces, no @), the whole at most 1 MiB as JSON",
+               "type": "object"}
 # Ids are text; a non-negative integer is taken as its decimal string, as plans' meta ops take it.
 _PLAN_ID = {"description": "plan id, as submit_plan or get_all_plans gave it (text, or a non-negative integer)",
             "type": ["string", "integer"], "minLength": 1, "maxLength": 64, "minimum": 0, "maximum": INT64_MAX}
@@ -236,11 +240,12 @@ ROUTES: tuple[Route, ...] = (
     Route("submit_plan", "POST", "/api/plans",
           "Validate and start a plan. Refused plans run nothing and come back with their issues. The same "
           "run_id again returns the first answer and runs nothing again.",
-          lambda ex, graph, dialect="auto", run_id=None, **held: ex.submit(graph, run_id=run_id, dialect=dialect,
-                                                                            **held),
+          lambda ex, graph, dialect="auto", run_id=None, blackboard=None, **held:
+              ex.submit(graph, run_id=run_id, dialect=dialect, blackboard=blackboard, **held),
           {"graph": _GRAPH, "dialect": _DIALECT,
            "run_id": {"description": "idempotency key for this submission", "type": "string", "minLength": 1,
-                      "maxLength": 256}},
+                      "maxLength": 256},
+           "blackboard": _BLACKBOARD},
           ("graph",), holds_start=True),
     Route("stop_plan_at", "POST", "/api/plans/{plan_id}/stop_at",
           "Arm a stop point: when execution reaches op_id (on_enter: before it starts; on_complete: when it "

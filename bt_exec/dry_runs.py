@@ -35,21 +35,23 @@ TICK_RATE_HZ = 10_000.0
 
 
 def dry_run(source, *, dialect: str = "auto", catalog=None, skill_catalog=None, scene=None, call_guard=None,
-            max_steps: int = 1000, max_paths: int = MAX_PATHS, node_catalog=None, max_ticks: int = MAX_TICKS) -> dict:
+            max_steps: int = 1000, max_paths: int = MAX_PATHS, node_catalog=None, max_ticks: int = MAX_TICKS,
+            blackboard: dict | None = None) -> dict:
     """Run ``source`` on the sim along each path; ``{plan, paths: [{path, chose, outcome, failed_op, terminal?,
     terminal_reason?, steps?}], not_run}``. ``chose``: the op and outcome the path gave (None: every op its usual
     outcome); ``steps``: a step graph's steps in the order they ran. Raises PlanError when the plan is refused.
 
     ``catalog``, ``skill_catalog``, ``node_catalog``, ``scene``, ``call_guard`` and ``max_steps`` are the
     Executor's; a step graph needs its ``scene``. A path still running after ``max_ticks`` ticks is cancelled: its
-    outcome is ``tick_limit``."""
+    outcome is ``tick_limit``. ``blackboard``: the entries every path's run starts its blackboard with, as
+    ``Executor.submit`` takes them."""
     plan = load(source, dialect)
     if not isinstance(plan, Plan):
         raise PlanError([Issue("control_request", "", "a control request, not a plan: a dry run has no paths to "
                                                       "explore in it")])
     options = {"catalog": catalog, "skill_catalog": skill_catalog, "node_catalog": node_catalog, "scene": scene,
                "call_guard": call_guard, "max_steps": max_steps}
-    runner = _PathRunner(source, dialect, plan.numbered_by_loader, options, max_ticks, _outputs_of(plan))
+    runner = _PathRunner(source, dialect, plan.numbered_by_loader, options, max_ticks, _outputs_of(plan), blackboard)
     try:
         record = runner.run({})
         if plan.numbered_by_loader:  # the ids of a first run, which the paths' records are given in
@@ -145,11 +147,12 @@ class _PathRunner:
     remembered), each from the scene the dry run was given and with the op ids of a first run."""
 
     def __init__(self, source, dialect: str, numbered: bool, options: dict, max_ticks: int,
-                 outputs: dict[str, dict]):
+                 outputs: dict[str, dict], blackboard: dict | None = None):
         """``numbered``: whether the plan's loader numbered its ops (an executor numbers them on from its counter);
         ``max_ticks``: the most ticks a path may take; ``outputs``: the output each op's calls answer, by op id (of
-        the plan as loaded)."""
+        the plan as loaded); ``blackboard``: the seeds of each path's run."""
         self.source = source
+        self.blackboard = blackboard
         self.max_ticks = max_ticks
         self.outputs = outputs
         self.dialect = dialect
@@ -169,7 +172,8 @@ class _PathRunner:
         if self.runs > 1 and self.scene is not None:
             executor.set_scene(self.scene)  # the path before moved it on
         # A run id of its own: the plan's own (a step graph's envelope names one) would answer the first path again.
-        answer = executor.submit(self.source, run_id=f"dry run path {self.runs}", dialect=self.dialect)
+        answer = executor.submit(self.source, run_id=f"dry run path {self.runs}", dialect=self.dialect,
+                                 blackboard=self.blackboard)
         if not answer["accepted"]:
             raise PlanError([Issue(**issue) for issue in answer["issues"]])
         offset = 0

@@ -6,12 +6,14 @@ Its answers are plain dicts, the same whichever door asked.
 """
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Callable
 
 from .backends import Backend
 from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits, Plan, Scene, SkillCatalog,
                         dialect_of, scene_of, skill_catalog_of)
+from .compilers.blackboard import admission_seeds, admitting_with, seed_issues
 from .compilers.call_guard import CallGuard, CallNames, load_call_guard
 from .compilers.dialects import DIALECTS, NodeCatalog, capability_catalog_of, node_catalog_of
 from .compilers.ir import STOP_WHENS
@@ -20,7 +22,7 @@ from .errors import BadArgument, Conflict, ControlError, Issue, NotFound
 from .events import EventBus
 from .events.shapes import STOP_ACTIONS
 from .motion.cell_view import CellView
-from .runtime.admission import Admission
+from .runtime.admission import Admission, refusal
 from .runtime.budgets import QUOTE_CHARS, cut_text, quote
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
@@ -161,7 +163,8 @@ class Executor:
 
     # --- submit and validate ------------------------------------------------------
 
-    def submit(self, source, run_id: str | None = None, dialect: str = "auto", *, hold_start_s: float = 0.0) -> dict:
+    def submit(self, source, run_id: str | None = None, dialect: str = "auto", *, hold_start_s: float = 0.0,
+               blackboard: dict | None = None) -> dict:
         """Validate, compile and enqueue a plan, or carry out a meta op; never raises for bad input.
 
         ``source``: a dict, JSON text (str or bytes) or a ``pathlib.Path``. A str is never opened as a file
@@ -174,8 +177,20 @@ class Executor:
         ``hold_start_s`` (0 to 1 s; ValueError beyond): an accepted plan does not start (no ``plan_started``,
         no tick) until ``release_start(plan_id)`` or until that long has passed, so that a door can send its
         answer first; the tick loop skips it meanwhile and never waits for it.
+
+        ``blackboard``: entries (key -> JSON value) the plan's run starts its blackboard with, which a BT XML
+        plan's ``{key}`` ports read (``compilers.blackboard``: each key a main-tree entry's name, the whole at
+        most 1 MiB as JSON). Bad seeds refuse the submission (``invalid``), each issue at ``/blackboard/<key>``.
         """
-        return self._admission.submit(source, run_id, dialect, hold_start_s)
+        if blackboard is None:
+            return self._admission.submit(source, run_id, dialect, hold_start_s)
+        issues = seed_issues(blackboard, self.limits)
+        if issues:
+            return refusal("invalid", issues, run_id if isinstance(run_id, str) else None)
+        # The run this admission makes (``_make_run``, in this thread) starts with them; a run_id answered before
+        # makes none. A copy: the caller's dict may change after the call.
+        with admitting_with(copy.deepcopy(blackboard)):
+            return self._admission.submit(source, run_id, dialect, hold_start_s)
 
     def release_start(self, plan_id: str) -> None:
         """Let a plan submitted with ``hold_start_s`` start at the next tick; nothing if it is not held."""
@@ -197,6 +212,9 @@ class Executor:
         run = PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus, self._runner.wake_run,
                       max_result_bytes=self.max_result_bytes, max_plan_result_bytes=self.max_plan_result_bytes,
                       text_chars=text_chars, pause_timeout_s=self.pause_timeout_s)
+        seeds = admission_seeds()
+        if seeds:
+            run.blackboard.update(seeds)
         run.set_up({"capabilities": self._routers[plan.dialect], "op_timeout_s": self.op_timeout_s,
                     "max_steps": self.max_steps})
         return run

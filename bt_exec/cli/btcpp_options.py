@@ -1,12 +1,15 @@
 """The BehaviorTree.CPP options of ``compile`` and ``run``: ``--to btcpp [-o OUT]`` writes a plan as BT.CPP XML,
-``--groot2 PORT`` lets Groot2 watch the run."""
+``--groot2 PORT`` lets Groot2 watch the run, ``--blackboard`` seeds the run's blackboard."""
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 
 from ..compilers import Plan, dialect_of
+from ..compilers.blackboard import MAX_SEED_BYTES
 from ..compilers.btcpp.export import ExportError, plan_to_btcpp
+from ..compilers.limits import STRICT_JSON
 from .console import EXIT_FAILED, EXIT_OK, CommandError, error
 
 TARGETS = ("btcpp",)
@@ -77,3 +80,51 @@ def start_groot2(executor, args: argparse.Namespace):
         raise CommandError(f"--groot2: {exc}") from None
     error(f"Groot2: connect to {args.groot2_host}:{args.groot2} (publisher on {args.groot2 + 1})")
     return publisher
+
+
+def add_blackboard(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--blackboard", metavar="KEY=JSON|FILE.json", action="append", default=[],
+                     help="seed the plan's blackboard, which a BT XML plan's {key} ports read: KEY=JSON sets the "
+                          "entry KEY to a JSON value (text in quotes: goal='\"kitchen\"'), FILE.json every entry of "
+                          "the JSON object it holds; repeatable, a later one wins for a key both set")
+
+
+def blackboard_seeds(args: argparse.Namespace) -> dict | None:
+    """The entries ``--blackboard`` seeds the run's blackboard with (None when it is not given); CommandError naming
+    the argument whose value is no JSON, or the file that holds no JSON object. The executor checks the keys and
+    values themselves."""
+    if not args.blackboard:
+        return None
+    seeds: dict = {}
+    for given in args.blackboard:
+        key, equals, text = given.partition("=")
+        if equals:
+            seeds[key] = _json_of(text, f"--blackboard {given!r}", f"write text in quotes: {key}='\"{text}\"'")
+            continue
+        try:
+            with open(pathlib.Path(given), "rb") as file:
+                data = file.read(MAX_SEED_BYTES + 1)
+        except OSError as exc:
+            raise CommandError(f"--blackboard {given!r}: neither KEY=JSON nor a readable JSON file "
+                               f"({exc.strerror or exc})") from None
+        if len(data) > MAX_SEED_BYTES:
+            raise CommandError(f"--blackboard {given}: over the limit of {MAX_SEED_BYTES} bytes of seeds")
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise CommandError(f"--blackboard {given}: not UTF-8 (byte {exc.start})") from None
+        entries = _json_of(text, f"--blackboard {given}", "the file holds one JSON object of key -> value")
+        if not isinstance(entries, dict):
+            raise CommandError(f"--blackboard {given}: the file holds one JSON object of key -> value, not "
+                               f"{type(entries).__name__}")
+        seeds.update(entries)
+    return seeds
+
+
+def _json_of(text: str, where: str, remedy: str) -> object:
+    try:
+        return STRICT_JSON.decode(text)
+    except ValueError as exc:
+        raise CommandError(f"{where}: not JSON ({exc}): {remedy}") from None
+    except RecursionError:
+        raise CommandError(f"{where}: nested too deep to read") from None

@@ -7,6 +7,7 @@ import bt_exec
 
 from ..compilers import dialect_of
 from ..terminal.render import one_line, printable
+from .btcpp_options import blackboard_seeds
 from .console import EXIT_OK, CommandError
 from .inputs import label, read_plan
 
@@ -21,7 +22,7 @@ def dry_run_command(args: argparse.Namespace) -> int:
     options = {kind.executor_option: catalog} if catalog is not None else {}
     scene = bt_exec.Scene.from_file(args.scene) if kind.needs_scene else None
     answer = bt_exec.dry_run(source, dialect=args.dialect, scene=scene, call_guard=args.guard, max_steps=args.max_steps,
-                     **options)
+                             blackboard=blackboard_seeds(args), **options)
     print(printable("\n".join(dry_run_lines(label(args.file), answer))))
     return EXIT_OK
 

@@ -27,7 +27,7 @@ from ..terminal.render import one_line, printable
 from ..terminal.run_view import EventLines, LiveView
 from .arguments import (add_catalog, add_fix, add_guard, add_input, add_op_timeout, add_scene, add_web, positive_int,
                         stop_point, tick_rate)
-from .btcpp_options import add_export, add_groot2, export_command, start_groot2
+from .btcpp_options import add_blackboard, add_export, add_groot2, blackboard_seeds, export_command, start_groot2
 from .console import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CommandError, error
 from .dry_run_commands import dry_run_command
 from .inputs import checking_executor, control_message, label, read_input, read_plan
@@ -104,6 +104,7 @@ def add_commands(commands) -> None:
     add_guard(run)
     add_web(run)
     add_groot2(run)
+    add_blackboard(run)
     run.add_argument("--keep-serving", action="store_true",
                      help="with --web or --groot2: keep serving after the plan ended, until Ctrl-C (more plans can "
                           "be submitted over the web app). Without it the app serves on after the plan ended until "
@@ -319,7 +320,7 @@ def run_command(args: argparse.Namespace) -> int:
     web = start_web(ControlApi(executor), args)
     groot2 = start_groot2(executor, args)
     try:
-        answer = executor.submit(source, dialect=args.dialect)
+        answer = executor.submit(source, dialect=args.dialect, blackboard=blackboard_seeds(args))
         if not answer["accepted"]:
             error(f"refused: {answer['verdict']}")
             raise PlanError([Issue(**issue) for issue in answer["issues"]])
