@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import socket
 import statistics
 import struct
 import subprocess
@@ -38,6 +37,7 @@ import py_trees
 
 from benchlib import Figure, parse_args, report, skipped
 import bt_exec
+from bt_exec.groot2.ports import free_port_pair
 
 TREE_NODES = 1000
 STATUS_BAR_S = 1e-3
@@ -67,19 +67,6 @@ def raw_status_reply(root: py_trees.behaviour.Behaviour) -> bytes:
     """What a py_trees program would send: every node's (index, status) packed as the protocol packs them."""
     return b"".join(struct.pack("<HB", uid, _RAW_STATUS[node.status])
                     for uid, node in enumerate(root.iterate(), start=1))
-
-
-def free_port_pair() -> int:
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        with socket.socket() as after:
-            try:
-                after.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
 
 
 def figures(args, detail: list[str]) -> list[Figure]:

@@ -19,6 +19,7 @@ import pytest
 zmq = pytest.importorskip("zmq", reason="the Groot2 publisher needs pyzmq (the groot2 extra)")
 
 import bt_exec  # noqa: E402
+from bt_exec.groot2.ports import free_port_pair  # noqa: E402
 from bt_exec.groot2.publisher import Groot2Error, Groot2Publisher  # noqa: E402
 from command_line import REPO  # noqa: E402
 from rtdl_plans import do, envelope, par, seq  # noqa: E402
@@ -115,23 +116,6 @@ def unpack_msgpack(data: bytes, at: int):
 
 def _length(data: bytes, at: int, size: int) -> tuple[int, int]:
     return int.from_bytes(data[at:at + size], "big"), at + size
-
-
-def free_port_pair() -> int:
-    """A port whose next one is free too (Groot2 takes both)."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port >= 65534:
-            continue
-        with socket.socket() as after:
-            try:
-                after.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no two free ports in a row")
 
 
 def wait_for(condition, what: str):

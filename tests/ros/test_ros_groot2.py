@@ -10,19 +10,7 @@ from rosutil import do, plan, seq
 
 zmq = pytest.importorskip("zmq", reason="Groot2 needs pyzmq (the groot2 extra; python3-zmq)")
 
-
-def free_port_pair() -> int:
-    """A port whose next one is free too."""
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        with socket.socket() as after:
-            try:
-                after.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
+from bt_exec.groot2.ports import free_port_pair  # noqa: E402
 
 
 def ask(port: int, kind: str) -> list[bytes]:
