@@ -103,7 +103,7 @@ class SkillOutcome:
 class SkillContext:
     """What the skills remember between calls: the place the arm is above, contact, the saved approach height."""
 
-    above: str | None = None          # the target/object the TCP was last approached above
+    above: str | None = None          # the target/object the TCP was last approached above (None: unknown)
     approach_goal: Goal | None = None  # the saved approach pose (lift returns to it)
     contact: bool = False             # lowered at ``above`` (in or near contact)
 
@@ -159,7 +159,9 @@ class GrantMotionSkills:
         self._stopped.set()
         self.motion.stop()
         if self.context.above is not None:
-            self.context.contact = True  # unknown where it stopped: the next move lifts axially first
+            # unknown where it stopped: the next move lifts axially first, and then approaches (and lowers) again
+            # rather than take the arm for above or at the place
+            self.context.contact, self.context.above = True, None
 
     # --- skills ------------------------------------------------------------------------------------
 
@@ -227,9 +229,8 @@ class GrantMotionSkills:
 
     def _lift(self, params_or_name, world: World | None = None) -> SkillOutcome:
         name = params_or_name if isinstance(params_or_name, str) else self._named(params_or_name, world)
-        if self.context.contact and self.context.above == name:
-            self._move(self.context.approach_goal, LIFT, axial=True)
-            self.context.contact = False
+        if self.context.contact and self.context.above in (name, None):  # None: stopped somewhere near a place
+            self._retreat()
         return SkillOutcome("success", f"lift: above {name}")
 
     def _align(self, params: dict, world: World) -> SkillOutcome:

@@ -255,3 +255,34 @@ def test_a_place_under_the_table_is_refused_at_start_naming_it(tmp_path, place, 
     position = POSES[place]["position"][:2] + [z]
     with pytest.raises(CellRefused, match=says):
         PhysicsCell(poses=poses_file(tmp_path, **{place: {"position": position}}), speed="max")
+
+
+def grab_the_tool(run_id: str) -> dict:
+    return {"run_id": run_id, "scene_revision": SCENE["scene_revision"], "response": {
+        "status": "ok", "entry": "s0", "plan": [{"id": "s0", "skill": "grab", "object": "vacuum"}],
+        "transitions": {"s0": {"success": "completed", "grasp_failed": "replan_required", "collision": "stop"}}}}
+
+
+def test_after_a_stop_while_lowering_the_next_grab_lifts_approaches_and_lowers_again():
+    # GrantMotionSkills took an arm stopped on its way down for one already down at the place: it switched the
+    # coupling on mid-air and the grab failed
+    cell = PhysicsCell(scene=SCENE, speed=1.0)
+    executor = bt_exec.Executor(backend=cell)
+    lowering = threading.Event()
+    try:
+        executor.start()
+        first = executor.submit(grab_the_tool("stopped"))
+        socket = POSES["vacuum_socket"]["position"]
+        while not lowering.wait(0.002):  # halfway down to the socket
+            if cell.target() == tuple(socket) and cell.tool_position()[2] < socket[2] + 0.12:
+                lowering.set()
+        executor.cancel_plan(first["plan_id"])
+        assert executor.run_until_complete(first["plan_id"])["outcome"] == "cancelled"
+        assert cell.wait_idle()
+        assert cell.tool_position()[2] > socket[2] + 0.02  # stopped above the tool
+        again = executor.submit(grab_the_tool("again"))
+        record = executor.run_until_complete(again["plan_id"])
+    finally:
+        executor.close()
+    assert record["terminal"] == "completed", record
+    assert op_result(record, "s0")["output"]["phases"] == ["lift", "approach", "lower", "act", "lift"]
