@@ -1,7 +1,7 @@
 """Launch the bt_exec node, optionally a simulated robot and a tree viewer, in a namespace.
 
     ros2 launch bt_exec bt_exec.launch.py [contract:=bt_exec|iiwa] [experiment_id:=N] [namespace:=robot1]
-        [backend:=sim|ros|moveit] [sim_robot:=true|false]
+        [backend:=sim|ros|moveit|physics] [sim_robot:=true|false]
         [sim_script:=FILE] [viewer:=none|web|py_trees|watcher] [terminal:='xterm -e']
         [web_port:=8080] [web_host:=127.0.0.1] [params_file:=FILE]
 
@@ -11,7 +11,9 @@ The node's parameters come from config/bt_exec.yaml (or ``params_file``);
 (``/robot1/bt_exec/submit``, ``/robot1/bt_exec/capabilities/sim``).
 ``backend:=moveit`` runs the Grant skills on the arm through MoveItPy: give a
 ``params_file`` that sets ``scene_file`` and ``cell_poses_file`` (and
-``motion_limits_file``), see docs/moveit.md. ``sim_robot:=true`` also starts
+``motion_limits_file``), see docs/moveit.md. ``backend:=physics`` runs them on the
+KUKA iiwa 14 simulated in MuJoCo (the physics extra), its joints on
+``/joint_states``, see docs/physics.md. ``sim_robot:=true`` also starts
 ``bt_exec_sim_robot``, which serves RunCapability in the same namespace (use
 it with ``backend:=ros``). ``sim_script`` goes to whichever simulator runs the
 calls: the node's own with ``backend:=sim``, the sim robot's with
@@ -94,9 +96,9 @@ def generate_launch_description():
         DeclareLaunchArgument("params_file", default_value=config,
                               description="parameters of the bt_exec node (YAML)"),
         DeclareLaunchArgument("backend", default_value="sim", choices=list(launch_config.BACKENDS),
-                              description="capability backend: sim (embedded), ros (RunCapability actions) or "
+                              description="capability backend: sim (embedded), ros (RunCapability actions), "
                                           "moveit (the arm through MoveItPy; params_file sets scene_file, "
-                                          "cell_poses_file)"),
+                                          "cell_poses_file) or physics (the arm simulated in MuJoCo)"),
         DeclareLaunchArgument("sim_robot", default_value="false", choices=["true", "false"],
                               description="also start the simulated robot (RunCapability servers; with "
                                           "backend:=ros)"),

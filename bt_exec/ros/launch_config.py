@@ -15,7 +15,7 @@ import sys
 
 from ..errors import ConfigError
 
-BACKENDS = ("sim", "ros", "moveit")
+BACKENDS = ("sim", "ros", "moveit", "physics")
 VIEWERS = ("none", "web", "py_trees", "watcher")
 CONTRACTS = ("bt_exec", "iiwa")  # bt_exec's own node and API, or the KUKA iiwa cell's (launch/iiwa.launch.py)
 MAX_FLEET = 64  # robots one fleet launch starts: each is a process pair on one machine

@@ -233,6 +233,8 @@ class ExecutorNode(Node):
             backend = SimBackend.in_scene(s["sim_script"] or None, skill_catalog, scene)
         elif s["backend"] == "moveit":
             backend = self._make_moveit_backend(skill_catalog, scene)
+        elif s["backend"] == "physics":
+            backend = self._make_physics_cell(skill_catalog, scene)
         else:
             if s["sim_script"]:
                 self.get_logger().warning("sim_script is ignored with backend ros")
@@ -264,6 +266,18 @@ class ExecutorNode(Node):
             raise ConfigError("backend moveit needs MoveItPy and its messages (ros-jazzy-moveit-py, "
                               f"ros-jazzy-moveit-msgs, sensor_msgs): {exc}; see docs/moveit.md") from None
         return moveit_wiring.make_moveit_backend(self, s, skill_catalog, scene, poses=poses, limits=limits)
+
+    def _make_physics_cell(self, skill_catalog: SkillCatalog, scene: Scene | None):
+        """The Grant cell simulated in MuJoCo (bt_exec.motion.physics, docs/physics.md), its joints published on
+        /joint_states; ConfigError when it cannot be had."""
+        s = self.settings
+        if s["sim_script"]:
+            self.get_logger().warning("sim_script is ignored with backend physics: the physics decides outcomes")
+        from .physics_wiring import JointStatePublisher, make_physics_cell
+
+        cell = make_physics_cell(s, skill_catalog, scene)
+        JointStatePublisher(self, s["joint_states_hz"], cell)  # its timer lives as long as the node
+        return cell
 
     def _make_web(self):
         """The web app over this node's executor when ``web_port`` is set (bound, not yet serving), else None.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..compilers import Limits
 from ..web_token import TOKEN_ENV as WEB_TOKEN_ENV  # the web app's token, when the web_token parameter is empty
 
-BACKENDS = ("sim", "ros", "moveit")
+BACKENDS = ("sim", "ros", "moveit", "physics")
 STATUS_QUEUE = 10_000  # the ~/status outbox: events waiting for the publisher before they are dropped
 _LIMITS = Limits()
 
@@ -29,9 +29,10 @@ PARAMETERS: tuple[Param, ...] = (
     Param("tick_rate_hz", 100.0, "How often the executor ticks the running plans, per second (its own loop).",
           "a positive number"),
     Param("backend", "sim", "Capability backend: sim (the embedded simulator), ros (RunCapability action "
-                            "clients, one server per provider: <namespace>/bt_exec/capabilities/<provider>) or moveit "
-                            "(Grant skills on the arm through MoveItPy; needs scene_file and cell_poses_file).",
-          "sim | ros | moveit"),
+                            "clients, one server per provider: <namespace>/bt_exec/capabilities/<provider>), moveit "
+                            "(Grant skills on the arm through MoveItPy; needs scene_file and cell_poses_file) or "
+                            "physics (Grant skills on the KUKA iiwa 14 simulated in MuJoCo; needs the physics extra).",
+          "sim | ros | moveit | physics"),
     Param("sim_script", "", "sim backend: a sim script file (outcomes and durations per cap or op); "
                             "empty: everything succeeds at once."),
     Param("catalog", "", "RTDL capability catalog file to check caps and args against; empty: none."),
@@ -66,12 +67,17 @@ PARAMETERS: tuple[Param, ...] = (
                                      "node exits at once, logging what was left running.", "a positive number"),
     Param("tree_linger_s", 3.0, "py-trees-tree-watcher: how long a finished plan stays in the tree with its final "
                                 "states before it leaves.", "0.0 or a positive number"),
-    Param("cell_poses_file", "", "moveit backend: YAML file of the cell's named poses (position, optional "
-                                 "orientation and approach_height per target); required with backend moveit."),
+    Param("cell_poses_file", "", "moveit and physics backends: YAML file of the cell's named poses (position, "
+                                 "optional orientation and approach_height per target); required with backend "
+                                 "moveit; with physics, empty: the shipped config/grant_cell_poses.yaml."),
     Param("motion_limits_file", "", "moveit backend: YAML file of the motion policy's limits "
                                     "(config/motion_limits.yaml); empty: the shipped defaults."),
     Param("moveit_group", "arm", "moveit backend: the MoveIt planning group of the arm.", "a group name"),
     Param("tcp_link", "tool0", "moveit backend: the link of the tool tip (TCP) the poses are for.", "a link name"),
+    Param("physics_speed", 1.0, "physics backend: simulated time per real time (1.0: real time); 0.0: as fast as "
+                                "the machine goes.", "0.0 or a positive number"),
+    Param("joint_states_hz", 30.0, "physics backend: how often the arm's joints are published on /joint_states "
+                                   "(sensor_msgs/JointState), per second.", "a positive number"),
     Param("web_port", 0, "Serve the web app (operator console, HTTP API, event stream) on this port; 0: off.",
           "0..65535"),
     Param("web_host", "127.0.0.1", "Address the web app binds to. Beyond loopback (0.0.0.0, a LAN address) "
@@ -118,6 +124,18 @@ def unknown(given: set[str] | list[str]) -> list[str]:
     return problems
 
 
+def physics_problems(values: dict) -> list[str]:
+    """What is wrong with the physics backend's parameters (``physics_speed``, ``joint_states_hz``), of this node
+    and of the iiwa profile's."""
+    problems = []
+    if not 0 <= values["physics_speed"] < float("inf"):
+        problems.append(f"physics_speed must be 0.0 (as fast as the machine goes) or a positive number, got "
+                        f"{values['physics_speed']!r}")
+    if not (values["joint_states_hz"] > 0 and values["joint_states_hz"] != float("inf")):
+        problems.append(f"joint_states_hz must be a positive number, got {values['joint_states_hz']!r}")
+    return problems
+
+
 def check(values: dict) -> list[str]:
     """What is wrong with a set of parameter values (already of the right types); empty when all is well."""
     problems = []
@@ -127,6 +145,7 @@ def check(values: dict) -> list[str]:
             problems.append(f"{name} must be a positive number, got {value!r}")
     if values["backend"] not in BACKENDS:
         problems.append(f"backend must be one of {', '.join(BACKENDS)}, got {values['backend']!r}")
+    problems += physics_problems(values)
     if not 0 <= values["tree_linger_s"] < float("inf"):
         problems.append(f"tree_linger_s must be 0.0 or a positive number of seconds, got {values['tree_linger_s']!r}")
     op_timeout = values["op_timeout_s"]

@@ -424,3 +424,33 @@ def test_a_missing_cell_package_exits_2_naming_it():
                             cwd=REPO, env=env)
     assert result.returncode == 2, result.stderr
     assert "webots_ros2_msgs" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_backend_physics_runs_the_graph_on_the_simulated_arm_and_publishes_its_joints(make_cell, ros):
+    physics = importlib.import_module("bt_exec.motion.physics")
+    try:
+        physics.require_physics()
+        from sensor_msgs.msg import JointState
+    except (physics.PhysicsUnavailable, ImportError) as missing:
+        pytest.skip(f"backend physics: {missing}")
+    heard: list[tuple[list[str], list[float], list[float]]] = []
+    moved = threading.Event()
+
+    def on_joints(msg) -> None:
+        heard.append((list(msg.name), list(msg.position), list(msg.velocity)))
+        if max(map(abs, msg.velocity)) > 0.1:
+            moved.set()
+    subscription = ros.node.create_subscription(JointState, "/joint_states", on_joints, 50,
+                                                callback_group=ros.group)
+    try:
+        node = make_cell(backend="physics", physics_speed=2.0, ready_delay_s=0.0)
+        node.publish_scene()
+        node.set_ready(True)
+        node.status.wait_for(lambda events: any(e["event"] == "readiness" and e["ready"] for e in events), 20)
+        assert node.submit(submit_value("p1")) is True, node.answer("p1")
+        done = node.completed("p1", timeout=60)
+        assert done["terminal"] == "completed" and done["state"]["patron"] == ["vacuum"], done
+        assert moved.wait(5), f"no joint moved faster than 0.1 rad/s in {len(heard)} joint states"
+    finally:
+        ros.node.destroy_subscription(subscription)
+    assert heard[-1][0] == [f"joint_{i}" for i in range(1, 8)]

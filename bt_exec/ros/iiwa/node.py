@@ -154,6 +154,8 @@ class IiwaExecutorNode(Node):
                 sim.world = World.from_scene(self._skill_catalog, scene)
                 return sim
             return in_scene
+        if s["backend"] == "physics":
+            return self._physics_maker()
         if not s["cell_poses_file"]:
             raise ConfigError("backend moveit needs cell_poses_file (the cell's named poses; docs/moveit.md)")
         from ...motion.cell import read_motion_config  # pure Python: the files are checked before MoveIt loads
@@ -166,6 +168,22 @@ class IiwaExecutorNode(Node):
                               f"ros-jazzy-moveit-msgs, sensor_msgs): {exc}; see docs/moveit.md") from None
         return lambda scene: moveit_wiring.make_moveit_backend(self, s, self._skill_catalog, scene,
                                                                poses=poses, limits=limits)
+
+    def _physics_maker(self):
+        """The Grant cell simulated in MuJoCo, made in the first scene; its joints published on /joint_states from
+        now on (once the cell is made). The extra is checked now: without it the start fails, in one line."""
+        from ...motion.physics import require_physics
+        from ..physics_wiring import JointStatePublisher, make_physics_cell
+
+        require_physics()
+        s = self.settings
+        joint_states = JointStatePublisher(self, s["joint_states_hz"])
+
+        def in_scene(scene):
+            cell = make_physics_cell(s, self._skill_catalog, scene)
+            joint_states.cell = cell
+            return cell
+        return in_scene
 
     def start(self) -> None:
         """Start publishing and watching readiness. The node must be in an executor already."""

@@ -6,10 +6,10 @@ against it where ROS is not installed. Every parameter is read-only: read once w
 from __future__ import annotations
 
 from ...compilers import Limits
-from ..params import STATUS_QUEUE, Param
+from ..params import STATUS_QUEUE, Param, physics_problems
 
 NODE_NAME = "iiwa_llm_plan_executor"
-BACKENDS = ("sim", "moveit")
+BACKENDS = ("sim", "moveit", "physics")
 DURABILITIES = ("transient_local", "volatile")
 _LIMITS = Limits()
 
@@ -32,8 +32,10 @@ PARAMETERS: tuple[Param, ...] = (
     Param("scene_max_age_s", 0.0, "A scene envelope older than this (node clock, since it was received) is "
                                   "stale: the active run stops and submits are refused until a fresh one comes. "
                                   "0.0: envelopes never go stale by age.", "0.0 or more"),
-    Param("backend", "sim", "sim (the embedded simulator, in the first scene received) or moveit (Grant skills "
-                            "on the arm through MoveItPy; needs cell_poses_file).", "sim | moveit"),
+    Param("backend", "sim", "sim (the embedded simulator, in the first scene received), moveit (Grant skills "
+                            "on the arm through MoveItPy; needs cell_poses_file) or physics (Grant skills on the "
+                            "KUKA iiwa 14 simulated in MuJoCo, in the first scene received; needs the physics "
+                            "extra).", "sim | moveit | physics"),
     Param("sim_script", "", "sim backend: a sim script file; empty: every skill succeeds at once."),
     Param("skill_catalog", "grant", "Qwen3 skill catalog: a shipped name (grant) or a file."),
     Param("tick_rate_hz", 100.0, "How often the executor ticks the running graph, per second.", "a positive number"),
@@ -47,10 +49,15 @@ PARAMETERS: tuple[Param, ...] = (
     Param("max_graph_steps", _LIMITS.max_graph_steps, "Most steps in one graph.", "an integer >= 1"),
     Param("max_string_chars", _LIMITS.max_string_chars, "Longest string in a graph, in characters.",
           "an integer >= 1"),
-    Param("cell_poses_file", "", "moveit backend, required: YAML file of the cell's named poses."),
+    Param("cell_poses_file", "", "moveit backend, required, and physics backend (empty: the shipped poses): YAML "
+                                 "file of the cell's named poses."),
     Param("motion_limits_file", "", "moveit backend: YAML file of the motion policy's limits; empty: defaults."),
     Param("moveit_group", "arm", "moveit backend: the MoveIt planning group of the arm.", "a group name"),
     Param("tcp_link", "tool0", "moveit backend: the link of the tool tip (TCP).", "a link name"),
+    Param("physics_speed", 1.0, "physics backend: simulated time per real time (1.0: real time); 0.0: as fast as "
+                                "the machine goes.", "0.0 or a positive number"),
+    Param("joint_states_hz", 30.0, "physics backend: how often the arm's joints are published on /joint_states "
+                                   "(sensor_msgs/JointState), per second.", "a positive number"),
 )
 
 PARAMETER_NAMES = tuple(p.name for p in PARAMETERS)
@@ -69,6 +76,7 @@ def check(values: dict) -> list[str]:
         problems.append(f"tick_rate_hz must be a positive number, got {values['tick_rate_hz']!r}")
     if values["backend"] not in BACKENDS:
         problems.append(f"backend must be one of {', '.join(BACKENDS)}, got {values['backend']!r}")
+    problems += physics_problems(values)
     if values["scene_ready_durability"] not in DURABILITIES:
         problems.append(f"scene_ready_durability must be one of {', '.join(DURABILITIES)}, "
                         f"got {values['scene_ready_durability']!r}")
