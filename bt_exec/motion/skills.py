@@ -1,7 +1,8 @@
 """The Grant skills as arm motions: phases inside a skill, the policy gate, one catalog event per call.
 
 Pure Python. The arm is reached only through the :class:`Motion` seam
-(``bt_exec.ros.moveit_seam.MoveItMotion`` on a robot, a small fake in the tests). Every planned
+(``bt_exec.ros.moveit_seam.MoveItMotion`` on a robot, ``bt_exec.motion.physics``'s ``MujocoMotion`` in the
+simulated cell, a small fake in the unit tests). Every planned
 trajectory passes :meth:`MotionPolicy.check` before it is executed; a trajectory that fails it is never
 executed, and the skill ends ``failed`` with the index of the first failing point.
 
