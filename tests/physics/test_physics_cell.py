@@ -18,7 +18,7 @@ from bt_exec.motion.backend import MoveItBackend
 from bt_exec.motion.physics import CellRefused, PhysicsCell
 from bt_exec.motion.physics.cell import STOP_WITHIN_S
 from bt_exec.motion.policy import MotionPolicy
-from bt_exec.motion.skills import Goal, GrantMotionSkills, MotionError, PathConstraints, Pose
+from bt_exec.motion.skills import Goal, GrantMotionSkills, MotionCollision, MotionError, PathConstraints, Pose
 
 EXAMPLES = REPO / "examples" / "qwen3"
 SCENE = json.loads((EXAMPLES / "scene.json").read_text())
@@ -286,3 +286,14 @@ def test_after_a_stop_while_lowering_the_next_grab_lifts_approaches_and_lowers_a
         executor.close()
     assert record["terminal"] == "completed", record
     assert op_result(record, "s0")["output"]["phases"] == ["lift", "approach", "lower", "act", "lift"]
+
+
+def test_a_held_part_is_checked_for_collisions_with_the_arm():
+    # the cap held on the cup: lowering the TCP 1 cm below the storage's worked point drives the cap into its fixture
+    scene = dict(SCENE, state={"vacuum": "patron", "cap": "hand"}, holding="cap")
+    cell = PhysicsCell(scene=scene, speed="max")
+    assert distance(cell.motion.part_position("cap"), cell.tool_position()) < 0.001
+    x, y, z = POSES["cap_storage"]["position"]
+    with pytest.raises(MotionCollision, match=r"lower to cap_storage at .*: cap collides with cap_storage at \("):
+        cell.motion.plan(Goal("cap_storage", "lower", (x, y, z - 0.01), axial=True), CONSTRAINTS, "cap")
+    assert cell.joint_names == tuple(f"joint_{i}" for i in range(1, 8)) and cell.sim_time() == 0.0

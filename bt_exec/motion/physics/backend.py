@@ -24,6 +24,7 @@ from bt_exec.motion.physics.cell import MujocoMotion
 from bt_exec.motion.physics.errors import CellRefused
 from bt_exec.motion.physics.ik import TcpIk
 from bt_exec.motion.physics.layout import cell_layout, read_objects
+from bt_exec.motion.physics.model import JOINTS
 from bt_exec.motion.policy import MotionLimits, MotionPolicy
 from bt_exec.motion.skills import WORK, GrantMotionSkills, Pose
 
@@ -58,6 +59,9 @@ class PhysicsCell(MoveItBackend):
     real time (1.0: real time) or ``"max"``; ``limits``: the motion policy's (default :class:`MotionLimits`).
     ConfigError (CellRefused, PhysicsUnavailable) when the cell cannot start as asked.
     """
+
+    #: The joints' names, in the order ``current_joints`` and ``joint_speeds`` give them (A1 .. A7).
+    joint_names = JOINTS
 
     def __init__(self, poses: str | Path | None = None, scene: Scene | dict | None = None,
                  speed: float | str = 1.0, *, skill_catalog=None, limits: MotionLimits | None = None):
@@ -98,6 +102,10 @@ class PhysicsCell(MoveItBackend):
     def current_joints(self) -> tuple[float, ...]:
         """The seven joint angles, rad."""
         return self.motion.current_joints()
+
+    def sim_time(self) -> float:
+        """Simulated seconds since the cell started (it advances only while the arm moves)."""
+        return self.motion.sim_time()
 
     def link_positions(self) -> list[tuple[str, tuple[float, float, float]]]:
         """(name, (x, y, z)) of each link's origin (link_0 .. link_7), then the flange and the TCP: for drawing."""
