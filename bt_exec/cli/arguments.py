@@ -39,7 +39,7 @@ def add_fix(command: argparse.ArgumentParser) -> None:
                               "which may be FILE) and check it again; only unambiguous fixes are applied, and OUT "
                               "is written only when one was. Exit 0 if FILE is valid or OUT is, else 1. A reply "
                               "with text around its plan: OUT holds the repaired plan alone (BT.CPP XML is written "
-                              "back as XML, without its comments)")
+                              "back as XML, its comments kept, its layout not)")
     command.add_argument("--fix-lossy", action="store_true",
                          help="with --fix: also apply the fixes that drop data the input holds (lossy: an unknown "
                               "field removed, which may be a setting written in the wrong place)")

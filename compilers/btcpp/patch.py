@@ -37,7 +37,7 @@ def patch_xml(doc: XmlDocument, issues) -> XmlDocument:
     for operation, element, tail, source_name in resolved:
         _apply(operation, element, tail, source_name)
     renamed = {operation["value"] for operation, _, tail, _ in resolved if tail == ("name", "")}
-    return XmlDocument(root, doc.tags | renamed)
+    return XmlDocument(root, doc.tags | renamed, doc.after_root)
 
 
 def _resolved(root: Element, operation: dict) -> tuple:
@@ -82,21 +82,24 @@ def _apply(operation: dict, element: Element, tail, source_name: str | None) -> 
 
 
 def xml_text(doc: XmlDocument) -> str:
-    """The document as XML text: a declaration, then its elements indented, attributes in their order (comments
-    and blank text are not kept)."""
+    """The document as XML text: a declaration, then its elements indented, attributes in their order, and its
+    comments each where it was, on a line of its own (blank text is not kept)."""
     lines = ['<?xml version="1.0" encoding="UTF-8"?>']
     stack: list[tuple[Element, int, bool]] = [(doc.root, 0, False)]
     while stack:
         element, depth, closing = stack.pop()
         indent = INDENT * depth
         if closing:
+            _comment_lines(lines, getattr(element, "end_comments", ()), indent + INDENT)
             lines.append(f"{indent}</{element.tag}>")
             continue
+        _comment_lines(lines, getattr(element, "comments", ()), indent)
         attrs = "".join(f" {name}={quoteattr(value)}" for name, value in element.attrs.items())
-        if not element.children and not element.text:
+        inside = getattr(element, "end_comments", ())
+        if not element.children and not element.text and not inside:
             lines.append(f"{indent}<{element.tag}{attrs}/>")
             continue
-        if not element.children:
+        if not element.children and not inside:
             lines.append(f"{indent}<{element.tag}{attrs}>{escape(element.text)}</{element.tag}>")
             continue
         lines.append(f"{indent}<{element.tag}{attrs}>")
@@ -104,4 +107,10 @@ def xml_text(doc: XmlDocument) -> str:
             lines.append(f"{indent}{INDENT}{escape(element.text)}")
         stack.append((element, depth, True))
         stack.extend((child, depth + 1, False) for child in reversed(element.children))
+    _comment_lines(lines, doc.after_root, "")
     return "\n".join(lines) + "\n"
+
+
+def _comment_lines(lines: list[str], comments, indent: str) -> None:
+    # a comment as read: expat gave only text a comment may hold (no "--", no "-" at its end)
+    lines.extend(f"{indent}<!--{text}-->" for text in comments)

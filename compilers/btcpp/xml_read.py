@@ -27,9 +27,10 @@ WRAPPING_LEVELS = 2
 class Element:
     """One XML element: its tag, attributes in document order, child elements (a list; the empty tuple while it
     has none, so that a tree's leaves make no list each), the line it starts on and the text written inside it
-    (its pieces stripped; empty when only blanks)."""
+    (its pieces stripped; empty when only blanks). The comments written just before it (``comments``) and inside
+    it after its children (``end_comments``) are set only where there are some: read them with ``getattr``."""
 
-    __slots__ = ("tag", "attrs", "children", "line", "text")
+    __slots__ = ("tag", "attrs", "children", "line", "text", "comments", "end_comments")
 
     def __init__(self, tag: str, attrs: dict[str, str], children: list[Element] | tuple, line: int,
                  text: str = ""):
@@ -41,15 +42,23 @@ class Element:
 
     def __deepcopy__(self, memo: dict) -> Element:
         # a tree (a patch's copy) copied without recursion, however deep it nests
-        copy = Element(self.tag, dict(self.attrs), (), self.line, self.text)
+        copy = self._alike()
         stack = [(self, copy)]
         while stack:
             original, made = stack.pop()
             if original.children:
-                made.children = [Element(child.tag, dict(child.attrs), (), child.line, child.text)
-                                 for child in original.children]
+                made.children = [child._alike() for child in original.children]
                 stack.extend(zip(original.children, made.children))
         return copy
+
+    def _alike(self) -> Element:
+        """This element without its children, its attributes a dict of its own."""
+        made = Element(self.tag, dict(self.attrs), (), self.line, self.text)
+        for name in ("comments", "end_comments"):
+            comments = getattr(self, name, None)
+            if comments is not None:
+                setattr(made, name, comments)
+        return made
 
 
 @dataclass(eq=False, slots=True)
@@ -59,6 +68,7 @@ class XmlDocument:
 
     root: Element
     tags: frozenset[str] = frozenset()
+    after_root: tuple[str, ...] = ()  # the comments written after the document's element
 
 
 def looks_like_xml(text: str) -> bool:
@@ -95,7 +105,8 @@ def read_xml(text: str, limits: Limits) -> XmlDocument:
     expat = parser.parser
     expat.ordered_attributes = False  # a dict, in the document's order
     built = _Built()
-    expat.StartElementHandler, expat.EndElementHandler, expat.CharacterDataHandler = _handlers(expat, limits, built)
+    (expat.StartElementHandler, expat.EndElementHandler, expat.CharacterDataHandler,
+     expat.CommentHandler) = _handlers(expat, limits, built)
     try:
         parser.feed(text)
         parser.close()
@@ -111,7 +122,7 @@ def read_xml(text: str, limits: Limits) -> XmlDocument:
         line, column = exc.position
         raise PlanError([Issue("xml_syntax", "", f"malformed XML at line {line} column {column + 1}: "
                                                  f"{_reason(exc)}")]) from None
-    return XmlDocument(built.root, frozenset(built.tags))
+    return XmlDocument(built.root, frozenset(built.tags), tuple(built.comments))
 
 
 class _Refused(Exception):
@@ -128,16 +139,20 @@ class _NoTarget:
 
 @dataclass(eq=False, slots=True)
 class _Built:
-    """What the handlers built: the document's element, the tags met and the element started last."""
+    """What the handlers built: the document's element, the tags met, the element started last and the comments
+    no element has taken yet (once the document is read: those after its element)."""
 
     root: Element | None = None
     tags: set[str] = field(default_factory=set)
     last: Element | None = None
+    comments: list[str] = field(default_factory=list)
 
 
 def _handlers(expat, limits: Limits, built: _Built):
-    """expat's start, end and text handlers: they build ``Element``s into ``built``, holding the document to the
-    limits as it goes. Closures over locals, as expat calls them once per element of a large tree.
+    """expat's start, end, text and comment handlers: they build ``Element``s into ``built``, holding the document
+    to the limits as it goes. Closures over locals, as expat calls them once per element of a large tree. A comment
+    goes with the element that starts next (``comments``), else with the one that ends next (``end_comments``);
+    there may be as many as elements.
 
     A tag, an attribute's name and its value are held to ``max_string_chars`` without measuring each: they lie
     between an element's start and the next element's, so only an element that starts more than that many bytes
@@ -148,8 +163,10 @@ def _handlers(expat, limits: Limits, built: _Built):
     max_chars = limits.max_string_chars
     stack: list[Element] = []
     push, pop, add_tag = stack.append, stack.pop, built.tags.add
+    pending = built.comments
     count = 0
     last_at = 0
+    comments = 0
 
     def start(tag: str, attrs: dict[str, str]) -> None:
         nonlocal count, last_at
@@ -162,6 +179,9 @@ def _handlers(expat, limits: Limits, built: _Built):
                 _held_to_lengths(built.last, max_chars)
         add_tag(tag)
         element = Element(tag, attrs, (), line)
+        if pending:
+            element.comments = tuple(pending)
+            pending.clear()
         if stack:
             parent = stack[-1]
             if parent.children:
@@ -174,14 +194,25 @@ def _handlers(expat, limits: Limits, built: _Built):
         built.last, last_at = element, at
 
     def end(tag: str) -> None:
+        if pending:
+            stack[-1].end_comments = tuple(pending)
+            pending.clear()
         pop()
+
+    def comment(text: str) -> None:
+        nonlocal comments
+        comments += 1
+        if comments > max_elements:
+            raise _Refused(Issue("too_large", "", f"line {expat.CurrentLineNumber}: more than {max_elements} "
+                                                  "comments"))
+        pending.append(text)
 
     def data(text: str) -> None:
         if stack and not text.isspace():
             element = stack[-1]
             element.text = f"{element.text} {text.strip()}" if element.text else text.strip()
 
-    return start, end, data
+    return start, end, data, comment
 
 
 def _held_to_limits(count: int, nesting: int, line: int, limits: Limits) -> None:

@@ -162,6 +162,12 @@ class TestRefused:
     def test_a_tag_or_attribute_over_the_string_limit_is_refused(self, text):
         assert refusal(text, limits=bt_exec.Limits(max_string_chars=100)) == [("string_too_long", "")]
 
+    def test_comments_are_held_to_the_element_budget(self):
+        comments = "<!-- c -->" * 41  # four per op of max_ops, as elements are
+        text = f'<root BTCPP_format="4"><BehaviorTree><A/>{comments}</BehaviorTree></root>'
+        assert refusal(text, limits=bt_exec.Limits(max_ops=10)) == [("too_large", "")]
+        assert load(text.replace("<!-- c -->", "", 1), limits=bt_exec.Limits(max_ops=10)).op_count == 1
+
     def test_the_string_limit_counts_characters_not_bytes(self):
         # 100 two-byte characters: 200 bytes of UTF-8, within a limit of 100 characters
         text = '<root><BehaviorTree><Sequence><A x="' + "é" * 100 + '"/><B/></Sequence></BehaviorTree></root>'

@@ -66,6 +66,26 @@ def test_validate_fix_writes_the_repaired_xml(tmp_path):
     fixed = out.read_text()
     assert fixed.startswith("<?xml") and '<Action ID="Say" text="Here is your cup"/>' in fixed
     assert bt_exec_cli("validate", out).returncode == 0
+    assert fixed.count("<!--") == broken.count("<!--") == 1 and "A tabletop fetch" in fixed
+
+
+def test_validate_fix_keeps_every_comment_where_it_was(tmp_path):
+    source, out = tmp_path / "commented.xml", tmp_path / "fixed.xml"
+    source.write_text('<?xml version="1.0"?>\n<!-- before the root -->\n<root BTCPP_format="4">\n'
+                      '  <BehaviorTree ID="Main">\n    <Sequence>\n      <!-- before Sya -->\n'
+                      '      <Sya text="hi"/>\n      <MoveTo goal="a"><!-- inside MoveTo --></MoveTo>\n'
+                      '      <!-- last in the Sequence -->\n    </Sequence>\n  </BehaviorTree>\n</root>\n'
+                      '<!-- after the root -->\n')
+    catalog = tmp_path / "nodes.xml"
+    catalog.write_text('<TreeNodesModel><Action ID="Say"><input_port name="text"/></Action>'
+                       '<Action ID="MoveTo"><input_port name="goal"/></Action></TreeNodesModel>')
+    done = bt_exec_cli("validate", source, "--catalog", catalog, "--fix", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert out.read_text() == ('<?xml version="1.0" encoding="UTF-8"?>\n<!-- before the root -->\n'
+                               '<root BTCPP_format="4">\n  <BehaviorTree ID="Main">\n    <Sequence>\n'
+                               '      <!-- before Sya -->\n      <Say text="hi"/>\n      <MoveTo goal="a">\n'
+                               '        <!-- inside MoveTo -->\n      </MoveTo>\n      <!-- last in the Sequence -->\n'
+                               '    </Sequence>\n  </BehaviorTree>\n</root>\n<!-- after the root -->\n')
 
 
 def test_a_custom_control_of_the_catalog_runs_its_children_in_order_and_typed_args_reach_the_call(make_executor):
