@@ -148,8 +148,8 @@ def test_the_package_still_hands_out_every_public_name():
 
     public = {"Backend", "BtExecError", "CallStatus", "CapabilityCall", "CapabilityCatalog", "CompiledPlan",
               "ConfigError", "ControlError", "ControlRequest", "Executor", "Issue", "JsonlJournal", "Limits",
-              "PhysicsCell", "Plan", "PlanError", "Report", "Scene", "SimBackend", "SkillCatalog", "compile_plan", "dry_run", "load",
-              "validate"}
+              "PhysicsCell", "Plan", "PlanError", "Report", "Scene", "SimBackend", "SkillCatalog", "compile_plan",
+              "dry_run", "load", "validate"}
     assert set(bt_exec.__all__) == public and public <= set(dir(bt_exec))
     assert all(getattr(bt_exec, name).__name__ == name for name in public)
     assert bt_exec.__version__
