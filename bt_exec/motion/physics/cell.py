@@ -12,6 +12,7 @@ simulation's own: their age is 0.
 """
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -44,6 +45,18 @@ _PACE_EVERY_STEPS = 5  # real-time pacing is checked every 10 ms of simulated ti
 _CHECK_EVERY_STEPS = 5  # and whether the simulation blew up
 # MuJoCo's warnings of a simulation that blew up (it resets its state when one is raised)
 _DIVERGED = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQPOS)
+
+
+_log = logging.getLogger("bt_exec.physics")
+
+
+def _mujoco_warning(text: str) -> None:
+    _log.warning("MuJoCo: %s", text.strip())
+
+
+# MuJoCo's own warnings (a simulation that blew up, a contact buffer full) go to the log, not to the file
+# MUJOCO_LOG.TXT it would otherwise write in the current folder.
+mujoco.set_mju_user_warning(_mujoco_warning)
 
 
 class MujocoMotion:
