@@ -98,6 +98,17 @@ class MoveItBackend:
             if run is not None:
                 run.news = news
 
+    def answer_at_once(self, call: CapabilityCall, event: str, detail: str) -> CallStatus:
+        """``call`` answered with ``event`` at once, the arm left where it is and the World moved on as that outcome
+        says, as a skill ending so would: a dry run's way to take a path the arm would not take by itself."""
+        with self._lock:
+            self.calls.append(call)
+            name = self.world.catalog.resolve(call.cap)
+            if name is None:
+                return CallStatus("FAILED", error=f"{self.label}: {call.cap!r} is not a skill of the catalog",
+                                  event="failed")
+            return self._result(self.world.catalog.skills[name], call, SkillOutcome(event, detail))
+
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Join every worker thread (tests, shutdown); True when none is left running."""
         with self._lock:
