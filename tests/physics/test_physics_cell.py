@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import yaml
@@ -57,6 +58,16 @@ def op_result(record, op_id):
 
 def distance(a, b):
     return math.dist(a, b)
+
+
+def wait_for(seen, event: threading.Event, what: str, timeout_s: float = 30.0) -> None:
+    """Look at the moving arm every 2 ms until ``seen()``; fail naming ``what`` if it never is."""
+    deadline = time.monotonic() + timeout_s
+    while not event.wait(0.002):
+        if seen():
+            event.set()
+        elif time.monotonic() > deadline:
+            pytest.fail(f"never saw {what} in {timeout_s:.0f} s")
 
 
 def test_cap_to_hatch_runs_to_completed_and_the_cap_lies_on_the_hatch_seat():
@@ -139,9 +150,7 @@ def test_a_cancel_mid_motion_brakes_the_arm_to_rest_within_a_quarter_second_and_
         answer = executor.submit((EXAMPLES / "cap_to_hatch.json").read_text())
         executor.start()
         # the first approach swings A1 at its rated speed (85°/s); cancel once it is at 90% of it
-        while not fast.wait(0.002):
-            if abs(cell.joint_speeds()[0]) > 0.9 * math.radians(85):
-                fast.set()
+        wait_for(lambda: abs(cell.joint_speeds()[0]) > 0.9 * math.radians(85), fast, "A1 at 90% of its speed")
         executor.cancel_plan(answer["plan_id"])
         record = executor.run_until_complete(answer["plan_id"])
         assert cell.wait_idle()
@@ -273,9 +282,8 @@ def test_after_a_stop_while_lowering_the_next_grab_lifts_approaches_and_lowers_a
         executor.start()
         first = executor.submit(grab_the_tool("stopped"))
         socket = POSES["vacuum_socket"]["position"]
-        while not lowering.wait(0.002):  # halfway down to the socket
-            if cell.target() == tuple(socket) and cell.tool_position()[2] < socket[2] + 0.12:
-                lowering.set()
+        wait_for(lambda: cell.target() == tuple(socket) and cell.tool_position()[2] < socket[2] + 0.12, lowering,
+                 "the TCP halfway down to the socket")
         executor.cancel_plan(first["plan_id"])
         assert executor.run_until_complete(first["plan_id"])["outcome"] == "cancelled"
         assert cell.wait_idle()

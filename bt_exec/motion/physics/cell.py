@@ -201,9 +201,9 @@ class MujocoMotion:
             return float(self.data.time)
 
     def render(self, width: int, height: int) -> bytes | None:
-        """A PNG of the cell from MuJoCo's offscreen renderer (``MUJOCO_GL=egl`` or ``osmesa`` where there is no
-        display), or None where no GL context can be made. The renderer is kept for the next frame of that size
-        (one at a time)."""
+        """A PNG of the cell, up to 1280x960, from MuJoCo's offscreen renderer (``MUJOCO_GL=egl`` or ``osmesa``
+        where there is no display), or None where no GL context can be made (or the size is beyond it). The
+        renderer is kept for the next frame of that size (one at a time)."""
         with self._render_lock:
             if self._renderer is None or self._renderer_size != (width, height):
                 if self._renderer is not None:
