@@ -41,8 +41,8 @@ STOP_WITHIN_S = 0.25
 SETTLE_S = 0.3
 SETTLED_RAD = 2e-3
 _FEED_FORWARD = np.array(SERVO_KV) / np.array(SERVO_KP)
-_PACE_EVERY_STEPS = 5  # real-time pacing is checked every 10 ms of simulated time
-_CHECK_EVERY_STEPS = 5  # and whether the simulation blew up
+# Steps taken under one hold of the lock (10 ms simulated): then whether the simulation blew up, and the pacing
+_BATCH_STEPS = 5
 # MuJoCo's warnings of a simulation that blew up (it resets its state when one is raised)
 _DIVERGED = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQPOS)
 
@@ -74,6 +74,10 @@ class MujocoMotion:
         model = self.model
         self._joint_qpos = np.array([model.jnt_qposadr[model.joint(name).id] for name in JOINTS])
         self._joint_dof = np.array([model.jnt_dofadr[model.joint(name).id] for name in JOINTS])
+        # the arm's dofs are the first seven (its chain comes first in the model): a slice is cheaper to index
+        self._arm_dofs = (slice(int(self._joint_dof[0]), int(self._joint_dof[0]) + 7)
+                          if np.array_equal(self._joint_dof, np.arange(self._joint_dof[0], self._joint_dof[0] + 7))
+                          else self._joint_dof)
         self._flange = model.body("link_7").id
         self._flange_site = model.site("flange").id
         self._tcp = model.site("tcp").id
@@ -272,29 +276,29 @@ class MujocoMotion:
 
     def _follow(self, trajectory: Trajectory) -> bool:
         """Step the physics along ``trajectory`` until the arm settled at its end (True), or braked to rest
-        once a stop was asked for (False)."""
+        once a stop was asked for (False). Readers wait for a batch of steps (10 ms simulated), never longer."""
         with self._lock:
             saved = self._state()
         wall_start, steps = time.perf_counter(), 0
-        reference, braking_started = trajectory, None
-        positions, speeds, accelerations = reference.dense(TIMESTEP_S)
+        braking_started = None
+        positions, speeds, accelerations = trajectory.dense(TIMESTEP_S)
         servo = positions + _FEED_FORWARD * speeds  # the reference's speed fed forward
         last, k = len(positions) - 1, 0
         try:
             while True:
                 with self._lock:
-                    if braking_started is None and self._stop.is_set():
-                        reference = braking(positions[min(k, last)], speeds[min(k, last)],
-                                            accelerations[min(k, last)], TIMESTEP_S)
-                        positions, speeds, accelerations = reference.dense(TIMESTEP_S)
-                        servo = positions + _FEED_FORWARD * speeds
-                        last, k, braking_started = len(positions) - 1, 0, self.data.time
-                    at = min(k, last)
-                    self._step(servo[at], accelerations[at])
-                    k, steps = k + 1, steps + 1
-                    if steps % _CHECK_EVERY_STEPS == 0:
-                        self._check_finite(saved)
-                    if k > last:
+                    for _ in range(_BATCH_STEPS):
+                        if braking_started is None and self._stop.is_set():
+                            at = min(k, last)
+                            stop = braking(positions[at], speeds[at], accelerations[at], TIMESTEP_S)
+                            positions, speeds, accelerations = stop.dense(TIMESTEP_S)
+                            servo = positions + _FEED_FORWARD * speeds
+                            last, k, braking_started = len(positions) - 1, 0, self.data.time
+                        at = min(k, last)
+                        self._step(servo[at], accelerations[at])
+                        k += 1
+                        if k <= last:
+                            continue
                         if braking_started is not None:
                             if self._still() or (k - last) * TIMESTEP_S >= STOP_WITHIN_S:
                                 self._check_finite(saved)
@@ -303,21 +307,23 @@ class MujocoMotion:
                         elif self._settled(positions[-1]) or (k - last) * TIMESTEP_S >= SETTLE_S:
                             self._check_finite(saved)
                             return True
-                if self.speed != "max" and steps % _PACE_EVERY_STEPS == 0:
+                    self._check_finite(saved)
+                steps += _BATCH_STEPS
+                if self.speed != "max":
                     ahead = steps * TIMESTEP_S / float(self.speed) - (time.perf_counter() - wall_start)
                     if ahead > 0:
                         time.sleep(ahead)
         finally:
             with self._lock:
-                self.data.qfrc_applied[self._joint_dof] = 0.0
+                self.data.qfrc_applied[self._arm_dofs] = 0.0
 
     def _step(self, servo: np.ndarray, acceleration: np.ndarray) -> None:
         """One control period: the servos' references set, the inertial torque fed forward, the physics stepped."""
-        model, data = self.model, self.data
+        model, data, dofs = self.model, self.data, self._arm_dofs
         data.ctrl[:] = servo
-        self._acceleration[self._joint_dof] = acceleration
+        self._acceleration[dofs] = acceleration
         mujoco.mj_mulM(model, data, self._inertial, self._acceleration)
-        data.qfrc_applied[self._joint_dof] = self._inertial[self._joint_dof]
+        data.qfrc_applied[dofs] = self._inertial[dofs]
         mujoco.mj_step(model, data)
 
     def _check_finite(self, saved: tuple) -> None:
