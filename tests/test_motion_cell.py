@@ -41,6 +41,12 @@ socket:
     assert all(isinstance(v, float) for v in poses["socket"].position)
 
 
+def test_the_objects_section_is_the_physics_cells_not_a_place(tmp_path):
+    # where parts really are (bt_exec.motion.physics): the MoveIt path reads the places alone
+    path = write(tmp_path, "work:\n  position: [0.5, 0, 0.45]\nobjects:\n  cap: [0.6, -0.1, 0.02]\n")
+    assert read_cell_poses(path) == {"work": Pose((0.5, 0.0, 0.45))}
+
+
 def test_a_nearly_unit_quaternion_is_accepted(tmp_path):
     s = math.sqrt(0.5)
     path = write(tmp_path, f"work: {{position: [0, 0, 1], orientation: [{s:.5f}, {s:.5f}, 0, 0]}}\n")
