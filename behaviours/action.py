@@ -43,6 +43,8 @@ class CapabilityAction(OpReports, LeanBehaviour):
     timeout, canceled) and ``result`` is ``{success, output, error, cap, call_id, event}``.
     """
 
+    # A leaf: one empty tuple for every action, where LeanBehaviour's __init__ (not called) makes a list each.
+    children = ()
     # What a run sets: class-level defaults keep a plan's many idle actions small.
     backend = None
     timeout_s: float | None = None
@@ -65,7 +67,6 @@ class CapabilityAction(OpReports, LeanBehaviour):
         """``reads``: argument name -> blackboard key, each read when a call starts (the argument's value for that
         call); ``writes``: output name -> blackboard key, each written from the call's output when it succeeds (the
         output ``event`` is the call's outcome event, written however it ended)."""
-        super().__init__(None)
         self.op_id = op_id
         self.description = description
         self.cap = cap

@@ -4,12 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 OP_KINDS = ("sequence", "parallel", "do", "control")
+NO_CHILDREN: tuple[str, ...] = ()  # a leaf's children: one object for every leaf, not a list each
 STOP_WHENS = ("on_enter", "on_complete")
 
 
 @dataclass(slots=True)
 class Op:
-    """One plan node. ``children`` holds child op ids in execution order.
+    """One plan node. ``children`` holds child op ids in execution order (a leaf may hold ``NO_CHILDREN``).
 
     ``node`` names the BehaviorTree.CPP node a ``control`` op runs as ("Sequence",
     "ReactiveFallback", "Repeat", ...). ``reads`` maps a port to the blackboard key
@@ -20,7 +21,7 @@ class Op:
     op_id: str
     kind: str
     description: str
-    children: list[str] = field(default_factory=list)
+    children: list[str] | tuple[str, ...] = field(default_factory=list)
     cap: str | None = None
     args: dict | None = None
     provider: str | None = None

@@ -8,7 +8,7 @@ from jsonpointer import escape
 
 from bt_exec.errors import Issue, Issues
 
-from ..ir import ControlRequest, Op, Plan
+from ..ir import NO_CHILDREN, ControlRequest, Op, Plan
 from ..report import PartlyRead
 from ..limits import MAX_INT_BITS, Limits
 from .meta import load_meta
@@ -175,7 +175,8 @@ def _well_formed_op(node: object, path: str, op_id: str, caps: dict[str, tuple[s
         if plain_within is not None and (len(cap) > plain_within or not cap.isascii()
                                          or args and not _plain_object(args, plain_within)):
             return None
-        return Op(op_id, "do", description, [], known[0], {} if args is _NO_ARGS else args, known[1], None, path)
+        return Op(op_id, "do", description, NO_CHILDREN, known[0], {} if args is _NO_ARGS else args, known[1], None,
+                  path)
     if (kind == "sequence" or kind == "parallel") and type(node.get("children")) is list \
             and node.keys() <= _COMPOSITE_FIELDS:
         return Op(op_id, kind, description, [], None, None, None, None, path)
