@@ -114,7 +114,8 @@ class MujocoMotion:
         return 0.0
 
     def plan(self, goal: Goal, constraints: PathConstraints, attached: str | None) -> list[TrajectoryPoint]:
-        """A checked trajectory to ``goal``; MotionError (unreachable) or MotionCollision (see the module)."""
+        """A checked trajectory to ``goal``; MotionError (unreachable) or MotionCollision (see the module).
+        What the arm holds is the simulation's own (the welds switched on), so ``attached`` is not needed."""
         self._stop.clear()
         with self._lock:
             seed = self.data.qpos[self._joint_qpos].copy()
