@@ -233,10 +233,14 @@ def _dataflow(plan: Plan, catalog: NodeCatalog | None) -> list[dict]:
     starts them, pre-order): on that path it is read before anything wrote it. Keys nothing in the tree writes
     are set from outside (Nav2's goal): no warning."""
     flows = []
+    entries = catalog.entries if catalog is not None else {}
     for op in plan.ops.values():
-        if op.reads or op.writes:
-            entry = catalog.get(op.cap) if catalog is not None and op.kind == "do" else None
-            flows.append((op, *directions(op, entry)) if entry is not None else (op, op.reads, op.writes))
+        reads, writes = op.reads, op.writes
+        if reads or writes:
+            entry = entries.get(op.cap) if op.kind == "do" else None
+            if entry is not None:
+                reads, writes = directions(op, entry)
+            flows.append((op, reads, writes))
     # the keys some node writes and no node has yet either read unwritten (warned) or written
     pending = {key for _, _, writes in flows if writes for key in writes.values()}
     out = []

@@ -29,10 +29,11 @@ def compile_btcpp(plan: Plan, given: NodeCatalog | None) -> CompiledPlan:
     """The py_trees tree of a loaded (and checked) BT.CPP plan."""
     catalog = catalog_for(plan.source, given)
     seeded = admission_seeds()
+    entries = catalog.entries if catalog is not None else {}
     ops: dict[str, py_trees.behaviour.Behaviour] = {}
     for op in reversed(plan.ops.values()):  # reversed pre-order: every child before its parent
         if op.kind == "do":
-            entry = catalog.get(op.cap) if catalog is not None else None
+            entry = entries.get(op.cap)
             if entry is None:
                 reads, writes, args = op.reads, op.writes, _untyped(op.args) if op.args else {}
                 if seeded and writes:
@@ -43,7 +44,7 @@ def compile_btcpp(plan: Plan, given: NodeCatalog | None) -> CompiledPlan:
             ops[op.op_id] = CapabilityAction(op.op_id, op.description, op.cap, args, None, op.call_id, reads, writes)
             continue
         spec = NODE_LIBRARY.get(op.node) or NODE_LIBRARY[PASS_THROUGH]
-        entry = catalog.get(op.node) if catalog is not None else None
+        entry = entries.get(op.node)
         args, reads = _with_defaults(op.args or {}, op.reads or {}, entry) if entry is not None else (
             op.args or {}, op.reads or {})
         ops[op.op_id] = spec.build(op.op_id, op.description, args, reads, [ops[child] for child in op.children])
