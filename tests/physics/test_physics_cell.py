@@ -305,3 +305,9 @@ def test_a_held_part_is_checked_for_collisions_with_the_arm():
     with pytest.raises(MotionCollision, match=r"lower to cap_storage at .*: cap collides with cap_storage at \("):
         cell.motion.plan(Goal("cap_storage", "lower", (x, y, z - 0.01), axial=True), CONSTRAINTS, "cap")
     assert cell.joint_names == tuple(f"joint_{i}" for i in range(1, 8)) and cell.sim_time() == 0.0
+
+
+def test_a_part_put_inside_a_fixture_is_refused_at_start(tmp_path):
+    x, y, z = POSES["cap_storage"]["position"]
+    with pytest.raises(CellRefused, match=r"at start cap and cap_storage overlap by \d+ mm"):
+        PhysicsCell(poses=poses_file(tmp_path, {"cap": [x, y, z - 0.03]}), scene=SCENE, speed="max")

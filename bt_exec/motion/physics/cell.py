@@ -23,7 +23,7 @@ import mujoco
 import numpy as np
 
 from bt_exec.motion.physics import suction
-from bt_exec.motion.physics.collisions import CollisionChecker, HeldPart
+from bt_exec.motion.physics.collisions import PENETRATION_M, CollisionChecker, HeldPart
 from bt_exec.motion.physics.errors import CellRefused
 from bt_exec.motion.physics.ik import TcpIk
 from bt_exec.motion.physics.model import (CAP, JOINTS, LINKS, SERVO_KP, SERVO_KV, TIMESTEP_S, TOOL, WELD_CAP_CUP,
@@ -100,6 +100,7 @@ class MujocoMotion:
         self._render_lock = threading.Lock()
         self._camera = _overview_camera()
         self._place_arm(np.asarray(start_joints, dtype=float), tool_on_flange, cap_on_cup)
+        self._refuse_overlaps()
 
     # --- the Motion protocol -------------------------------------------------------------------------------
 
@@ -386,6 +387,18 @@ class MujocoMotion:
         elif self._socket is not None and data.eq_active[self._welds[WELD_TOOL_SOCKET]]:
             suction.weld_now(model, data, self._welds[WELD_TOOL_SOCKET])
         mujoco.mj_forward(model, data)
+
+    def _refuse_overlaps(self) -> None:
+        """CellRefused naming the pair when two things start inside each other (a part put into a fixture or
+        onto the arm at home): MuJoCo would throw them apart at the first step."""
+        data = self.data
+        deep = np.flatnonzero(data.contact.dist < -PENETRATION_M) if data.ncon else ()
+        if len(deep):
+            worst = min(deep, key=lambda i: data.contact.dist[i])
+            first, second = sorted(mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_GEOM, geom)
+                                   for geom in (data.contact.geom1[worst], data.contact.geom2[worst]))
+            raise CellRefused(f"at start {first} and {second} overlap by {-data.contact.dist[worst] * 1000:.0f} mm: "
+                              "a part where something else is")
 
     def _set_free_pose(self, body: int, position, quat) -> None:
         address = self.model.jnt_qposadr[self.model.body_jntadr[body]]

@@ -5,7 +5,8 @@ sees it; ``objects`` (part -> [x, y, z], its worked point in the world frame) sa
 when that differs, as a real cell differs from its scene (a perception error to rehearse). A start that
 contradicts the cell is refused with a :class:`CellRefused` naming what: a part at a place without a pose, a
 part held with no tool to hold it, a part both held and lying somewhere, an ``objects`` entry for a part
-the cell does not have or that cannot lie free.
+the cell does not have or that cannot lie free (a part put inside something is found once the model is
+built: ``MujocoMotion``).
 """
 from __future__ import annotations
 
