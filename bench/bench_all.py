@@ -9,10 +9,10 @@ Run from the repository root (inside the ROS 2 environment, or the ROS figures s
     python bench/bench_all.py --only rtdl,qwen3   # some of the scripts
 
 It runs ``bench_rtdl.py``, ``bench_qwen3.py``, ``bench_btcpp.py``, ``bench_ros.py``, ``bench_web.py``,
-``bench_robonix.py``, ``bench_groot2.py`` and ``bench_physics.py`` one after the other, each in a process of its
-own (so that no script's leftovers, its garbage, threads or rclpy, weigh on the next one's timings), with
-``--json`` to a temporary file and ``--quick`` when given. Each script measures its own figures and their raw
-py_trees references in the same run (see each script's docstring for the method). This script then
+``bench_robonix.py``, ``bench_groot2.py``, ``bench_physics.py`` and ``bench_cell_view.py`` one after the other, each
+in a process of its own (so that no script's leftovers, its garbage, threads or rclpy, weigh on the next one's
+timings), with ``--json`` to a temporary file and ``--quick`` when given. Each script measures its own figures and
+their raw py_trees references in the same run (see each script's docstring for the method). This script then
 prints one header line (versions, machine, cores, the load when it started, quick or full), one
 table of every figure, each script's detail lines, and ``all bars met`` or ``FAIL``.
 
@@ -47,7 +47,7 @@ from benchlib import (
 HERE = pathlib.Path(__file__).resolve().parent
 SCRIPTS = {"rtdl": "bench_rtdl.py", "qwen3": "bench_qwen3.py", "btcpp": "bench_btcpp.py", "ros": "bench_ros.py",
            "web": "bench_web.py", "robonix": "bench_robonix.py", "groot2": "bench_groot2.py",
-           "physics": "bench_physics.py"}
+           "physics": "bench_physics.py", "cell_view": "bench_cell_view.py"}
 TIMEOUT_S = 1800
 
 

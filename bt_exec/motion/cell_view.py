@@ -2,15 +2,19 @@
 
 ``CellView`` reads a cell through its public readings (``PhysicsCell``: ``link_positions``, ``target``,
 ``joint_speeds``, ``current_joints``, ``render``) and answers the plain dict the control route ``get_cell_view``
-serves to every door; ``raster`` draws the same links into an RGB image (side and top view, numpy only) for
-videos where no GL context can be made. Nothing here imports MuJoCo.
+serves to every door (``cell_recording`` draws the same links into a video's frames where no GL context can be
+made). Frames are rendered in one thread of their own. Nothing here imports MuJoCo.
 """
 from __future__ import annotations
 
 import base64
+import concurrent.futures
+import logging
 import threading
 
 from bt_exec.errors import NotFound
+
+log = logging.getLogger(__name__)
 
 #: Largest frame a viewer may ask for, pixels a side.
 MAX_FRAME_SIDE = 1280
@@ -26,7 +30,24 @@ def is_cell(backend) -> bool:
 # Whether MuJoCo could render, found once per process: a GL context either can be made here or not, and MuJoCo 4
 # aborts the process when asked for a renderer again after its GLFW backend failed to start.
 _frames_here: bool | None = None
+_frames_lock = threading.Lock()
 _probe_lock = threading.Lock()
+# Every frame is rendered in this one thread: a GL context is current in one thread at a time, and the doors call
+# from many (the web server's worker threads, a recorder's).
+_render_thread: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _render(cell, width: int, height: int) -> bytes | None:
+    """``cell.render(width, height)`` in the render thread; None when it failed (logged), as where GL is missing."""
+    global _render_thread
+    with _probe_lock:
+        if _render_thread is None:
+            _render_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cell-render")
+    try:
+        return _render_thread.submit(cell.render, width, height).result()
+    except Exception as exc:  # noqa: BLE001 - a frame that cannot be had is no frame; the view goes on
+        log.warning("rendering the cell failed: %s: %s", type(exc).__name__, exc)
+        return None
 
 
 class CellView:
@@ -46,9 +67,9 @@ class CellView:
     def frames_available(self) -> bool:
         """Whether ``render`` gives pictures here (MuJoCo's offscreen rendering found a GL context)."""
         global _frames_here
-        with _probe_lock:
+        with _frames_lock:
             if _frames_here is None:
-                _frames_here = self.cell.render(MIN_FRAME_SIDE, MIN_FRAME_SIDE) is not None
+                _frames_here = _render(self.cell, MIN_FRAME_SIDE, MIN_FRAME_SIDE) is not None
             return _frames_here
 
     def view(self, frame_width: int | None = None, frame_height: int | None = None) -> dict:
@@ -63,7 +84,7 @@ class CellView:
                   "joints": _rounded(cell.current_joints()), "joint_speeds": _rounded(cell.joint_speeds()),
                   "places": self.places(), "frames": self.frames_available()}
         if frame_width is not None and frame_height is not None and answer["frames"]:
-            png = cell.render(frame_width, frame_height)
+            png = _render(cell, frame_width, frame_height)
             if png is not None:
                 answer["frame"] = base64.b64encode(png).decode("ascii")
         return answer

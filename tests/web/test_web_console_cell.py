@@ -1,4 +1,5 @@
 """The console's view of a simulated cell: the arm drawn live beside the tree from get_cell_view, the target marked.
+BT_EXEC_SCREENSHOTS=1 remakes docs/img/physics-console.png (with MUJOCO_GL=egl, MuJoCo's frame above the drawing).
 
 Real MuJoCo (the physics extra) behind a real server and headless Chromium; skipped, with the reason, where the
 physics cell cannot be imported.
@@ -35,7 +36,7 @@ def _drawn(console) -> int:
     return int(_read(console, "#cell-drawing", "data-drawn") or 0)
 
 
-def test_the_console_draws_the_arm_moving_at_ten_drawings_a_second_with_its_target(console_factory):
+def test_the_console_draws_the_arm_live_beside_the_tree_with_its_target_marked(console_factory):
     cell = bt_exec.PhysicsCell(scene=json.loads(SCENE.read_text()), speed=1.0)
     console = console_factory(backend=cell)
     console.open()
@@ -45,14 +46,12 @@ def test_the_console_draws_the_arm_moving_at_ten_drawings_a_second_with_its_targ
     arm = 'polyline.cell-arm[data-view="side"]'
     side = _read(console, arm, "points")
     console.wait_for(lambda d: _read(console, arm, "points") != side, message="the arm never moved in the drawing")
+    # drawn again and again while the arm moves (how many a second: bench/bench_cell_view.py)
     first = _drawn(console)
-    started = console.driver.execute_script("return performance.now()")
-    console.wait_for(lambda d: _drawn(console) >= first + 10, timeout=5, message="fewer than 10 drawings in 5 s")
-    elapsed_s = (console.driver.execute_script("return performance.now()") - started) / 1000
-    assert (_drawn(console) - first) / elapsed_s >= 10, f"{_drawn(console) - first} drawings in {elapsed_s:.2f} s"
-    target = cell.target()
-    marked = _read(console, 'g.cell-target[data-view="top"] title', "text")
-    assert marked == f"target ({', '.join(f'{v:.3f}' for v in target)}) m" or cell.target() != target
+    console.wait_for(lambda d: _drawn(console) >= first + 10, message="the drawing stopped")
+    # the mark is where the current motion goes (the drawing catches up with each new target within a drawing)
+    console.wait_for(lambda d: _read(console, 'g.cell-target[data-view="top"] title', "text")
+                     == f"target ({', '.join(f'{v:.3f}' for v in cell.target())}) m", message="target not marked")
     if os.environ.get("BT_EXEC_SCREENSHOTS") == "1":
         if console.executor.get_cell_view()["frames"]:  # MUJOCO_GL=egl or osmesa: MuJoCo's picture above the drawing
             console.wait_for(lambda d: (_read(console, "#cell-frame", "src") or "").startswith("data:image/png"),
