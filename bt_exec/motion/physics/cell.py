@@ -130,17 +130,30 @@ class MujocoMotion:
             raise MotionError(f"{where}: unreachable, {solution.describe()}")
         self._checker.start(live, held, held_bodies)
         try:
-            trajectory = None
+            blocked = None
             if not goal.axial:
                 trajectory = joint_move(seed, solution.joints)
-                points = self._checked_points(trajectory, where)
-                if max(tcp_tilt_deg(point.tcp_quat) for point in points) > constraints.max_tilt_deg / 2:
-                    trajectory = None  # the joint-space line tilts the tool: follow the TCP line instead
-            if trajectory is None:
+                try:
+                    points = self._checked_points(trajectory, where)
+                except MotionCollision as collision:
+                    blocked = collision  # the TCP's straight line may pass where the joint-space line does not
+                else:
+                    if max(tcp_tilt_deg(point.tcp_quat) for point in points) <= constraints.max_tilt_deg / 2:
+                        return self._keep(points, trajectory)
+                    # the joint-space line tilts the tool: follow the TCP line instead
+            try:
                 trajectory = path_move(self._waypoints(tcp_now, goal, seed, where))
                 points = self._checked_points(trajectory, where)
+            except MotionError:
+                if blocked is not None:
+                    raise blocked from None
+                raise
         except TrajectoryError as exc:
             raise MotionError(f"{where}: {exc}") from None
+        return self._keep(points, trajectory)
+
+    def _keep(self, points: list[TrajectoryPoint], trajectory: Trajectory) -> list[TrajectoryPoint]:
+        """``points`` as the trajectory planned last: the one ``execute`` may run."""
         with self._lock:
             self._planned = (points, trajectory)
         return points
