@@ -3,9 +3,9 @@
 A joint move goes along the straight line between its two joint vectors (phase-synchronised: every joint
 starts, cruises and stops together). Between two IK solutions of the tool pointing down with A3 and A5 near 0
 the arm stays in its plane and the tool keeps pointing down all the way. A Cartesian move (the axial moves
-of lowering and lifting, and any joint move whose tool would tilt) follows IK waypoints 1 cm apart on the
-straight TCP line, timed by one jerk-limited profile of the path parameter, slow enough that no joint
-exceeds its limits.
+of lowering and lifting, and any joint move whose tool would tilt or whose line collides) follows IK waypoints
+1 cm apart on the straight TCP line, timed by one jerk-limited profile of the path parameter, slow enough that
+no joint exceeds its limits.
 
 :func:`braking` is the stop: from the reference's current position, speed and acceleration to rest, with the
 stop's harder (but still jerk-limited) deceleration.
