@@ -2463,10 +2463,13 @@
   // An app whose executor moves a simulated cell (bt-exec run --backend physics) shows the arm beside the tree:
   // its links drawn from the side and from above, the current skill's target marked, read from get_cell_view
   // (GET /api/cell) every CELL_EVERY_MS; where the server can render (a GL context), MuJoCo's frames too, each
-  // asked for once the last one came. The arm moves continuously and no event carries it: this view polls.
+  // asked for CELL_FRAME_GAP_MS after the last one came. The arm moves continuously and no event carries it: this
+  // view polls.
 
   const CELL_EVERY_MS = 80;         // 12.5 drawings a second
   const CELL_FRAME = { width: 320, height: 240 };
+  // Between two rendered frames: rendering in software (Mesa) takes the server's CPU the drawing needs too.
+  const CELL_FRAME_GAP_MS = 400;
   const CELL_SCALE = 108;           // px per metre in both views
   const CELL_SIDE = { left: 4, top: 14, x0: -0.35, z0: -0.08, height: 178 };   // x to the right, z up
   const CELL_TOP = { left: 154, top: 14, x0: -0.35, y0: 0.75 };                 // x to the right, y up
@@ -2509,7 +2512,8 @@
       } catch (err) {
         await new Promise((resolve) => setTimeout(resolve, 1000));
       }
-      if (document.hidden) await new Promise((resolve) => setTimeout(resolve, 500));
+      await new Promise((resolve) => setTimeout(resolve, CELL_FRAME_GAP_MS));
+      while (document.hidden) await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
 
