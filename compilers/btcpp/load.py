@@ -16,7 +16,7 @@ from bt_exec.behaviours.bt_library import NODE_LIBRARY
 from bt_exec.errors import Issue, Issues, PlanError
 
 from ..fixes import NameSearch
-from ..ir import Op, Plan
+from ..ir import NO_CHILDREN, Op, Plan
 from ..limits import Limits
 from ..report import PartlyRead
 from .catalog import NodeCatalog, read_model
@@ -389,9 +389,10 @@ class _Loader:
                 named.update(keys.values())
             return Op(op_id, "control", description, [], None, args, None, None, path, node_id, keys or None)
         if not keys or named.issuperset(keys.values()):
-            return Op(op_id, "do", description, [], node_id, args, None, None, path, None, keys or None, None)
+            return Op(op_id, "do", description, NO_CHILDREN, node_id, args, None, None, path, None, keys or None,
+                      None)
         reads, writes = self._directions(keys)
-        return Op(op_id, "do", description, [], node_id, args, None, None, path, None, reads, writes)
+        return Op(op_id, "do", description, NO_CHILDREN, node_id, args, None, None, path, None, reads, writes)
 
     def _directions(self, keys: dict[str, str]) -> tuple[dict | None, dict]:
         """A leaf's {key} ports as reads and writes, with no catalog to say which are outputs: in pre-order (the
