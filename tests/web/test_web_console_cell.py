@@ -15,6 +15,8 @@ from bt_exec.motion.physics import PhysicsUnavailable, require_physics
 try:
     require_physics()
 except PhysicsUnavailable as missing:
+    if os.environ.get("BT_EXEC_REQUIRE_PHYSICS") == "1":  # CI: the extra is installed, these tests must run
+        pytest.fail(f"BT_EXEC_REQUIRE_PHYSICS=1, but {missing}", pytrace=False)
     pytest.skip(str(missing), allow_module_level=True)
 
 import bt_exec  # noqa: E402
