@@ -62,7 +62,14 @@ def test_a_graph_runs_to_its_terminal_on_the_simulated_arm_whose_joints_go_out_o
         (done,) = status.wait_for(complete, timeout=60)
         assert done["outcome"] == "succeeded" and done["terminal"] == "completed", done
         assert done["state"]["locations"]["cap"] == "hatch_seat"
-        heard = joints.wait_for(lambda messages: messages[-1][0] > time.monotonic() - 0.5 and len(messages) > 30)
+        # the same cell as every door sees it: ~/control's get_cell_view, the arm at rest where /joint_states says
+        view = ros.call(node.name, "control", operation="get_cell_view", args_json="{}")
+        asked = time.monotonic()
+        assert view.success, view.answer_json
+        view = json.loads(view.answer_json)
+        assert view["tool"] == pytest.approx([0.60, 0.25, 0.27], abs=0.01)  # above the hatch seat
+        heard = joints.wait_for(lambda messages: messages[-1][0] > asked)
+        assert view["joints"] == pytest.approx(heard[-1][3], abs=1e-4)
     finally:
         ros.node.destroy_subscription(subscription)
     assert all(message[2] == JOINTS and len(message[3]) == len(message[4]) == 7 for message in heard)
