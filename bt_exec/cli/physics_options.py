@@ -5,7 +5,8 @@ import argparse
 import sys
 
 from ..motion.cell_recording import FPS, CellRecorder, checked_video_path
-from .console import CommandError
+from ..errors import ConfigError
+from .console import CommandError, error
 
 
 def add_record(run: argparse.ArgumentParser) -> None:
@@ -35,10 +36,15 @@ def start_recording(cell, args: argparse.Namespace) -> CellRecorder | None:
 
 
 def stop_recording(recorder: CellRecorder | None) -> None:
-    """Close the video and say on stderr what it holds."""
+    """Close the video and say on stderr what it holds, or why it could not be written (the run's own exit status
+    stands: this runs as the command ends, whatever ended it)."""
     if recorder is None:
         return
-    recorder.stop()
+    try:
+        recorder.stop()
+    except ConfigError as exc:
+        error(str(exc))
+        return
     how = "rendered by MuJoCo" if recorder.rendered else "the links drawn"
     print(f"bt-exec: recorded {recorder.frames_written} frames ({how}, {recorder.fps} a second) to {recorder.path}",
           file=sys.stderr)

@@ -8,6 +8,7 @@ also imageio-ffmpeg): without it, ``RecordingUnavailable`` names the extra.
 """
 from __future__ import annotations
 
+import base64
 import io
 import threading
 import time
@@ -87,8 +88,6 @@ class CellRecorder:
 
             answer = self.view.view(WIDTH, HEIGHT)
             if "frame" in answer:
-                import base64
-
                 return iio.imread(io.BytesIO(base64.b64decode(answer["frame"])), extension=".png")[..., :3]
             return raster(answer)
         return raster(self.view.view())

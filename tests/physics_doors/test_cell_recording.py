@@ -67,3 +67,13 @@ def test_record_is_refused_in_one_line_without_physics_with_a_bad_name_or_withou
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
     assert "--record needs imageio" in done.stderr and "pip install 'bt_exec[record]'" in done.stderr
     assert not (tmp_path / "run.gif").exists()
+
+
+def test_a_video_that_cannot_be_written_is_said_in_one_line_and_the_run_keeps_its_exit_status(tmp_path):
+    taken = tmp_path / "run.gif"
+    taken.mkdir()  # a folder where the video should go: opening it fails once the run started
+    done = bt_exec_cli(*RUN, "--record", taken)
+    assert done.returncode == 0, done.stderr  # the graph reached its terminal
+    assert "terminal: completed" in done.stdout
+    (line,) = [line for line in done.stderr.splitlines() if "--record" in line]
+    assert line.startswith(f"bt-exec: --record {taken}: ") and "Traceback" not in done.stderr
