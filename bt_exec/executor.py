@@ -6,14 +6,13 @@ Its answers are plain dicts, the same whichever door asked.
 """
 from __future__ import annotations
 
-import copy
 import logging
 from typing import Callable
 
 from .backends import Backend
 from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits, Plan, Scene, SkillCatalog,
                         dialect_of, scene_of, skill_catalog_of)
-from .compilers.blackboard import admission_seeds, admitting_with, seed_issues
+from .compilers.blackboard import admission_seeds, admitting_with, copied, seed_issues
 from .compilers.call_guard import CallGuard, CallNames, load_call_guard
 from .compilers.dialects import DIALECTS, NodeCatalog, capability_catalog_of, node_catalog_of
 from .compilers.ir import STOP_WHENS
@@ -189,7 +188,7 @@ class Executor:
             return refusal("invalid", issues, run_id if isinstance(run_id, str) else None)
         # The run this admission makes (``_make_run``, in this thread) starts with them; a run_id answered before
         # makes none. A copy: the caller's dict may change after the call.
-        with admitting_with(copy.deepcopy(blackboard)):
+        with admitting_with(copied(blackboard)):
             return self._admission.submit(source, run_id, dialect, hold_start_s)
 
     def release_start(self, plan_id: str) -> None:

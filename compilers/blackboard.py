@@ -67,6 +67,26 @@ def seed_issues(seeds: object, limits: Limits) -> list[Issue]:
     return issues.listed()
 
 
+def copied(seeds: dict) -> dict:
+    """A copy of checked seeds (JSON values: dicts, lists, scalars), made without recursion however deep they
+    nest: the run's own, whatever the caller does with theirs."""
+    made: dict = {}
+    stack: list[tuple[dict | list, dict | list]] = [(seeds, made)]
+    while stack:
+        source, target = stack.pop()
+        for key, item in source.items() if isinstance(source, dict) else enumerate(source):
+            if isinstance(item, (dict, list)):
+                child: object = {} if isinstance(item, dict) else []
+                stack.append((item, child))
+            else:
+                child = item
+            if isinstance(target, dict):
+                target[key] = child
+            else:
+                target.append(child)
+    return made
+
+
 def key_problem(key: str) -> str | None:
     """What makes ``key`` no blackboard name a seed may give, or None: a name a ``{key}`` port of the main tree
     reads (not blank, without braces, blanks around it or control characters), not a SubTree's own entry."""

@@ -89,6 +89,21 @@ def test_bad_seeds_are_refused_where_they_are_wrong_and_run_nothing(make_executo
     assert executor.get_all_plans()["count"] == 0 and not executor.backend.calls
 
 
+def test_seeds_nested_as_deep_as_the_limits_allow_are_taken_without_recursion(make_executor):
+    limits = bt_exec.Limits(max_depth=600)  # JSON nesting up to 1,264 levels, past Python's recursion limit
+    deep: object = "bottom"
+    for _ in range(limits.max_json_nesting - 2):
+        deep = [deep]
+    executor = make_executor(limits=limits)
+    answer = executor.submit(PLAN, blackboard={**SEEDS, "goal": deep})
+    assert answer["accepted"], answer
+    assert executor.run_until_complete(answer["plan_id"], timeout=10)["outcome"] == "succeeded"
+    goal = calls_of(executor)[0][1]["goal"]
+    for _ in range(limits.max_json_nesting - 2):
+        goal = goal[0]
+    assert goal == "bottom"
+
+
 def test_every_bad_key_is_listed_at_once(make_executor):
     answer = make_executor().submit(PLAN, blackboard={"@a": 1, "b": 2, "{c}": 3})
     assert [issue["path"] for issue in answer["issues"]] == ["/blackboard/@a", "/blackboard/{c}"]
