@@ -273,9 +273,9 @@ class ExecutorNode(Node):
         s = self.settings
         if s["sim_script"]:
             self.get_logger().warning("sim_script is ignored with backend physics: the physics decides outcomes")
-        from .physics_wiring import JointStatePublisher, make_physics_cell
+        from .physics_wiring import JointStatePublisher, make_physics_cell, motion_limits
 
-        cell = make_physics_cell(s, skill_catalog, scene)
+        cell = make_physics_cell(s, skill_catalog, scene, motion_limits(s))
         JointStatePublisher(self, s["joint_states_hz"], cell)  # its timer lives as long as the node
         return cell
 

@@ -70,7 +70,7 @@ PARAMETERS: tuple[Param, ...] = (
     Param("cell_poses_file", "", "moveit and physics backends: YAML file of the cell's named poses (position, "
                                  "optional orientation and approach_height per target); required with backend "
                                  "moveit; with physics, empty: the shipped config/grant_cell_poses.yaml."),
-    Param("motion_limits_file", "", "moveit backend: YAML file of the motion policy's limits "
+    Param("motion_limits_file", "", "moveit and physics backends: YAML file of the motion policy's limits "
                                     "(config/motion_limits.yaml); empty: the shipped defaults."),
     Param("moveit_group", "arm", "moveit backend: the MoveIt planning group of the arm.", "a group name"),
     Param("tcp_link", "tool0", "moveit backend: the link of the tool tip (TCP) the poses are for.", "a link name"),

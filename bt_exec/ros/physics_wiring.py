@@ -14,14 +14,26 @@ JOINT_STATES = "/joint_states"
 JOINT_STATES_DEPTH = 10
 
 
-def make_physics_cell(settings: dict, skill_catalog, scene):
+def motion_limits(settings: dict):
+    """The motion policy's limits from ``motion_limits_file`` (None, the defaults, where it is empty); ConfigError
+    naming the parameter."""
+    from bt_exec.motion.policy import MotionLimits
+
+    limits_file = settings.get("motion_limits_file")
+    try:
+        return MotionLimits.from_yaml(limits_file) if limits_file else None
+    except ConfigError as exc:
+        raise ConfigError(f"motion_limits_file: {exc}") from None
+
+
+def make_physics_cell(settings: dict, skill_catalog, scene, limits):
     """A PhysicsCell from the node's parameters: ``cell_poses_file`` (empty: the shipped poses), ``physics_speed``
-    (0.0: as fast as the machine goes); ``scene`` None: the cell's own (the tool in its socket, the cap stored)."""
+    (0.0: as fast as the machine goes); ``limits``: :func:`motion_limits`'; ``scene`` None: the cell's own (the
+    tool in its socket, the cap stored)."""
     from bt_exec.motion.physics import PhysicsCell
 
-    speed = settings["physics_speed"] or "max"
-    return PhysicsCell(poses=settings["cell_poses_file"] or None, scene=scene, speed=speed,
-                       skill_catalog=skill_catalog)
+    return PhysicsCell(poses=settings["cell_poses_file"] or None, scene=scene, speed=settings["physics_speed"] or "max",
+                       skill_catalog=skill_catalog, limits=limits)
 
 
 class JointStatePublisher:

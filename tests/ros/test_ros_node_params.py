@@ -93,6 +93,12 @@ def test_moveit_with_a_bad_limits_file_exits_2_naming_the_parameter(start_node, 
             motion_limits_file=str(tmp_path / "none.yaml"))
 
 
+def test_physics_with_a_bad_limits_file_exits_2_naming_the_parameter(start_node, tmp_path):
+    pytest.importorskip("mujoco", reason="backend physics needs the physics extra")
+    exits_2(start_node, "motion_limits_file: motion limits: cannot read", backend="physics",
+            motion_limits_file=str(tmp_path / "none.yaml"))
+
+
 @pytest.mark.skipif(importlib.util.find_spec("moveit") is not None,
                     reason="moveit imports here: the node would start MoveItPy")
 def test_moveit_where_moveitpy_is_missing_exits_2_with_one_clear_line(start_node):

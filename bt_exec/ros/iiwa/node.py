@@ -171,16 +171,17 @@ class IiwaExecutorNode(Node):
 
     def _physics_maker(self):
         """The Grant cell simulated in MuJoCo, made in the first scene; its joints published on /joint_states from
-        now on (once the cell is made). The extra is checked now: without it the start fails, in one line."""
+        now on (once the cell is made). The extra and the limits file are checked now: the start fails, in one line."""
         from ...motion.physics import require_physics
-        from ..physics_wiring import JointStatePublisher, make_physics_cell
+        from ..physics_wiring import JointStatePublisher, make_physics_cell, motion_limits
 
         require_physics()
         s = self.settings
+        limits = motion_limits(s)
         joint_states = JointStatePublisher(self, s["joint_states_hz"])
 
         def in_scene(scene):
-            cell = make_physics_cell(s, self._skill_catalog, scene)
+            cell = make_physics_cell(s, self._skill_catalog, scene, limits)
             joint_states.cell = cell
             return cell
         return in_scene

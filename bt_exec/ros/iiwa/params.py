@@ -51,7 +51,8 @@ PARAMETERS: tuple[Param, ...] = (
           "an integer >= 1"),
     Param("cell_poses_file", "", "moveit backend, required, and physics backend (empty: the shipped poses): YAML "
                                  "file of the cell's named poses."),
-    Param("motion_limits_file", "", "moveit backend: YAML file of the motion policy's limits; empty: defaults."),
+    Param("motion_limits_file", "", "moveit and physics backends: YAML file of the motion policy's limits; empty: "
+                                    "defaults."),
     Param("moveit_group", "arm", "moveit backend: the MoveIt planning group of the arm.", "a group name"),
     Param("tcp_link", "tool0", "moveit backend: the link of the tool tip (TCP).", "a link name"),
     Param("physics_speed", 1.0, "physics backend: simulated time per real time (1.0: real time); 0.0: as fast as "
