@@ -12,7 +12,7 @@ from typing import Callable
 from .backends import Backend
 from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits, Plan, Scene, SkillCatalog,
                         dialect_of, scene_of, skill_catalog_of)
-from .compilers.blackboard import admission_seeds, admitting_with, copied, seed_issues
+from .compilers.blackboard import copied, seed_issues
 from .compilers.call_guard import CallGuard, CallNames, load_call_guard
 from .compilers.dialects import DIALECTS, NodeCatalog, capability_catalog_of, node_catalog_of
 from .compilers.ir import STOP_WHENS
@@ -186,10 +186,8 @@ class Executor:
         issues = seed_issues(blackboard, self.limits)
         if issues:
             return refusal("invalid", issues, run_id if isinstance(run_id, str) else None)
-        # The run this admission makes (``_make_run``, in this thread) starts with them; a run_id answered before
-        # makes none. A copy: the caller's dict may change after the call.
-        with admitting_with(copied(blackboard)):
-            return self._admission.submit(source, run_id, dialect, hold_start_s)
+        # A copy: the caller's dict may change after the call.
+        return self._admission.submit(source, run_id, dialect, hold_start_s, copied(blackboard))
 
     def release_start(self, plan_id: str) -> None:
         """Let a plan submitted with ``hold_start_s`` start at the next tick; nothing if it is not held."""
@@ -211,9 +209,8 @@ class Executor:
         run = PlanRun(plan_id, plan, compiled, run_id, control_only, world, self._bus, self._runner.wake_run,
                       max_result_bytes=self.max_result_bytes, max_plan_result_bytes=self.max_plan_result_bytes,
                       text_chars=text_chars, pause_timeout_s=self.pause_timeout_s)
-        seeds = admission_seeds()
-        if seeds:
-            run.blackboard.update(seeds)
+        if plan.blackboard_seeds:
+            run.blackboard.update(copied(plan.blackboard_seeds))  # the run's own: its ops may change what they hold
         run.set_up({"capabilities": self._routers[plan.dialect], "op_timeout_s": self.op_timeout_s,
                     "max_steps": self.max_steps})
         return run

@@ -3,22 +3,20 @@ blackboard=...)``, ``submit_plan``'s ``blackboard`` argument, ``bt-exec run --bl
 as plan input: each key a name a ``{key}`` port reads, each value JSON within the limits, and all of them at most
 ``MAX_SEED_BYTES`` written as compact JSON.
 
-The seeds of a submission reach what its admission builds through ``admitting_with``: the run's blackboard starts
-with them, and a dialect's compile may read them (``admission_seeds``): a BT XML leaf's ``{key}`` port that only a
-guess made an output reads a seeded key instead, as a key named before any node.
+A submission's seeds go into its loaded plan (``seeded``), before it is checked: the run's blackboard starts with
+them, the dataflow check counts them as written before any node, and a ``{key}`` port that the loader's guess made
+an output (the first node naming a key writes it) reads a seeded key instead, as a key named before any node.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
-from collections.abc import Iterator
-from contextvars import ContextVar
 
 from jsonpointer import escape
 
 from bt_exec.errors import Issue, Issues
 
+from .ir import Plan
 from .limit_walk import check_document
 from .limits import Limits
 
@@ -27,23 +25,23 @@ SEEDS_PATH = "/blackboard"
 # A SubTree's own entry in a flattened BT XML plan: ``<tree ID>#<instance>/<key>``.
 _SUBTREE_ENTRY = re.compile(r".*#[0-9]+/")
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
-# The seeds of the submission being admitted in this thread (the admission builds its run in the submitting thread).
-_ADMITTING: ContextVar[dict | None] = ContextVar("blackboard_seeds", default=None)
 
 
-@contextlib.contextmanager
-def admitting_with(seeds: dict) -> Iterator[None]:
-    """The admission of one submission, in this thread, with ``seeds`` (checked: ``seed_issues``)."""
-    token = _ADMITTING.set(seeds)
-    try:
-        yield
-    finally:
-        _ADMITTING.reset(token)
-
-
-def admission_seeds() -> dict | None:
-    """The seeds of the submission being admitted in this thread, or None."""
-    return _ADMITTING.get()
+def seeded(plan: Plan, seeds: dict) -> Plan:
+    """``plan`` with its run's blackboard seeded by ``seeds`` (checked: ``seed_issues``): a port the loader took
+    for an output only because its op named the key first reads the key instead, as it is named before any op.
+    A catalog that declares the port's direction still decides it at check and compile (``btcpp.checks``)."""
+    ops = plan.ops
+    moved_ops = {}
+    for op in ops.values():
+        writes = op.writes
+        if writes and not seeds.keys().isdisjoint(writes.values()):
+            moved = {port: key for port, key in writes.items() if key in seeds}
+            kept = {port: key for port, key in writes.items() if port not in moved}
+            moved_ops[op.op_id] = dataclasses.replace(op, reads={**(op.reads or {}), **moved}, writes=kept or None)
+    if moved_ops:
+        ops = {op_id: moved_ops.get(op_id, op) for op_id, op in ops.items()}
+    return dataclasses.replace(plan, ops=ops, blackboard_seeds=seeds)
 
 
 def seed_issues(seeds: object, limits: Limits) -> list[Issue]:

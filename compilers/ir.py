@@ -52,6 +52,7 @@ class Plan:
     meta: dict = field(default_factory=dict)
     steps: object = None  # the StepGraph of step-graph dialects (transitions, entry)
     source: object = None  # what a dialect read beyond the ops, for its checks (BT.CPP XML: each node's element)
+    blackboard_seeds: dict | None = None  # the entries its run's blackboard starts with (``blackboard.seeded``)
 
     @property
     def op_count(self) -> int:

@@ -10,6 +10,7 @@ from typing import Callable
 
 from bt_exec.compilers import (CheckContext, ControlRequest, Limits, Plan, Report, check_source, dialect_of,
                                document_of, gc_paused, issues_after_fixes, load_with_warnings, refusal_issues)
+from bt_exec.compilers.blackboard import SEEDS_PATH, seeded
 from bt_exec.errors import Issue, PlanError
 
 from .budgets import MESSAGE_CHARS, QUOTE_CHARS, BoundedTable, cut_text, json_size, quote
@@ -77,9 +78,12 @@ class Admission:
 
     # --- submit -------------------------------------------------------------------
 
-    def submit(self, source, run_id: str | None, dialect: str, hold_start_s: float = 0.0) -> dict:
+    def submit(self, source, run_id: str | None, dialect: str, hold_start_s: float = 0.0,
+               blackboard_seeds: dict | None = None) -> dict:
         """The answer to a submission; an accepted plan's start is held ``hold_start_s`` seconds (0 to
-        MAX_START_HOLD_S; ValueError beyond) or until the runner's ``release_start``."""
+        MAX_START_HOLD_S; ValueError beyond) or until the runner's ``release_start``. ``blackboard_seeds``
+        (checked: ``compilers.blackboard.seed_issues``) seed the plan's run (``compilers.blackboard.seeded``); a
+        control request given seeds is refused, as it runs no plan."""
         if type(hold_start_s) not in (int, float) or not 0 <= hold_start_s <= MAX_START_HOLD_S:
             raise ValueError(f"hold_start_s must be a number of seconds from 0 to {MAX_START_HOLD_S:g}, "
                              f"got {hold_start_s!r}")
@@ -89,7 +93,8 @@ class Admission:
                            run_id=None)
         text_chars = len(source) if isinstance(source, (str, bytes)) else None
         if run_id is not None:
-            return self._once(run_id, lambda: self._answer(source, run_id, dialect, text_chars, hold_start_s))
+            return self._once(run_id, lambda: self._answer(source, run_id, dialect, text_chars, hold_start_s,
+                                                           blackboard_seeds))
         try:
             with gc_paused():
                 loaded = load_with_warnings(source, dialect=dialect, limits=self.limits)
@@ -98,8 +103,9 @@ class Admission:
         envelope_run_id = loaded[0].meta.get("run_id") if isinstance(loaded[0], Plan) else None
         if envelope_run_id:  # a submit envelope that names its run
             return self._once(envelope_run_id,
-                              lambda: self._answer(loaded, envelope_run_id, dialect, text_chars, hold_start_s))
-        return self._answer(loaded, None, dialect, text_chars, hold_start_s)
+                              lambda: self._answer(loaded, envelope_run_id, dialect, text_chars, hold_start_s,
+                                                   blackboard_seeds))
+        return self._answer(loaded, None, dialect, text_chars, hold_start_s, blackboard_seeds)
 
     def _once(self, run_id: str, answer_once: Callable[[], dict]) -> dict:
         """The answer for ``run_id``: computed once, then repeated (also to concurrent callers, who get
@@ -124,16 +130,18 @@ class Admission:
             mine.done.set()
         return copy.deepcopy(answer)
 
-    def _answer(self, source, run_id: str | None, dialect: str, text_chars: int | None, hold_s: float) -> dict:
+    def _answer(self, source, run_id: str | None, dialect: str, text_chars: int | None, hold_s: float,
+                seeds: dict | None) -> dict:
         """``source``: what was handed in, or what it loaded as with its warnings."""
         try:
             with gc_paused():  # a plan's many new objects all stay alive: nothing for the collector to find
-                return self._admit(source, run_id, dialect, text_chars, hold_s)
+                return self._admit(source, run_id, dialect, text_chars, hold_s, seeds)
         except Exception as exc:  # a bug must not escape to a service or leave a run_id waiting
             log.exception("submit failed unexpectedly")
             return refusal("invalid", [Issue("internal", "", f"internal error: {type(exc).__name__}: {exc}")], run_id)
 
-    def _admit(self, source, run_id: str | None, dialect: str, text_chars: int | None, hold_s: float) -> dict:
+    def _admit(self, source, run_id: str | None, dialect: str, text_chars: int | None, hold_s: float,
+               seeds: dict | None) -> dict:
         if type(source) is tuple:
             loaded, warnings = source
         elif isinstance(source, (Plan, ControlRequest)):
@@ -143,13 +151,17 @@ class Admission:
                 loaded, warnings = load_with_warnings(source, dialect=dialect, limits=self.limits)
             except PlanError as exc:
                 return refusal("invalid", refusal_issues(exc, self._context_of), run_id)
-        return _with_warnings(self._admit_loaded(loaded, run_id, text_chars, hold_s), warnings)
+        return _with_warnings(self._admit_loaded(loaded, run_id, text_chars, hold_s, seeds), warnings)
 
     def _admit_loaded(self, loaded: Plan | ControlRequest, run_id: str | None, text_chars: int | None,
-                      hold_s: float) -> dict:
+                      hold_s: float, seeds: dict | None) -> dict:
         if isinstance(loaded, ControlRequest):
+            if seeds:
+                return refusal("invalid", [Issue("bad_blackboard", SEEDS_PATH, f"blackboard seeds seed a plan's "
+                                                 f"run, and {loaded.op} is a control request, which runs none")],
+                               run_id)
             return self._carry_out(loaded, run_id)
-        plan = loaded
+        plan = seeded(loaded, seeds) if seeds else loaded
         kind = dialect_of(plan)
         context = self.context
         report = kind.check(plan, context)

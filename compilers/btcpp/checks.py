@@ -231,7 +231,7 @@ def _ports_fit(op: Op, rules: _NodeRules) -> bool:
 def _dataflow(plan: Plan, catalog: NodeCatalog | None) -> list[dict]:
     """A warning for each key some node of the tree writes and a node reads before (in the order the tree
     starts them, pre-order): on that path it is read before anything wrote it. Keys nothing in the tree writes
-    are set from outside (Nav2's goal): no warning."""
+    are set from outside (Nav2's goal), as are the submission's seeds: no warning."""
     flows = []
     entries = catalog.entries if catalog is not None else {}
     for op in plan.ops.values():
@@ -243,6 +243,8 @@ def _dataflow(plan: Plan, catalog: NodeCatalog | None) -> list[dict]:
             flows.append((op, reads, writes))
     # the keys some node writes and no node has yet either read unwritten (warned) or written
     pending = {key for _, _, writes in flows if writes for key in writes.values()}
+    if plan.blackboard_seeds:
+        pending.difference_update(plan.blackboard_seeds)
     out = []
     for op, reads, writes in flows:
         if not pending:

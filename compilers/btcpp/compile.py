@@ -10,7 +10,6 @@ import py_trees
 from bt_exec.behaviours import CapabilityAction
 from bt_exec.behaviours.bt_library import NODE_LIBRARY, PASS_THROUGH
 
-from ..blackboard import admission_seeds
 from ..ir import Plan
 from ..limits import STRICT_JSON
 from ..tree import CompiledPlan
@@ -28,7 +27,6 @@ JSON_PREFIX = "json:"
 def compile_btcpp(plan: Plan, given: NodeCatalog | None) -> CompiledPlan:
     """The py_trees tree of a loaded (and checked) BT.CPP plan."""
     catalog = catalog_for(plan.source, given)
-    seeded = admission_seeds()
     entries = catalog.entries if catalog is not None else {}
     ops: dict[str, py_trees.behaviour.Behaviour] = {}
     for op in reversed(plan.ops.values()):  # reversed pre-order: every child before its parent
@@ -36,8 +34,6 @@ def compile_btcpp(plan: Plan, given: NodeCatalog | None) -> CompiledPlan:
             entry = entries.get(op.cap)
             if entry is None:
                 reads, writes, args = op.reads, op.writes, _untyped(op.args) if op.args else {}
-                if seeded and writes:
-                    reads, writes = _seeded_reads(reads, writes, seeded)
             else:
                 reads, writes = directions(op, entry)
                 args = typed_args(op.args, entry) if op.args else {}
@@ -49,16 +45,6 @@ def compile_btcpp(plan: Plan, given: NodeCatalog | None) -> CompiledPlan:
             op.args or {}, op.reads or {})
         ops[op.op_id] = spec.build(op.op_id, op.description, args, reads, [ops[child] for child in op.children])
     return CompiledPlan(plan, ops[plan.root], ops)
-
-
-def _seeded_reads(reads: dict | None, writes: dict, seeded: dict) -> tuple[dict | None, dict | None]:
-    """A leaf's ports as reads and writes once the submission seeded the blackboard: with no catalog to say, a port
-    was taken as an output for naming its key first (``load``), and a seeded key is named before any node."""
-    moved = {port: key for port, key in writes.items() if key in seeded}
-    if not moved:
-        return reads, writes
-    kept = {port: key for port, key in writes.items() if port not in moved}
-    return {**(reads or {}), **moved}, kept or None
 
 
 def _with_defaults(args: dict[str, str], reads: dict[str, str], entry: CatalogEntry) -> tuple[dict, dict]:

@@ -65,6 +65,29 @@ def test_a_run_id_answered_before_seeds_no_second_run(make_executor):
     assert calls_of(executor)[-1] == ("Say", {"text": "arrived"})
 
 
+def test_a_seeded_key_is_written_before_any_node_so_no_read_before_write_warning(make_executor):
+    # Say reads {words} before SetWords writes it: warned unless the submission seeds it.
+    plan = ('<root BTCPP_format="4"><BehaviorTree ID="Main"><Sequence><Say text="{words}"/>'
+            '<SetWords out="{words}"/><Say text="{words}"/></Sequence></BehaviorTree></root>')
+    catalog = NodeCatalog.from_text('<TreeNodesModel><Action ID="Say"><input_port name="text"/></Action>'
+                                    '<Action ID="SetWords"><output_port name="out"/></Action></TreeNodesModel>')
+    executor = make_executor(node_catalog=catalog)
+    unseeded = executor.submit(plan)
+    assert [warning["code"] for warning in unseeded["warnings"]] == ["read_before_write"], unseeded
+    seeded = executor.submit(plan, blackboard={"words": "hello"})
+    assert seeded["accepted"] and not seeded.get("warnings"), seeded
+    executor.run_until_complete(seeded["plan_id"], timeout=10)
+    assert calls_of(executor)[-3] == ("Say", {"text": "hello"})
+
+
+def test_seeds_given_with_a_control_request_are_refused_as_it_runs_no_plan(make_executor):
+    executor = make_executor()
+    answer = executor.submit({"op": "cancel_all"}, blackboard={"goal": 1})
+    assert not answer["accepted"] and answer["verdict"] == "invalid", answer
+    assert [(issue["code"], issue["path"]) for issue in answer["issues"]] == [("bad_blackboard", "/blackboard")]
+    assert "cancel_all is a control request" in answer["issues"][0]["message"]
+
+
 @pytest.mark.parametrize("seeds, path, words", [
     ({"": 1}, "/blackboard/", "a blank name"),
     ({"{goal}": 1}, "/blackboard/{goal}", "braces"),
