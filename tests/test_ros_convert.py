@@ -55,6 +55,27 @@ def test_bt_xml_is_submitted_as_its_text_and_hostile_xml_refused_as_invalid():
         executor.close()
 
 
+SEEDED_PLAN = ('<root BTCPP_format="4"><BehaviorTree ID="Main"><Sequence><MoveTo goal="{goal}"/><Say text="{words}"/>'
+               '</Sequence></BehaviorTree></root>')
+
+
+def test_blackboard_json_seeds_the_submission_and_text_that_is_not_json_is_its_refusal():
+    seeds = {"goal": {"x": 1.5, "y": -2}, "words": "arrived"}
+    sub = convert.msg_to_submission(submit(graph_json=SEEDED_PLAN, blackboard_json=json.dumps(seeds)), LIMIT)
+    assert sub.refusal is None and sub.args["blackboard"] == seeds
+    unseeded = convert.msg_to_submission(submit(graph_json=SEEDED_PLAN, blackboard_json="  "), LIMIT)
+    assert unseeded.refusal is None and "blackboard" not in unseeded.args
+    for text, limit, code, said in (
+        ('{"goal": }', LIMIT, "bad_json", "blackboard_json is not JSON: Expecting value: line 1 column 10 (char 9)"),
+        ("[" * 100_000, LIMIT, "bad_json", "blackboard_json nests too deeply to read"),
+        ('{"words": "' + "x" * 64 + '"}', 64, "too_large", "blackboard_json is 77 characters; at most 64 are read")):
+        refused = convert.msg_to_submission(submit(graph_json=SEEDED_PLAN, run_id="r", blackboard_json=text), limit)
+        assert refused.blackboard is None and (refused.refusal.code, refused.refusal.message) == (code, said)
+        response = convert.answer_to_submit_msg(*error_answer(refused.refusal), Submit.Response(), refused.run_id)
+        assert (response.accepted, response.verdict, response.run_id) == (False, "invalid", "r")
+        assert json.loads(response.issues_json) == [{"code": code, "path": "", "message": said}]
+
+
 def test_qwen3_with_a_scene_revision_is_wrapped():
     graph = '{"status": "ok", "entry": "s0", "plan": [], "transitions": []}'
     sub = convert.msg_to_submission(submit(graph_json=graph, dialect="qwen3", scene_revision=12, run_id="h"), LIMIT)

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 
 from ..control import STATUS_OF_TYPE
-from ..errors import Busy, Issue
+from ..errors import BadArgument, Busy, Issue, TooLarge
 from ..events import finite_json
 
 DIALECT_OF_REQUEST = {"": "auto", "auto": "auto", "rtdl": "rtdl", "qwen3": "qwen3", "btcpp": "btcpp"}
@@ -47,7 +47,8 @@ class Submission:
     ``text`` is the request's ``graph_json`` unchanged (what ``~/plan`` publishes);
     ``source`` is what is submitted (the text itself, or a Qwen3 submit envelope
     around it when a scene revision was given); ``run_id_made`` says the node made
-    ``run_id`` because the request had none.
+    ``run_id`` because the request had none. ``blackboard`` is ``blackboard_json`` read (None when empty);
+    ``refusal`` says why it could not be read, and the submission is then answered with it, unsubmitted.
     """
 
     text: str
@@ -55,11 +56,16 @@ class Submission:
     run_id: str
     dialect: str
     run_id_made: bool
+    blackboard: object = None
+    refusal: BadArgument | None = None
 
     @property
     def args(self) -> dict:
         """The arguments of its ``submit_plan`` call."""
-        return {"graph": self.source, "run_id": self.run_id, "dialect": self.dialect}
+        args = {"graph": self.source, "run_id": self.run_id, "dialect": self.dialect}
+        if self.blackboard is not None:
+            args["blackboard"] = self.blackboard
+        return args
 
 
 def msg_to_submission(request, max_input_bytes: int) -> Submission:
@@ -70,6 +76,9 @@ def msg_to_submission(request, max_input_bytes: int) -> Submission:
       ``graph_json`` when there is one, else a fresh ``uuid4().hex``.
     * Qwen3 with ``scene_revision >= 0``: ``graph_json`` (a bare graph, or model output text holding
       one) is wrapped as ``{"run_id", "scene_revision", "response": graph_json}``.
+    * ``blackboard_json``: empty means no seeds; text that is not JSON, nests too deeply to read or is over
+      ``max_input_bytes`` is the submission's ``refusal``; JSON that is not seeds is refused by the dispatcher
+      (not an object) or the executor (each bad entry at ``/blackboard/<key>``).
     """
     text = request.graph_json
     dialect = DIALECT_OF_REQUEST.get(request.dialect.strip().lower(), request.dialect)
@@ -81,7 +90,23 @@ def msg_to_submission(request, max_input_bytes: int) -> Submission:
     source = text
     if dialect == "qwen3" and request.scene_revision >= 0:
         source = json.dumps({"run_id": run_id, "scene_revision": request.scene_revision, "response": text})
-    return Submission(text=text, source=source, run_id=run_id, dialect=dialect, run_id_made=made)
+    blackboard, refusal = _seeds_of(request.blackboard_json, max_input_bytes)
+    return Submission(text=text, source=source, run_id=run_id, dialect=dialect, run_id_made=made,
+                      blackboard=blackboard, refusal=refusal)
+
+
+def _seeds_of(text: str, max_input_bytes: int) -> tuple[object, BadArgument | None]:
+    """``blackboard_json`` read: ``(value, None)``, ``(None, None)`` when empty, or ``(None, why not)``."""
+    if not text.strip():
+        return None, None
+    if len(text) > max_input_bytes:
+        return None, TooLarge(f"blackboard_json is {len(text)} characters; at most {max_input_bytes} are read")
+    try:
+        return json.loads(text), None
+    except RecursionError:
+        return None, BadArgument("blackboard_json nests too deeply to read", code="bad_json")
+    except ValueError as exc:
+        return None, BadArgument(f"blackboard_json is not JSON: {exc}", code="bad_json")
 
 
 def envelope_run_id(text: str, max_input_bytes: int) -> str | None:

@@ -505,7 +505,9 @@ class ExecutorNode(Node):
                     self._plan_texts[run_id] = submission.text
                     while len(self._plan_texts) > REMEMBER_RUN_IDS:
                         self._plan_texts.popitem(last=False)
-            if len(submission.source) <= INLINE_SUBMIT_CHARS and '"wait_ms"' not in submission.source:
+            if submission.refusal is not None:
+                status, answer = error_answer(submission.refusal)
+            elif len(submission.source) <= INLINE_SUBMIT_CHARS and '"wait_ms"' not in submission.source:
                 status, answer = self._answer("submit_plan", submission.args)
             else:  # a large plan, or a meta op that may wait: off the executor's threads
                 status, answer = await self._answer_off_thread(self._pool, "submit_plan", submission.args)

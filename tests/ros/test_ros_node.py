@@ -115,6 +115,30 @@ def test_qwen3_graph_with_scene_revision_is_wrapped_in_an_envelope(api):
     assert any(issue["code"] == "stale_revision" for issue in json.loads(stale.issues_json))
 
 
+SEEDED_BT_XML = ('<root BTCPP_format="4"><BehaviorTree ID="Main"><Sequence><MoveTo goal="{goal}" speed="{speed}"/>'
+                 '<Say text="{words}"/></Sequence></BehaviorTree></root>')
+
+
+def test_blackboard_json_seeds_a_bt_xml_plan_and_bad_seeds_are_refused_where_they_are_wrong(api):
+    seeds = {"goal": {"x": 1.5, "y": -2, "frame": "map"}, "speed": 0.5, "words": "arrived"}
+    response = api.submit(SEEDED_BT_XML, run_id="seeded", blackboard_json=json.dumps(seeds))
+    assert response.accepted, (response.message, response.issues_json)
+    record = api.wait_finished(response.plan_id)
+    assert record["outcome"] == "succeeded"
+    assert [op["result"]["args"] for op in record["ops"] if op["kind"] == "do"] == [
+        {"goal": seeds["goal"], "speed": 0.5}, {"text": "arrived"}]
+    for text, code, path, said in (
+            ('{"goal": 1,}', "bad_json", "", "blackboard_json is not JSON: Expecting property name enclosed in "
+                                             "double quotes: line 1 column 12 (char 11)"),
+            ('["goal"]', "bad_arguments", "", "blackboard"),
+            ('{"@goal": 1}', "bad_blackboard", "/blackboard/@goal", "blackboard key '@goal'")):
+        refused = api.submit(SEEDED_BT_XML, blackboard_json=text)
+        assert (refused.accepted, refused.verdict, refused.plan_id) == (False, "invalid", ""), refused.message
+        [issue] = json.loads(refused.issues_json)
+        assert (issue["code"], issue["path"]) == (code, path) and said in issue["message"], issue
+    assert api.submit(plan(seq(do()))).accepted  # the service lives on
+
+
 # --- ~/plan ---------------------------------------------------------------------
 
 def test_plan_topic_is_latched_and_published_once_per_run_id(ros, api):
