@@ -64,8 +64,10 @@ It pushes (``watch_call``): a watched call's news is told from the node's
 callbacks (the goal accepted or rejected, feedback, the result, a pause
 answered), so the executor asks for its status only then. What changes with
 time alone is told from ``send_due_news``: a goal still waiting for its server
-or its acceptance every period, an accepted goal's liveness check every
-0.2 s; a period with nothing due costs one comparison.
+every period, a goal awaiting its acceptance when its time to be accepted runs
+out, an accepted goal's liveness check every 0.2 s; a period with nothing due
+costs one comparison. ``news_due_at`` says when that next is, so the
+executor's loop sleeps until then (while no call is watched, until woken).
 
 Goals go through ``LockedActionClient`` (``bt_exec.compat.rclpy``): rclpy's
 ActionClient drops a response that comes as its request is being sent from
@@ -78,6 +80,7 @@ import functools
 import itertools
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -197,7 +200,7 @@ class RosActionBackend:
         self._group = MutuallyExclusiveCallbackGroup()
         self._closed = False
         self._next_sweep = 0.0
-        self._next_due = 0.0  # when send_due_news has something to tell next (at the latest)
+        self._next_due = 0.0  # when send_due_news has something to tell next (at the latest); inf: nothing
 
     # --- routing -------------------------------------------------------------------
 
@@ -299,22 +302,36 @@ class RosActionBackend:
         if now < self._next_due:
             return
         due = []
-        next_due = now + _LIVENESS_PERIOD_S
+        next_due = math.inf
         with self._lock:
             for goal in self._goals.values():
                 if goal.news is None or goal.final is not None:
                     continue
-                if goal.phase == "waiting" or goal.phase == "sent":
+                if goal.phase == "waiting":
                     due.append(goal.news)
-                    next_due = now  # every period until the goal is accepted
+                    next_due = now  # every period until its server is there: discovery tells nobody
+                elif goal.phase == "sent":  # its acceptance is told by its callback; only its time-out is due
+                    gives_up_at = goal.sent_at + self.server_timeout_s
+                    if gives_up_at <= now:
+                        due.append(goal.news)
+                        next_due = now  # until the tick it wakes has given it up
+                    else:
+                        next_due = min(next_due, gives_up_at)
                 elif goal.phase == "active":
                     if goal.next_check <= now:
                         due.append(goal.news)
+                        next_due = min(next_due, now + _LIVENESS_PERIOD_S)
                     else:
                         next_due = min(next_due, goal.next_check)
             self._next_due = next_due
         for news in due:
             news()
+
+    def news_due_at(self) -> float | None:
+        """When ``send_due_news`` next has something to tell, on ``time.monotonic``'s clock (at the latest: a
+        call watched since is due at once); None while no watched call is to be moved on with time."""
+        next_due = self._next_due
+        return None if next_due == math.inf else next_due
 
     def can_pause(self, run_id: str) -> bool:
         """Whether the server of this call offers the pause service (as far as discovery knows now)."""
@@ -414,6 +431,8 @@ class RosActionBackend:
             return
         if now >= goal.next_check:
             goal.next_check = now + _LIVENESS_PERIOD_S
+            with self._lock:  # a goal accepted since send_due_news last looked is checked from now on
+                self._next_due = min(self._next_due, goal.next_check)
             if self._server_there(goal):
                 goal.lost_since = None
             elif goal.lost_since is None:

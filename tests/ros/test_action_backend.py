@@ -405,6 +405,30 @@ class TestOverActions:
         assert ros_backend.status(run_id) == seen[-1]  # asking again gives the same answer
         assert ros_backend.in_flight() == []
 
+    def test_the_tick_loop_wakes_for_the_goals_news_not_every_period(self, robot, client_node, executor):
+        """``news_due_at``: while a goal runs the loop wakes for its feedback and liveness checks, not 100 times a
+        second; with no call in flight it sleeps until woken."""
+        class CountedBackend(RosActionBackend):
+            looks = 0
+
+            def send_due_news(self):
+                self.looks += 1
+                super().send_due_news()
+
+        ros_backend = CountedBackend(client_node, server_timeout_s=15.0)
+        try:
+            ex = executor(ros_backend)  # 100 periods a second
+            plan_id = submit(ex, seq(do("feeds back for a second", "sim.feedback")))
+            began = time.monotonic()
+            record = ex.run_until_complete(plan_id, timeout=30)
+            took = time.monotonic() - began
+            assert record["outcome"] == "succeeded", record["ops"]
+            assert ros_backend.looks <= 30 * took, f"the loop woke {ros_backend.looks} times in {took:.2f} s"
+            # the liveness check that was due last finds no goal: from then on the loop sleeps until woken
+            wait_until(lambda: ros_backend.news_due_at() is None, 5, "nothing to be due with no call in flight")
+        finally:
+            ros_backend.close()
+
     def test_event_names_pass_through(self, robot, backend):
         ros_backend = backend()
         final = poll(ros_backend, ros_backend.start(call("sim.event")))[-1]
