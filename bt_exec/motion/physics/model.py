@@ -3,8 +3,8 @@
 Written from the arm's published figures (KUKA's data sheet of the LBR iiwa 14 R820), not from any vendor
 model: the axis distances 0.36 m (base to A2), 0.42 m (A2 to A4), 0.40 m (A4 to A6) and 0.126 m (A6 to the
 flange); joint axes z, y, z, -y, z, y, z with the arm upright at zero; the joint ranges and rated speeds below;
-link masses summing to the arm's 29.5 kg (their split is an estimate). Collision shapes are capsules
-around each link. The world frame has the arm's base at the origin and the table top at z = 0.
+link masses of 22.5 kg in all, lighter than the data sheet's 29.5 kg (their split is an estimate). Collision
+shapes are capsules around each link. The world frame has the arm's base at the origin and the table top at z = 0.
 
 The cell is built around the named poses (``bt_exec.motion.cell``): a named pose is where the tool tip (TCP)
 works. Fixtures put each part's worked point there: the vacuum tool stands in its socket with its cup tip at
@@ -38,8 +38,9 @@ TOOL_LENGTH = 0.12
 CAP_RADIUS, CAP_THICKNESS = 0.08, 0.02
 FIXTURE_CLEARANCE = 0.005  # the socket's post stops this far below the docked tool's cup tip
 
-# (body, parent offset along z, joint axis, mass kg, capsule length, capsule radius): joint i is at its body's origin.
-_CHAIN = (
+#: The arm's chain, the one table the MJCF and the URDF (:mod:`urdf`) are both written from: (link, its origin's
+#: offset along its parent's z, joint axis, mass kg, capsule length, capsule radius); joint i is at link i's origin.
+ARM_CHAIN = (
     ("link_1", 0.1575, "0 0 1", 4.0, 0.2025, 0.075),
     ("link_2", BASE_TO_A2 - 0.1575, "0 1 0", 4.0, 0.2045, 0.075),
     ("link_3", 0.2045, "0 0 1", 3.0, A2_TO_A4 - 0.2045, 0.07),
@@ -49,6 +50,11 @@ _CHAIN = (
     ("link_7", 0.081, "0 0 1", 0.3, A6_TO_FLANGE - 0.081, 0.045),
 )
 BASE_MASS = 5.0
+BASE_COM_Z, BASE_INERTIA = 0.07, (0.05, 0.06, 0.03)
+BASE_RADIUS, BASE_HEIGHT = 0.1, 0.155  # link_0's cylinder, standing on the table
+#: The flange face in link_7's frame, along its z (link_7's origin is 0.081 m past A6).
+FLANGE_IN_LINK_7 = A6_TO_FLANGE - ARM_CHAIN[-1][1]
+JOINT_DAMPING = 0.5  # N m s/rad
 # Reflected rotor inertia (kg m^2): the gear trains make it dominate the small links' own.
 _ARMATURE = (0.5, 0.5, 0.3, 0.3, 0.1, 0.05, 0.05)
 # Position servo gains (N m/rad, N m s/rad), about critically damped on the armature and link inertia.
@@ -89,30 +95,33 @@ def _v(values) -> str:
 
 
 def _arm(tool_site: bool) -> str:
-    lines = [f'<body name="link_0"><inertial pos="0 0 0.07" mass="{BASE_MASS}" diaginertia="0.05 0.06 0.03"/>',
-             '<geom name="link_0" type="cylinder" size="0.1 0.0775" pos="0 0 0.0775" class="arm"/>']
-    for (name, offset, axis, mass, length, radius), armature, joint, span in zip(_CHAIN, _ARMATURE, JOINTS,
+    lines = [f'<body name="link_0"><inertial pos="0 0 {BASE_COM_Z}" mass="{BASE_MASS}" '
+             f'diaginertia="{_v(BASE_INERTIA)}"/>',
+             f'<geom name="link_0" type="cylinder" size="{BASE_RADIUS} {BASE_HEIGHT / 2:.6g}" '
+             f'pos="0 0 {BASE_HEIGHT / 2:.6g}" class="arm"/>']
+    for (name, offset, axis, mass, length, radius), armature, joint, span in zip(ARM_CHAIN, _ARMATURE, JOINTS,
                                                                                  JOINT_RANGE):
         lines.append(f'<body name="{name}" pos="0 0 {offset:.6g}" gravcomp="1">')
         lines.append(f'<inertial pos="0 0 {length / 2:.6g}" mass="{mass}" '
-                     f'diaginertia="{_v(_rod_inertia(mass, length, radius))}"/>')
+                     f'diaginertia="{_v(rod_inertia(mass, length, radius))}"/>')
         lines.append(f'<joint name="{joint}" axis="{axis}" range="{-span:.6g} {span:.6g}" armature="{armature}" '
-                     f'damping="0.5"/>')
+                     f'damping="{JOINT_DAMPING}"/>')
         if name == LINKS[-1]:  # the flange's disc: flat, so nothing of the arm reaches past the flange face
             lines.append(f'<geom name="{name}" type="cylinder" size="{radius} {length / 2:.6g}" '
                          f'pos="0 0 {length / 2:.6g}" class="arm"/>')
         else:
             lines.append(f'<geom name="{name}" type="capsule" fromto="0 0 0 0 0 {length:.6g}" size="{radius}" '
                          f'class="arm"/>')
-    lines.append(f'<site name="flange" pos="0 0 {A6_TO_FLANGE - 0.081:.6g}"/>')
+    lines.append(f'<site name="flange" pos="0 0 {FLANGE_IN_LINK_7:.6g}"/>')
     if tool_site:
         # the TCP frame is the flange's turned half a turn about z: tool down (TOOL_DOWN) with A7 near 0
-        lines.append(f'<site name="tcp" pos="0 0 {A6_TO_FLANGE - 0.081 + TOOL_LENGTH:.6g}" quat="0 0 0 1"/>')
-    lines.append("</body>" * (len(_CHAIN) + 1))
+        lines.append(f'<site name="tcp" pos="0 0 {FLANGE_IN_LINK_7 + TOOL_LENGTH:.6g}" quat="0 0 0 1"/>')
+    lines.append("</body>" * (len(ARM_CHAIN) + 1))
     return "\n".join(lines)
 
 
-def _rod_inertia(mass: float, length: float, radius: float) -> tuple[float, float, float]:
+def rod_inertia(mass: float, length: float, radius: float) -> tuple[float, float, float]:
+    """The principal inertia (kg m^2) about its centre of a link taken as a rod of ``length`` and ``radius``."""
     side = mass * (3 * radius * radius + length * length) / 12
     return (side, side, mass * radius * radius / 2)
 
