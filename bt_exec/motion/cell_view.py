@@ -3,12 +3,11 @@
 ``CellView`` reads a cell through its public readings (``PhysicsCell``: ``link_positions``, ``target``,
 ``joint_speeds``, ``current_joints``, ``render``) and answers the plain dict the control route ``get_cell_view``
 serves to every door (``cell_recording`` draws the same links into a video's frames where no GL context can be
-made). Frames are rendered in one thread of their own. Nothing here imports MuJoCo.
+made). The cell renders each frame in its renderer's own thread, whichever thread asks. Nothing here imports MuJoCo.
 """
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import logging
 import threading
 
@@ -31,20 +30,12 @@ def is_cell(backend) -> bool:
 # aborts the process when asked for a renderer again after its GLFW backend failed to start.
 _frames_here: bool | None = None
 _frames_lock = threading.Lock()
-_probe_lock = threading.Lock()
-# Every frame is rendered in this one thread: a GL context is current in one thread at a time, and the doors call
-# from many (the web server's worker threads, a recorder's).
-_render_thread: concurrent.futures.ThreadPoolExecutor | None = None
 
 
 def _render(cell, width: int, height: int) -> bytes | None:
-    """``cell.render(width, height)`` in the render thread; None when it failed (logged), as where GL is missing."""
-    global _render_thread
-    with _probe_lock:
-        if _render_thread is None:
-            _render_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cell-render")
+    """``cell.render(width, height)``; None when it failed (logged), as where GL is missing."""
     try:
-        return _render_thread.submit(cell.render, width, height).result()
+        return cell.render(width, height)
     except Exception as exc:  # noqa: BLE001 - a frame that cannot be had is no frame; the view goes on
         log.warning("rendering the cell failed: %s: %s", type(exc).__name__, exc)
         return None

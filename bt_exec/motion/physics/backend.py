@@ -17,14 +17,14 @@ from pathlib import Path
 
 from bt_exec.compilers.scene import Scene
 from bt_exec.compilers.symbolic import World
-from bt_exec.errors import ConfigError
+from bt_exec.errors import ConfigError, Conflict
 from bt_exec.motion.backend import MoveItBackend
 from bt_exec.motion.cell import read_cell_poses
 from bt_exec.motion.physics.cell import MujocoMotion
 from bt_exec.motion.physics.errors import CellRefused
 from bt_exec.motion.physics.ik import TcpIk
 from bt_exec.motion.physics.layout import cell_layout, read_objects
-from bt_exec.motion.physics.model import JOINTS
+from bt_exec.motion.physics.model import CAP, JOINTS, TOOL
 from bt_exec.motion.policy import MotionLimits, MotionPolicy
 from bt_exec.motion.skills import WORK, GrantMotionSkills, Pose
 
@@ -118,6 +118,44 @@ class PhysicsCell(MoveItBackend):
     def render(self, width: int, height: int) -> bytes | None:
         """A PNG of the cell (MuJoCo offscreen rendering), or None where no GL context can be made."""
         return self.motion.render(width, height)
+
+    # --- a new scene and the end ---------------------------------------------------------------------------------
+
+    def check_scene(self, scene: Scene | dict) -> Scene:
+        """``scene`` (a Scene or its dict) as a Scene, once found one this cell can be put in; CellRefused naming
+        what contradicts the cell (a place the poses file does not name, a part held with no tool to hold it)."""
+        if isinstance(scene, dict):
+            scene = Scene.from_dict(scene)
+        cell_layout(self.skills.poses, scene, self.world.catalog, {}, self.poses_file)
+        return scene
+
+    def set_scene(self, scene: Scene | dict) -> None:
+        """Move the simulated parts to where ``scene`` says and work on it from now on, the arm staying where it
+        is. Only parts whose place the scene changes move (from where this cell's world has them): a part the
+        physics or the poses file's ``objects`` put off its named place stays there while the scene keeps its
+        place. Conflict while a skill moves the arm; CellRefused naming what, the cell unchanged, for a scene it
+        cannot be put in (:meth:`check_scene`, or a part put where something else is)."""
+        scene = self.check_scene(scene)
+        layout, tool_on_flange, cap_on_cup = cell_layout(self.skills.poses, scene, self.world.catalog, {},
+                                                         self.poses_file)
+        world = World.from_scene(self.world.catalog, scene)
+        wanted = {TOOL: None if tool_on_flange else layout.parts[TOOL], CAP: None if cap_on_cup else layout.parts[CAP]}
+        with self._lock:
+            busy = [run_id for run_id, run in self._runs.items() if run.result is None and run.thread.is_alive()]
+            if busy or any(thread.is_alive() for thread in self._draining):
+                raise Conflict(f"set_scene: the arm is busy with {busy[0] if busy else 'a cancelled call'}; "
+                               "the parts move once it is at rest")
+            moves = {part: where for part, where in wanted.items()
+                     if world.locations.get(part) != self.world.locations.get(part)}
+            self.motion.place_parts(moves)
+            self.scene, self.world = scene, world
+
+    def close(self, wait_s: float = 1.0) -> None:
+        """Stop the arm, wait up to ``wait_s`` for the skill in progress to end, and free the offscreen renderer
+        (in its own thread)."""
+        self.motion.stop()
+        self.wait_idle(wait_s)
+        self.motion.close()
 
 
 def _reach_checked(poses: dict[str, Pose], path: Path) -> tuple[float, ...]:

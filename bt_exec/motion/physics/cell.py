@@ -16,7 +16,6 @@ import logging
 import math
 import threading
 import time
-import warnings
 from collections.abc import Sequence
 
 import mujoco
@@ -26,8 +25,9 @@ from bt_exec.motion.physics import suction
 from bt_exec.motion.physics.collisions import PENETRATION_M, CollisionChecker, HeldPart
 from bt_exec.motion.physics.errors import CellRefused
 from bt_exec.motion.physics.ik import TcpIk
-from bt_exec.motion.physics.model import (CAP, JOINTS, LINKS, SERVO_KP, SERVO_KV, TIMESTEP_S, TOOL, WELD_CAP_CUP,
-                                          WELD_TOOL_FLANGE, WELD_TOOL_SOCKET, CellLayout, cell_xml)
+from bt_exec.motion.physics.model import (CAP, JOINTS, LINKS, SERVO_KP, SERVO_KV, TIMESTEP_S, TOOL, TOOL_LENGTH,
+                                          WELD_CAP_CUP, WELD_TOOL_FLANGE, WELD_TOOL_SOCKET, CellLayout, cell_xml)
+from bt_exec.motion.physics.rendering import CellRenderer
 from bt_exec.motion.physics.trajectory import (WAYPOINT_SPACING_M, Trajectory, TrajectoryError, braking,
                                                joint_move, path_move)
 from bt_exec.motion.policy import TrajectoryPoint, tcp_tilt_deg
@@ -95,10 +95,7 @@ class MujocoMotion:
         self._target: tuple[float, float, float] | None = None
         self.last_stop_s: float | None = None  # simulated time the last stop took to come to rest
         self._acceleration, self._inertial = np.zeros(model.nv), np.zeros(model.nv)  # inertial feed-forward
-        self._renderer: mujoco.Renderer | None = None
-        self._renderer_size: tuple[int, int] | None = None
-        self._render_lock = threading.Lock()
-        self._camera = _overview_camera()
+        self._renderer = CellRenderer(model, self.data, self._lock, _overview_camera())
         self._place_arm(np.asarray(start_joints, dtype=float), tool_on_flange, cap_on_cup)
         self._refuse_overlaps()
 
@@ -221,23 +218,13 @@ class MujocoMotion:
 
     def render(self, width: int, height: int) -> bytes | None:
         """A PNG of the cell, up to 1280x960, from MuJoCo's offscreen renderer (``MUJOCO_GL=egl`` or ``osmesa``
-        where there is no display), or None where no GL context can be made (or the size is beyond it). The
-        renderer is kept for the next frame of that size (one at a time)."""
-        with self._render_lock:
-            if self._renderer is None or self._renderer_size != (width, height):
-                if self._renderer is not None:
-                    self._renderer.close()
-                    self._renderer = None
-                with warnings.catch_warnings():  # GLFW warns of a missing display before it fails
-                    warnings.simplefilter("ignore")
-                    try:
-                        self._renderer = mujoco.Renderer(self.model, height, width)
-                    except Exception:  # noqa: BLE001 - no GL context here: no picture
-                        return None
-                self._renderer_size = (width, height)
-            with self._lock:
-                self._renderer.update_scene(self.data, camera=self._camera)
-            return _png(self._renderer.render())
+        where there is no display), or None where no GL context can be made (or the size is beyond it). Rendered
+        in the renderer's own thread, whichever thread asks (:mod:`rendering`)."""
+        return self._renderer.render(width, height)
+
+    def close(self) -> None:
+        """Free the offscreen renderer, in its thread; frames asked for afterwards are None."""
+        self._renderer.close()
 
     # --- planning --------------------------------------------------------------------------------------------
 
@@ -378,6 +365,61 @@ class MujocoMotion:
         data.warning.number[:] = 0
         mujoco.mj_forward(self.model, data)
 
+    def place_parts(self, moves: dict[str, tuple[float, float, float] | None]) -> None:
+        """Put parts where a new scene says, the arm left where it is (it must be at rest): ``moves`` maps
+        ``vacuum`` / ``cap`` to its worked point in the world frame (the tool standing in its socket, the cap lying
+        flat), or to None for held (the tool coupled to the flange, the cap on the cup). Parts not named stay as
+        the physics left them. CellRefused naming the pair, the cell put back as it was, when a part would be
+        where something else is."""
+        with self._lock:
+            model, data = self.model, self.data
+            saved = (self._state(), model.eq_data.copy(), model.body_gravcomp.copy())
+            for part, weld in ((CAP, WELD_CAP_CUP), (TOOL, WELD_TOOL_FLANGE)):  # the cap lets go of the cup first
+                if part in moves and self._on(weld):
+                    suction.release(data, self._welds[weld])
+                    suction.carried(model, self._cap if part == CAP else self._tool, False)
+            if TOOL in moves:
+                if self._on(WELD_TOOL_SOCKET):
+                    suction.release(data, self._welds[WELD_TOOL_SOCKET])
+                self._put_tool(moves[TOOL])
+            if CAP in moves:
+                self._put_cap(moves[CAP])
+            mujoco.mj_forward(model, data)
+            try:
+                self._refuse_overlaps("in the new scene")
+            except CellRefused:
+                state, eq_data, gravcomp = saved
+                model.eq_data[:], model.body_gravcomp[:] = eq_data, gravcomp
+                self._restore(state)
+                raise
+
+    def _put_tool(self, tip) -> None:
+        model, data = self.model, self.data
+        if tip is None:
+            self._set_free_pose(self._tool, data.site_xpos[self._flange_site], data.xquat[self._flange])
+        else:  # standing upright, the cup's tip at ``tip``, as the model places it at start
+            self._set_free_pose(self._tool, (tip[0], tip[1], tip[2] + TOOL_LENGTH), (0.0, 1.0, 0.0, 0.0))
+        self._at_rest(self._tool)
+        mujoco.mj_forward(model, data)
+        if tip is None:
+            suction.weld_now(model, data, self._welds[WELD_TOOL_FLANGE])
+            suction.carried(model, self._tool, True)
+        elif self._socket is not None and suction.within_grip(data.site_xpos[self._tool_tip], data.xpos[self._socket]):
+            suction.weld_now(model, data, self._welds[WELD_TOOL_SOCKET])
+
+    def _put_cap(self, top) -> None:
+        model, data = self.model, self.data
+        self._set_free_pose(self._cap, data.site_xpos[self._tcp] if top is None else top, (1.0, 0.0, 0.0, 0.0))
+        self._at_rest(self._cap)
+        mujoco.mj_forward(model, data)
+        if top is None:
+            suction.weld_now(model, data, self._welds[WELD_CAP_CUP])
+            suction.carried(model, self._cap, True)
+
+    def _at_rest(self, body: int) -> None:
+        address = self.model.jnt_dofadr[self.model.body_jntadr[body]]
+        self.data.qvel[address:address + 6] = 0.0
+
     # --- start and the welds ---------------------------------------------------------------------------------
 
     def _place_arm(self, joints: np.ndarray, tool_on_flange: bool, cap_on_cup: bool) -> None:
@@ -401,16 +443,16 @@ class MujocoMotion:
             suction.weld_now(model, data, self._welds[WELD_TOOL_SOCKET])
         mujoco.mj_forward(model, data)
 
-    def _refuse_overlaps(self) -> None:
-        """CellRefused naming the pair when two things start inside each other (a part put into a fixture or
-        onto the arm at home): MuJoCo would throw them apart at the first step."""
+    def _refuse_overlaps(self, when: str = "at start") -> None:
+        """CellRefused naming the pair when two things are inside each other (a part put into a fixture or
+        onto the arm): MuJoCo would throw them apart at the next step."""
         data = self.data
         deep = np.flatnonzero(data.contact.dist < -PENETRATION_M) if data.ncon else ()
         if len(deep):
             worst = min(deep, key=lambda i: data.contact.dist[i])
             first, second = sorted(mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_GEOM, geom)
                                    for geom in (data.contact.geom1[worst], data.contact.geom2[worst]))
-            raise CellRefused(f"at start {first} and {second} overlap by {-data.contact.dist[worst] * 1000:.0f} mm: "
+            raise CellRefused(f"{when} {first} and {second} overlap by {-data.contact.dist[worst] * 1000:.0f} mm: "
                               "a part where something else is")
 
     def _set_free_pose(self, body: int, position, quat) -> None:
@@ -471,17 +513,3 @@ def _overview_camera() -> mujoco.MjvCamera:
     camera.distance, camera.azimuth, camera.elevation = 2.2, 210.0, -25.0
     return camera
 
-
-def _png(pixels: np.ndarray) -> bytes:
-    """RGB pixels (h, w, 3) as PNG bytes (zlib, no filter)."""
-    import struct
-    import zlib
-
-    height, width, _ = pixels.shape
-    rows = b"".join(b"\x00" + pixels[row].tobytes() for row in range(height))
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
