@@ -426,15 +426,21 @@ def test_a_missing_cell_package_exits_2_naming_it():
     assert "webots_ros2_msgs" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_backend_physics_runs_the_graph_on_the_simulated_arm_and_publishes_its_joints(make_cell, ros):
+def require_physics() -> None:
+    """Skip without the physics extra or sensor_msgs (fail instead where BT_EXEC_REQUIRE_PHYSICS=1, as in CI)."""
     physics = importlib.import_module("bt_exec.motion.physics")
     try:
         physics.require_physics()
-        from sensor_msgs.msg import JointState
+        importlib.import_module("sensor_msgs.msg")
     except (physics.PhysicsUnavailable, ImportError) as missing:
         if os.environ.get("BT_EXEC_REQUIRE_PHYSICS") == "1":  # CI installs the extra in the ROS environment too
             pytest.fail(f"BT_EXEC_REQUIRE_PHYSICS=1, but backend physics: {missing}", pytrace=False)
         pytest.skip(f"backend physics: {missing}")
+
+
+def test_backend_physics_runs_the_graph_on_the_simulated_arm_and_publishes_its_joints(make_cell, ros):
+    require_physics()
+    from sensor_msgs.msg import JointState
     heard: list[tuple[list[str], list[float], list[float]]] = []
     moved = threading.Event()
 
@@ -456,3 +462,30 @@ def test_backend_physics_runs_the_graph_on_the_simulated_arm_and_publishes_its_j
     finally:
         ros.node.destroy_subscription(subscription)
     assert heard[-1][0] == [f"joint_{i}" for i in range(1, 8)]
+
+
+def test_backend_physics_puts_the_parts_where_a_later_scene_says(make_cell):
+    require_physics()
+    node = make_cell(backend="physics", physics_speed=0.0, ready_delay_s=0.0)
+    node.publish_scene()
+    node.set_ready(True)
+    node.status.wait_for(lambda events: any(e["event"] == "readiness" and e["ready"] for e in events), 20)
+
+    def publish(revision: int, **state) -> None:
+        node.scene_pub.publish(String(data=json.dumps({
+            "experiment_id": 20, "state_version": revision * 10, "scene_revision": revision,
+            "timestamp": 1000.0 + revision, "scene_json": json.dumps(dict(SCENE, state=state))})))
+
+    # a scene the cell cannot be put in is refused as it comes, naming why
+    publish(13, vacuum="vacuum_socket", cap="under_the_table")
+    refused = node.status.wait_for(lambda events: next((e for e in events if e["event"] == "scene_refused"), None))
+    assert "a place the poses file does not name" in refused["reason"], refused
+    # the tool in the patron: picking the cap needs it on the flange, which only this scene put there
+    publish(14, vacuum="patron", cap="cap_storage")
+    node.status.wait_for(lambda events: any(e["event"] == "scene" and e["scene_revision"] == 14 for e in events))
+    pick = {"status": "ok", "entry": "s1", "plan": [{"id": "s1", "skill": "grab", "object": "cap"}],
+            "transitions": {"s1": {"success": "completed", "grasp_failed": "stop", "collision": "stop"}}}
+    value = json.dumps({"run_id": "pick", "scene_revision": 14, "response": json.dumps(pick)})
+    assert node.submit(value) is True, node.answer("pick")
+    done = node.completed("pick", timeout=60)
+    assert done["terminal"] == "completed" and done["state"]["holding"] == "cap", done

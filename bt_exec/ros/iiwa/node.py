@@ -99,6 +99,7 @@ class IiwaExecutorNode(Node):
         self._run_of_plan: dict[str, str] = {}
         self._stopping: set[str] = set()      # plans asked to stop because the cell is not ready
         self._newest = None                   # the newest scene envelope received
+        self._cell_refused = None             # the newest envelope, when the simulated cell could not take it
         self._ready_said: bool | None = None
         self._started_at = self._now()
         self._get_scene_pending = False
@@ -234,6 +235,9 @@ class IiwaExecutorNode(Node):
             return
         try:
             with self._admit_lock:
+                check_scene = getattr(self._backend, "check_scene", None)
+                if check_scene is not None:  # a simulated cell refuses a scene it cannot be put in, at once
+                    check_scene(envelope.scene)
                 self._newest = envelope
                 self._gate.scene_received(self._now())
                 if self.bt is None:
@@ -268,13 +272,26 @@ class IiwaExecutorNode(Node):
         the cell's scene, not the executor's own idea of what the run did, is the one graphs are planned on).
         Called with ``_admit_lock`` held."""
         newest = self._newest
-        if newest is None or self.bt is None or self.bt.scene is newest.scene or self.bt.get_all_plans()["count"]:
+        if (newest is None or self.bt is None or self.bt.scene is newest.scene or newest is self._cell_refused
+                or self.bt.get_all_plans()["count"]):
             return
+        set_cell_scene = getattr(self._backend, "set_scene", None)
+        if set_cell_scene is not None:  # a simulated cell: its parts move to where the scene says, the arm at rest
+            try:
+                set_cell_scene(newest.scene)
+            except ControlError:  # the arm still brakes from a cancelled call: handed over at the next look
+                return
+            except ConfigError as exc:
+                self._cell_refused = newest
+                self.get_logger().error(f"scene revision {newest.revision}: the cell cannot be put in it: {exc}")
+                self._say({"event": "scene_refused", "run_id": None, "source": "cell", "reason": str(exc)})
+                return
         try:
             self.bt.set_scene(newest.scene)
         except ControlError:  # a run took the robot meanwhile: the scene is handed over once it ended
             return
-        self._backend.world = World.from_scene(self._skill_catalog, newest.scene)
+        if set_cell_scene is None:
+            self._backend.world = World.from_scene(self._skill_catalog, newest.scene)
 
     def _on_scene_ready(self, msg) -> None:
         with self._admit_lock:
