@@ -4,13 +4,11 @@ The folder skips, with the reason, where gRPC, protobuf or the built stubs canno
 extra and run ``python -m bt_exec.robonix.stubs``); with BT_EXEC_REQUIRE_ROBONIX=1 (CI) it fails instead. The
 ``wire`` fixture is the package of generated stubs, ``bt_exec.robonix.wire``.
 """
-import os
 
 import pytest
+from folder_requires import modules_without
 
 from bt_exec.robonix.stubs import StubsMissing, load_wire
-
-REQUIRED = os.environ.get("BT_EXEC_REQUIRE_ROBONIX") == "1"
 
 try:
     WIRE = load_wire()
@@ -19,17 +17,7 @@ except StubsMissing as missing:
     WIRE, MISSING = None, str(missing)
 
 if MISSING is not None:
-    # Every test module of this folder is replaced by one that skips (or, when required, fails) as it is
-    # collected, so that its imports of grpc and of the stubs never run.
-
-    class _WithoutStubs(pytest.Module):
-        def collect(self):
-            if REQUIRED:
-                pytest.fail(f"BT_EXEC_REQUIRE_ROBONIX=1, but {MISSING}", pytrace=False)
-            pytest.skip(MISSING)
-
-    def pytest_pycollect_makemodule(module_path, parent):
-        return _WithoutStubs.from_parent(parent, path=module_path)
+    pytest_pycollect_makemodule = modules_without(MISSING, "BT_EXEC_REQUIRE_ROBONIX")
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import os
 import random
 
 import pytest
+from folder_requires import modules_without
 
 
 def _missing() -> str | None:
@@ -36,20 +37,8 @@ def session_domain_id() -> int:
 
 
 MISSING = _missing()
-REQUIRED = os.environ.get("BT_EXEC_REQUIRE_ROS") == "1"
-
 if MISSING is not None:
-    # Every module of this folder is replaced by one that skips (or, when ROS is required, fails) as it is
-    # collected, so that its imports of rclpy never run; works for `pytest` and for `pytest tests/ros`.
-
-    class _WithoutRos(pytest.Module):
-        def collect(self):
-            if REQUIRED:
-                pytest.fail(f"BT_EXEC_REQUIRE_ROS=1, but {MISSING}", pytrace=False)
-            pytest.skip(MISSING)
-
-    def pytest_pycollect_makemodule(module_path, parent):
-        return _WithoutRos.from_parent(parent, path=module_path)
+    pytest_pycollect_makemodule = modules_without(MISSING, "BT_EXEC_REQUIRE_ROS")
 
 else:
     # Before any rclpy.init, here and in every node process the tests start (they inherit the environment).
