@@ -31,7 +31,7 @@ import statistics
 import sys
 import time
 
-from benchlib import Figure, parse_args, report, skipped
+from benchlib import Figure, headless_chromium, parse_args, report, skipped
 import bt_exec
 from bt_exec.control import ControlApi
 from bt_exec.motion.cell_recording import raster
@@ -64,23 +64,9 @@ def reads(server, path: str, count: int) -> list[float]:
 
 def browser_drawings(url: str, runs: int, span_s: float, restart) -> list[float] | str:
     """Seconds per drawing in each run, or why the browser could not be had."""
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        return "selenium is not installed"
-    import shutil
-
-    if not shutil.which("chromium") or not shutil.which("chromedriver"):
-        return "chromium or chromedriver is not installed (apt-get install chromium chromium-driver)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"):
-        options.add_argument(argument)
-    try:
-        driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
-    except Exception as exc:  # a browser that cannot start here: not measurable, not slow
-        return f"headless Chromium could not be started ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+    driver = headless_chromium()
+    if isinstance(driver, str):
+        return driver
     count = ("const d = document.querySelector('#cell-drawing');"
              "return [Number(d.getAttribute('data-drawn') || 0), performance.now()];")
     per_drawing = []

@@ -51,7 +51,7 @@ import time
 
 import py_trees
 
-from benchlib import Figure, parse_args, report, skipped
+from benchlib import Figure, headless_chromium, parse_args, report, skipped
 import bt_exec
 from bt_exec.control import ControlApi
 from bt_exec.web.server import WebServer
@@ -228,23 +228,9 @@ def browser_figures(server: WebServer, executor: bt_exec.Executor, wide_id: str,
                     trials: int) -> dict | str:
     """Draw (1,000 and 10,000 ops) and update times in headless Chromium, ``trials`` of each, interleaved;
     or why they were skipped."""
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        return "selenium is not installed"
-    import shutil
-
-    if not shutil.which("chromium") or not shutil.which("chromedriver"):
-        return "chromium or chromedriver is not installed (apt-get install chromium chromium-driver)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"):
-        options.add_argument(argument)
-    try:
-        driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
-    except Exception as exc:  # a browser that cannot start here: the figures are not measurable, not slow
-        return f"headless Chromium could not be started ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+    driver = headless_chromium()
+    if isinstance(driver, str):
+        return driver
     times: dict[str, list[float]] = {"draw": [], "draw_10k": [], "update": []}
     roots = {plan_id: executor.get_plan_tree(plan_id)["root"] for plan_id in (wide_id, deep_id)}
     try:

@@ -246,3 +246,25 @@ def parse_args(argv, description: str, repeats: int, quick_repeats: int, quick_h
         parser.error("--repeats must be at least 1")
     args.parser = parser
     return args
+
+
+def headless_chromium():
+    """A Selenium driver of headless Chromium (1400x900), or why none could be had (a str): selenium, chromium or
+    chromedriver missing, or a browser that cannot start here (not measurable, not slow)."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        return "selenium is not installed"
+    import shutil
+
+    if not shutil.which("chromium") or not shutil.which("chromedriver"):
+        return "chromium or chromedriver is not installed (apt-get install chromium chromium-driver)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"):
+        options.add_argument(argument)
+    try:
+        return webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
+    except Exception as exc:
+        return f"headless Chromium could not be started ({type(exc).__name__}: {str(exc).splitlines()[0]})"

@@ -49,12 +49,10 @@ class MoveItBackend:
         # (start runs in the executor's tick thread and must not block it).
         self._draining = [thread for thread in self._draining if thread.is_alive()]
         with self._lock:
-            self.calls.append(call)
-            name = self.world.catalog.resolve(call.cap)
-            if name is None:
-                return CallStatus("FAILED", error=f"{self.label}: {call.cap!r} is not a skill of the catalog",
-                                  event="failed")
-            skill = self.world.catalog.skills[name]
+            skill = self._skill_called(call)
+            if isinstance(skill, CallStatus):
+                return skill
+            name = skill.name
             unmet = self.world.unmet(skill, call.args)
             if unmet:
                 reasons = "; ".join(failure.describe() for failure in unmet)
@@ -102,12 +100,19 @@ class MoveItBackend:
         """``call`` answered with ``event`` at once, the arm left where it is and the World moved on as that outcome
         says, as a skill ending so would: a dry run's way to take a path the arm would not take by itself."""
         with self._lock:
-            self.calls.append(call)
-            name = self.world.catalog.resolve(call.cap)
-            if name is None:
-                return CallStatus("FAILED", error=f"{self.label}: {call.cap!r} is not a skill of the catalog",
-                                  event="failed")
-            return self._result(self.world.catalog.skills[name], call, SkillOutcome(event, detail))
+            skill = self._skill_called(call)
+            if isinstance(skill, CallStatus):
+                return skill
+            return self._result(skill, call, SkillOutcome(event, detail))
+
+    def _skill_called(self, call: CapabilityCall):
+        """Under the lock: ``call`` kept in ``calls``, and the skill it names, or its failure when it names none."""
+        self.calls.append(call)
+        name = self.world.catalog.resolve(call.cap)
+        if name is None:
+            return CallStatus("FAILED", error=f"{self.label}: {call.cap!r} is not a skill of the catalog",
+                              event="failed")
+        return self.world.catalog.skills[name]
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Join every worker thread (tests, shutdown); True when none is left running."""
