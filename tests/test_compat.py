@@ -1,5 +1,8 @@
 """The overrides of py_trees' and uvicorn's internals (bt_exec/compat): written against the installed versions,
 and the internals they override still there. An upgrade fails here, naming the overrides to look at again."""
+import http.client
+import socket
+
 import py_trees
 from compat_pins import assert_internals, assert_written_for
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -69,6 +72,18 @@ def test_what_the_limited_protocol_overrides_is_still_uvicorns_own():
                      methods=("connection_made", "connection_lost", "data_received", "on_response_complete",
                               "send_400_response"),
                      attributes=("connections", "cycle", "transport", "loop", "config"))
+
+
+def test_the_limited_protocol_turns_nagle_off_so_an_answer_never_waits_for_the_clients_ack(serve_web):
+    _, server = serve_web(None)
+    client = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        client.request("GET", "/api/plans")
+        assert client.getresponse().read()
+        [served] = server._server.server_state.connections  # the server's side of the kept-alive connection
+        assert served.transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    finally:
+        client.close()
 
 
 def test_what_derived_feedback_overrides_is_still_py_trees_own():
