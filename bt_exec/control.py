@@ -228,8 +228,8 @@ ROUTES: tuple[Route, ...] = (
     Route("get_cell_view", "GET", "/api/cell",
           "The simulated cell the plans move (--backend physics): each link's position (link_0 to link_7, the "
           "flange, the TCP), the current skill's target, joints and joint speeds, the named places, and whether "
-          "rendered frames are available; with frame_width and frame_height, one frame (PNG, base64). no_cell "
-          "(404) on a backend that simulates none.",
+          "rendered frames are available; with frame_width and frame_height, one frame (PNG, base64). On a "
+          "backend that simulates none: cell false and the reason.",
           lambda ex, frame_width=None, frame_height=None: ex.get_cell_view(frame_width, frame_height),
           {"frame_width": _FRAME_SIDE, "frame_height": _FRAME_SIDE}, tool=False),
     Route("validate_plan", "POST", "/api/validate",

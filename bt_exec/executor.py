@@ -20,7 +20,7 @@ from .compilers.limits import INT64_MAX, number_shown
 from .errors import BadArgument, Conflict, ControlError, Issue, NotFound
 from .events import EventBus
 from .events.shapes import STOP_ACTIONS
-from .motion.cell_view import CellView
+from .motion.cell_view import CellView, is_cell, no_cell
 from .runtime.admission import Admission, refusal
 from .runtime.budgets import QUOTE_CHARS, cut_text, quote
 from .runtime.builtins import BuiltinBackend
@@ -280,10 +280,12 @@ class Executor:
     def get_cell_view(self, frame_width: int | None = None, frame_height: int | None = None) -> dict:
         """The simulated cell the backend moves (``PhysicsCell``), as a viewer draws it: its links, the current
         skill's target, joints and their speeds, its named places, whether frames can be rendered, and one frame
-        (PNG, base64) when a frame size is given and they can (``motion.cell_view.CellView.view``). NotFound
-        (``no_cell``) when the backend simulates no cell."""
+        (PNG, base64) when a frame size is given and they can (``motion.cell_view.CellView.view``), ``cell`` true;
+        ``{cell: false, reason}`` when the backend simulates no cell."""
+        if not is_cell(self.backend):
+            return no_cell(self.backend)
         if self._cell_view is None:
-            self._cell_view = CellView.of_backend(self.backend)
+            self._cell_view = CellView(self.backend)
         return self._cell_view.view(frame_width, frame_height)
 
     def behaviour_trees(self) -> dict:

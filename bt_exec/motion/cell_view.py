@@ -11,8 +11,6 @@ import base64
 import logging
 import threading
 
-from bt_exec.errors import NotFound
-
 log = logging.getLogger(__name__)
 
 #: Largest frame a viewer may ask for, pixels a side.
@@ -24,6 +22,13 @@ def is_cell(backend) -> bool:
     """Whether ``backend`` simulates a cell a viewer can draw (it reads its links and target)."""
     return all(callable(getattr(backend, name, None))
                for name in ("link_positions", "target", "joint_speeds", "current_joints", "render"))
+
+
+def no_cell(backend) -> dict:
+    """The view of a backend that simulates no cell: a viewer shows none (an answer, not a refusal: a console asks
+    every executor, and most have no cell)."""
+    return {"cell": False, "reason": f"the executor's backend is a {type(backend).__name__}, not a simulated cell "
+                                     "(run with --backend physics)"}
 
 
 # Whether MuJoCo could render, found once per process: a GL context either can be made here or not, and MuJoCo 4
@@ -47,14 +52,6 @@ class CellView:
     def __init__(self, cell):
         self.cell = cell
 
-    @classmethod
-    def of_backend(cls, backend) -> CellView:
-        """The view of ``backend``; NotFound (``no_cell``) when it simulates no cell."""
-        if not is_cell(backend):
-            raise NotFound(f"no simulated cell to view: the executor's backend is a {type(backend).__name__}, not a "
-                           "simulated cell (run with --backend physics)", code="no_cell")
-        return cls(backend)
-
     def frames_available(self) -> bool:
         """Whether ``render`` gives pictures here (MuJoCo's offscreen rendering found a GL context)."""
         global _frames_here
@@ -64,13 +61,13 @@ class CellView:
             return _frames_here
 
     def view(self, frame_width: int | None = None, frame_height: int | None = None) -> dict:
-        """``{links: [{name, position}], tool, target, joints, joint_speeds, places, frames}`` (metres, radians, in
-        the world frame, the table top at z = 0), plus ``frame`` (a PNG, base64) when a frame size is given and
-        frames are available."""
+        """``{cell: true, links: [{name, position}], tool, target, joints, joint_speeds, places, frames}`` (metres,
+        radians, in the world frame, the table top at z = 0), plus ``frame`` (a PNG, base64) when a frame size is
+        given and frames are available."""
         cell = self.cell
         links = [{"name": name, "position": _rounded(position)} for name, position in cell.link_positions()]
         target = cell.target()
-        answer = {"links": links, "tool": links[-1]["position"] if links else None,
+        answer = {"cell": True, "links": links, "tool": links[-1]["position"] if links else None,
                   "target": None if target is None else _rounded(target),
                   "joints": _rounded(cell.current_joints()), "joint_speeds": _rounded(cell.joint_speeds()),
                   "places": self.places(), "frames": self.frames_available()}

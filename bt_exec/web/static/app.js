@@ -2480,9 +2480,10 @@
     try {
       view = await api('GET', '/api/cell');
     } catch (err) {
-      if (err.code !== 'no_cell') report(err);
-      return;  // no simulated cell behind this app: no view
+      report(err);
+      return;
     }
+    if (!view.cell) return;  // no simulated cell behind this app: no view
     $('#cell').hidden = false;
     st.cell = { drawn: 0, since: performance.now(), fps: 0 };
     drawCell(view);
