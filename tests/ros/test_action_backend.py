@@ -486,7 +486,8 @@ class TestOverActions:
             answer = ex.pause_plan(plan_id)
             assert answer["paused"] and "goes on to its end" in answer["message"], answer
             steady.wait_for(lambda e: e["sim_robot"] == "succeeded" and e["plan_id"] == plan_id, timeout=10)
-            time.sleep(0.3)
+            wait_until(lambda: op_of(ex.get_plan_status(plan_id), "steady.feedback")["state"] == "succeeded", 5,
+                       "the goal's end to reach its op while the plan is paused")
             status = ex.get_plan_status(plan_id)
             assert status["paused"] and [op["state"] for op in status["ops"]][1:] == ["succeeded", "pending"], status
             assert steady.of("paused") == []
