@@ -1,4 +1,5 @@
-"""Physics cell tests: real MuJoCo, mink and ruckig (the physics extra), no fake at the Motion seam.
+"""Physics cell tests, the cell and its doors (its video, its dry run): real MuJoCo, mink and ruckig (the physics
+extra), no fake at the Motion seam.
 
 The folder skips, with the reason, where one of them cannot be imported (pip install 'bt_exec[physics]'); with
 BT_EXEC_REQUIRE_PHYSICS=1 (CI) it fails instead.
