@@ -81,13 +81,7 @@ def joint_move(start, goal, speed_scale: float = 1.0) -> Trajectory:
     inputs.synchronization = ruckig.Synchronization.Phase
     if generator.calculate(inputs, result) not in (ruckig.Result.Working, ruckig.Result.Finished):
         raise TrajectoryError("ruckig found no trajectory between the joint vectors")
-    times = _sample_times(result.duration)
-    positions, velocities = np.empty((len(times), 7)), np.empty((len(times), 7))
-    for i, t in enumerate(times):
-        position, velocity, _acceleration = result.at_time(float(t))
-        positions[i], velocities[i] = position, velocity
-    velocities[-1] = 0.0
-    return Trajectory(times, positions, velocities)
+    return _sampled(result, _sample_times(result.duration))
 
 
 def path_move(waypoints: np.ndarray, speed_scale: float = 1.0) -> Trajectory:
@@ -133,10 +127,14 @@ def braking(position, velocity, acceleration, control_period: float) -> Trajecto
     if generator.calculate(inputs, result) not in (ruckig.Result.Working, ruckig.Result.Finished):
         raise TrajectoryError("ruckig found no stop from the reference's state")
     count = max(int(math.ceil(result.duration / control_period)), 1)
-    times = np.append(np.arange(count) * control_period, result.duration)
+    return _sampled(result, np.append(np.arange(count) * control_period, result.duration))
+
+
+def _sampled(result, times) -> Trajectory:
+    """A ruckig trajectory at ``times``, at rest at its end."""
     positions, velocities = np.empty((len(times), 7)), np.empty((len(times), 7))
     for i, t in enumerate(times):
-        p, v, _a = result.at_time(float(t))
-        positions[i], velocities[i] = p, v
+        position, velocity, _acceleration = result.at_time(float(t))
+        positions[i], velocities[i] = position, velocity
     velocities[-1] = 0.0
     return Trajectory(times, positions, velocities)
