@@ -107,8 +107,10 @@ setup(
                       "jsonpointer>=1.11",  # escape and unescape: the keys of the JSON pointers issues and fixes name
                       "orjson>=3.8,<4",  # the JSONL journal's encoder: a tenth of json's time per event
                       "defusedxml>=0.7,<1",  # BehaviorTree.CPP XML read with no DTD, entity or external reference
-                      # the web app (console, API, event stream, MCP over HTTP); the mcp package needs them too
-                      "uvicorn>=0.31.1,<1", "starlette>=0.37,<2", "sse-starlette>=2.1,<4", "anyio>=4"],
+                      # the web app (console, API, event stream, MCP over HTTP); the mcp package needs them too.
+                      # uvicorn exactly: bt_exec.compat.uvicorn overrides its h11 protocol's internals, checked
+                      # against this release (WRITTEN_FOR), and a newer one is taken only once they are checked again
+                      "uvicorn==0.54.0", "starlette>=0.37,<2", "sse-starlette>=2.1,<4", "anyio>=4"],
     extras_require={
         "mcp": ["mcp>=1.10,<2"],
         # `bt-exec robonix`: gRPC to Pilot and Atlas (grpcio-tools builds the stubs), MCP to capability providers
