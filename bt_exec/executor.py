@@ -12,7 +12,7 @@ from typing import Callable
 from .backends import Backend
 from .compilers import (CapabilityCatalog, CheckContext, ControlRequest, Limits, Plan, Scene, SkillCatalog,
                         dialect_of, scene_of, skill_catalog_of)
-from .compilers.blackboard import copied, seed_issues
+from .compilers.blackboard import copied
 from .compilers.call_guard import CallGuard, CallNames, load_call_guard
 from .compilers.dialects import DIALECTS, NodeCatalog, capability_catalog_of, node_catalog_of
 from .compilers.ir import STOP_WHENS
@@ -21,7 +21,7 @@ from .errors import BadArgument, Conflict, ControlError, Issue, NotFound
 from .events import EventBus
 from .events.shapes import STOP_ACTIONS
 from .motion.cell_view import CellView, is_cell, no_cell
-from .runtime.admission import Admission, refusal
+from .runtime.admission import Admission
 from .runtime.budgets import QUOTE_CHARS, cut_text, quote
 from .runtime.builtins import BuiltinBackend
 from .runtime.capabilities import CapabilityRouter
@@ -181,13 +181,7 @@ class Executor:
         plan's ``{key}`` ports read (``compilers.blackboard``: each key a main-tree entry's name, the whole at
         most 1 MiB as JSON). Bad seeds refuse the submission (``invalid``), each issue at ``/blackboard/<key>``.
         """
-        if blackboard is None:
-            return self._admission.submit(source, run_id, dialect, hold_start_s)
-        issues = seed_issues(blackboard, self.limits)
-        if issues:
-            return refusal("invalid", issues, run_id if isinstance(run_id, str) else None)
-        # A copy: the caller's dict may change after the call.
-        return self._admission.submit(source, run_id, dialect, hold_start_s, copied(blackboard))
+        return self._admission.submit(source, run_id, dialect, hold_start_s, blackboard)
 
     def release_start(self, plan_id: str) -> None:
         """Let a plan submitted with ``hold_start_s`` start at the next tick; nothing if it is not held."""

@@ -10,7 +10,7 @@ from typing import Callable
 
 from bt_exec.compilers import (CheckContext, ControlRequest, Limits, Plan, Report, check_source, dialect_of,
                                document_of, gc_paused, issues_after_fixes, load_with_warnings, refusal_issues)
-from bt_exec.compilers.blackboard import SEEDS_PATH, seeded
+from bt_exec.compilers.blackboard import SEEDS_PATH, copied, seed_issues, seeded
 from bt_exec.errors import Issue, PlanError
 
 from .budgets import MESSAGE_CHARS, QUOTE_CHARS, BoundedTable, cut_text, json_size, quote
@@ -82,8 +82,8 @@ class Admission:
                blackboard_seeds: dict | None = None) -> dict:
         """The answer to a submission; an accepted plan's start is held ``hold_start_s`` seconds (0 to
         MAX_START_HOLD_S; ValueError beyond) or until the runner's ``release_start``. ``blackboard_seeds``
-        (checked: ``compilers.blackboard.seed_issues``) seed the plan's run (``compilers.blackboard.seeded``); a
-        control request given seeds is refused, as it runs no plan."""
+        seed the plan's run (``compilers.blackboard.seeded``): bad ones refuse it (``seed_issues``), and a control
+        request given seeds is refused, as it runs no plan."""
         if type(hold_start_s) not in (int, float) or not 0 <= hold_start_s <= MAX_START_HOLD_S:
             raise ValueError(f"hold_start_s must be a number of seconds from 0 to {MAX_START_HOLD_S:g}, "
                              f"got {hold_start_s!r}")
@@ -91,6 +91,11 @@ class Admission:
             return refusal("invalid", [Issue("bad_run_id", "",
                                              f"run_id must be a non-empty string, got {quote(run_id)}")],
                            run_id=None)
+        if blackboard_seeds is not None:
+            issues = seed_issues(blackboard_seeds, self.limits)
+            if issues:
+                return refusal("invalid", issues, run_id)
+            blackboard_seeds = copied(blackboard_seeds)  # the run's own: the caller's may change after the call
         text_chars = len(source) if isinstance(source, (str, bytes)) else None
         if run_id is not None:
             return self._once(run_id, lambda: self._answer(source, run_id, dialect, text_chars, hold_start_s,
