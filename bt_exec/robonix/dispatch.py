@@ -12,7 +12,8 @@ robonix-executor sends it (``system/executor/src/dispatch/``):
    scheme, ``/mcp`` after one whose text has no ``/mcp``), ``call_tool`` named after the contract id's
    last segment with the args. The output is the text contents joined by newlines (other contents
    are skipped, and ``detail`` says how many); ``isError`` fails the call with ``mcp tool error:
-   <text>``.
+   <text>``. The call ends as soon as its reply is read; its session closes after that, and its endpoint is
+   released once it closed.
 3. An asynchronous capability: ``run_id`` read from the first reply's JSON (a reply without one, or
    not JSON, leaves it empty: Robonix's legacy providers, whose status and cancel then get ``{}``), then
    ``<id>/status`` (the tool ``status``) called with ``{"run_id"}`` every ``poll_period_s`` (2 s, as
@@ -354,13 +355,14 @@ class McpBackend:
         self._end(run, outcome)
 
     async def _call(self, run: _Call) -> CallStatus | None:
+        """The call's end; None where it was told already (a synchronous call's at its reply, a cancel's)."""
         call, endpoint = run.call, run.endpoint
         url = mcp_url(endpoint.url)
         if not endpoint.asynchronous:
-            reply = await self._call_tool(url, tool_name(call.cap), call.args)
-            if reply.is_error:
-                return CallStatus("FAILED", error=self._cut(f"mcp tool error: {reply.text}"))
-            return CallStatus("SUCCEEDED", output=self._cut(reply.text), detail=_skipped(reply), event="success")
+            # Ended once the reply is read: the session's close (its DELETE, its tasks) would otherwise hold the
+            # plan back, and compete for the interpreter with the tick that takes the end.
+            await self._call_tool(url, tool_name(call.cap), call.args, functools.partial(self._replied, run))
+            return None
         run.start_sent = True
         reply = await self._call_tool(url, tool_name(call.cap), call.args)
         if reply.is_error:
@@ -389,6 +391,14 @@ class McpBackend:
         await self._send_cancel(run, url, args)
         return None
 
+    def _replied(self, run: _Call, reply: _Reply) -> None:
+        """A synchronous call's end, from its reply."""
+        if reply.is_error:
+            self._end(run, CallStatus("FAILED", error=self._cut(f"mcp tool error: {reply.text}")))
+        else:
+            self._end(run, CallStatus("SUCCEEDED", output=self._cut(reply.text), detail=_skipped(reply),
+                                      event="success"))
+
     async def _send_cancel(self, run: _Call, url: str, args: dict) -> None:
         contract = run.call.cap + CANCEL_SUFFIX
         try:
@@ -401,8 +411,10 @@ class McpBackend:
             log.warning("MCP backend: %s for %s (op %s) answered an error: %s", contract, run.call.provider,
                         run.call.op_id, reply.text[:_QUOTE_CHARS])
 
-    async def _call_tool(self, url: str, name: str, args: dict) -> _Reply:
-        """One MCP session to ``url``: initialize, ``call_tool(name, args)``, close."""
+    async def _call_tool(self, url: str, name: str, args: dict, replied: Callable[[_Reply], None] | None = None) \
+            -> _Reply:
+        """One MCP session to ``url``: initialize, ``call_tool(name, args)``, close. ``replied(reply)`` is called
+        as soon as the reply is read, before the session closes."""
         connected = False
         try:
             async with self._open_transport(url, http_client=self._http) as (read, write, _):
@@ -416,6 +428,8 @@ class McpBackend:
                                                                                                   arguments=args))
                     result = await session.send_request(self._types.ClientRequest(request),
                                                         self._types.CallToolResult)
+                    if replied is not None:
+                        replied(_reply_of(result))
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -425,8 +439,7 @@ class McpBackend:
             too_large = [leaf for leaf in leaves if isinstance(leaf, _TooLarge)]
             what = f"MCP call_tool {name!r} failed" if connected else f"MCP HTTP connect to {url!r} failed"
             raise ReplyError(f"{what}: {describe(too_large[0] if too_large else exc)}") from None
-        texts = [item.text for item in result.content if getattr(item, "type", None) == "text"]
-        return _Reply(bool(result.isError), "\n".join(texts), len(result.content) - len(texts))
+        return _reply_of(result)
 
     # --- on the pool -------------------------------------------------------------------
 
@@ -517,6 +530,11 @@ class McpBackend:
 
     def _cut(self, text: str) -> str:
         return cut_text(text, self.max_output_bytes)
+
+
+def _reply_of(result) -> _Reply:
+    texts = [item.text for item in result.content if getattr(item, "type", None) == "text"]
+    return _Reply(bool(result.isError), "\n".join(texts), len(result.content) - len(texts))
 
 
 def provider_run_id(text: str) -> str:

@@ -2,6 +2,8 @@
 dispatch of do nodes, synchronous and asynchronous, its faults, cancels, and many calls on one loop thread."""
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
 import uuid
@@ -74,6 +76,33 @@ def test_a_synchronous_call_answers_its_text_contents_joined(calls):
     assert joined.state == "SUCCEEDED" and joined.output == "line 1\nline 2\nline 3"
     calls.idle()
     assert calls.resolver.resolved == len(calls.resolver.released) == 2  # every channel went back
+
+
+def test_a_synchronous_call_ends_at_its_reply_and_its_endpoint_goes_back_once_its_session_closed(calls):
+    """The transport's close is held until the test lets it go: the end must come while it is held."""
+    let_close, closed = threading.Event(), threading.Event()
+    opened = calls.backend._open_transport
+
+    @contextlib.asynccontextmanager
+    async def held(url, **options):
+        async with opened(url, **options) as streams:
+            yield streams
+            while not let_close.is_set():
+                await asyncio.sleep(0.01)
+        closed.set()
+
+    calls.backend._open_transport = held
+    for contract, args, state in (("robonix/test/sync/echo", {"text": "early"}, "SUCCEEDED"),
+                                  ("robonix/test/sync/refuse", {"reason": "no"}, "FAILED")):
+        let_close.clear()
+        closed.clear()
+        released = len(calls.resolver.released)
+        ended = calls.call(SYNC, contract, **args)
+        assert ended.state == state and not closed.is_set()
+        assert calls.backend.calls_in_flight == 1 and len(calls.resolver.released) == released
+        let_close.set()
+        calls.idle()
+        assert closed.is_set() and len(calls.resolver.released) == released + 1
 
 
 def test_is_error_fails_the_call_with_the_providers_text(calls):
