@@ -29,6 +29,12 @@ Figures:
    call of the same tool written on the mcp client (one persistent httpx client, a streamable-HTTP session per
    call: initialize, ``tools/call``, close, as McpBackend sends it) on an event loop in the client process. The
    difference of each pair, p50 and p99. Bar: 2 ms at p50. The medians of both are in the detail line.
+   Interleaved with each pair, the same client's Execute of the same plan against a bare gRPC stream: a grpc.aio
+   server in this process, on a loop thread of its own as ``RobonixServer``'s, that reads the Plan and writes the
+   four events the door sends for it (``plan_started``, the node RUNNING, its success with the echo, then
+   ``plan_complete``), built beforehand. Its median is the part of figure 3 that is gRPC's own, in Python on
+   both ends, whatever the executor does; figure 3 less it (each triple's Execute less its raw call and its bare
+   stream) is what the executor adds beyond gRPC, an info row.
 
 The table is ``benchlib``'s; exit 1 when a gated bar is missed.
 """
@@ -39,6 +45,7 @@ import multiprocessing
 import pathlib
 import statistics
 import sys
+import threading
 import time
 
 from benchlib import Figure, parse_args, report, skipped
@@ -53,7 +60,7 @@ from bt_exec.robonix.stubs import StubsMissing  # noqa: E402
 try:
     from bt_exec.robonix.dispatch import McpBackend, mcp_url
     from bt_exec.robonix.service import RobonixServer
-    from bt_exec.robonix.wire import contracts_pb2_grpc, pilot_pb2
+    from bt_exec.robonix.wire import contracts_pb2_grpc, executor_pb2, pilot_pb2
     from provider_fixtures import SYNC, ProviderProcess, standin_resolver
     MISSING = None
 except StubsMissing as missing:  # the figures are rows marked skipped, with what to install or run
@@ -109,15 +116,60 @@ class Door:
             self.executor.backend.close()
 
 
+class BareStream:
+    """A grpc.aio server of Execute alone, on a loop thread of its own, that answers every Plan with the four events
+    the door sends for a one-node plan whose call echoes "ping", built before any call: gRPC's own share of an
+    Execute call, in Python, with nothing of the executor."""
+
+    def __init__(self):
+        self.events: dict[str, list[bytes]] = {}
+        self.server = None
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="bare-grpc", daemon=True)
+        self.thread.start()
+        self.address = asyncio.run_coroutine_threadsafe(self._serve(), self.loop).result(60)
+
+    async def _serve(self) -> str:
+        import grpc
+
+        async def execute(request: bytes, context):
+            for data in self.events.get(pilot_pb2.Plan.FromString(request).plan_id, ()):
+                await context.write(data)
+
+        self.server = grpc.aio.server()
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "robonix.contracts.RobonixSystemExecutorExecute",
+            {"Execute": grpc.unary_stream_rpc_method_handler(execute)}),))
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        await self.server.start()
+        return f"127.0.0.1:{port}"
+
+    def expect(self, plan_id: str) -> None:
+        """Build the events of the plan ``plan_id`` before it is asked for."""
+        node = dict(plan_id=plan_id, node_kind=2, op_id="only", description="echo only")
+        call = dict(call_id="call-only", provider_id=SYNC, contract_id=ECHO)
+        events = [executor_pb2.RtdlEvent(event_kind=0, plan_started=dict(plan_id=plan_id)),
+                  executor_pb2.RtdlEvent(event_kind=1, node_state=dict(node, state=1)),
+                  executor_pb2.RtdlEvent(event_kind=1, node_state=dict(node, state=2, leaf_result=dict(
+                      call, success=True, output="ping"))),
+                  executor_pb2.RtdlEvent(event_kind=2, plan_complete=dict(plan_id=plan_id))]
+        self.events = {plan_id: [event.SerializeToString() for event in events]}
+
+    def close(self):
+        asyncio.run_coroutine_threadsafe(self.server.stop(0), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+
+
 class Client:
     """Pilot's side in a process of its own, as Pilot is: it makes Execute calls over a channel to ``address``
-    (and raw MCP calls to ``mcp``) when told to, and answers with their times. Telling it and hearing back is not
-    in any time taken."""
+    (and raw MCP calls to ``mcp``, Execute calls to a bare stream at ``bare``) when told to, and answers with their
+    times. Telling it and hearing back is not in any time taken."""
 
-    def __init__(self, address: str, mcp: str | None = None):
+    def __init__(self, address: str, mcp: str | None = None, bare: str | None = None):
         context = multiprocessing.get_context("spawn")
         self.pipe, child_end = context.Pipe()
-        self.process = context.Process(target=client_main, args=(address, mcp, child_end), daemon=True)
+        self.process = context.Process(target=client_main, args=(address, mcp, bare, child_end), daemon=True)
         self.process.start()
 
     def ask(self, *order):
@@ -132,25 +184,30 @@ class Client:
         self.process.join(30)
 
 
-def client_main(address: str, mcp: str | None, pipe) -> None:
+def client_main(address: str, mcp: str | None, bare: str | None, pipe) -> None:
     """The client process: answers each order on ``pipe`` until told None."""
     import traceback
 
     import grpc
 
-    channel = grpc.insecure_channel(address)
-    execute = contracts_pb2_grpc.RobonixSystemExecutorExecuteStub(channel).Execute
+    channels = {"door": grpc.insecure_channel(address)}
+    if bare:
+        channels["bare"] = grpc.insecure_channel(bare)
+    stubs = {name: contracts_pb2_grpc.RobonixSystemExecutorExecuteStub(channel).Execute
+             for name, channel in channels.items()}
     raw = RawMcp(mcp) if mcp else None
     try:
         while (order := pipe.recv()) is not None:
             try:
-                pipe.send(CLIENT_ORDERS[order[0]](execute, raw, *order[1:]))
+                to = "bare" if order[0] == "bare_one_node" else "door"
+                pipe.send(CLIENT_ORDERS[order[0]](stubs[to], raw, *order[1:]))
             except Exception:
                 pipe.send(traceback.format_exc())
     finally:
         if raw is not None:
             raw.close()
-        channel.close()
+        for channel in channels.values():
+            channel.close()
 
 
 def timed_wide(execute, raw, plan_id: str) -> float:
@@ -185,7 +242,8 @@ def timed_raw_mcp(execute, raw) -> float:
     return time.perf_counter() - began
 
 
-CLIENT_ORDERS = {"wide": timed_wide, "one_node": timed_one_node, "raw_mcp": timed_raw_mcp}
+CLIENT_ORDERS = {"wide": timed_wide, "one_node": timed_one_node, "bare_one_node": timed_one_node,
+                 "raw_mcp": timed_raw_mcp}
 
 
 def plan_started(client: Client, repeats: int) -> dict:
@@ -247,22 +305,30 @@ def one_node_mcp_added(pairs: int) -> dict:
     providers = ProviderProcess()
     resolver = standin_resolver(providers)
     door = Door(lambda: McpBackend(resolver))
-    client = Client(door.address, mcp_url(resolver.resolve(SYNC, ECHO).url))
-    raw_t, execute_t = [], []
+    bare = BareStream()
+    client = Client(door.address, mcp_url(resolver.resolve(SYNC, ECHO).url), bare.address)
+    call = {"provider": SYNC, "contract": ECHO}
+    raw_t, execute_t, bare_t = [], [], []
     try:
-        for i in range(pairs + 10):  # the first ten warm both paths up and are not kept
+        for i in range(pairs + 10):  # the first ten warm every path up and are not kept
+            bare.expect(f"bare-{i}")
             direct = client.ask("raw_mcp")
-            through = client.ask("one_node", f"mcp-{i}", {"provider": SYNC, "contract": ECHO})
+            through = client.ask("one_node", f"mcp-{i}", call)
+            floor = client.ask("bare_one_node", f"bare-{i}", call)
             if i >= 10:
                 raw_t.append(direct)
                 execute_t.append(through)
+                bare_t.append(floor)
     finally:
         client.close()
         door.close()
+        bare.close()
         providers.stop()
     added = [through - direct for through, direct in zip(execute_t, raw_t)]
+    beyond = [each - floor for each, floor in zip(added, bare_t)]
     return {"p50": statistics.median(added), "p99": percentile(added, 0.99), "raw": statistics.median(raw_t),
-            "execute": statistics.median(execute_t), "pairs": len(added)}
+            "execute": statistics.median(execute_t), "pairs": len(added), "bare": statistics.median(bare_t),
+            "beyond_p50": statistics.median(beyond)}
 
 
 NAMES = (f"1  {OPS}-op plan: plan_started after the Execute request, p50",
@@ -270,7 +336,8 @@ NAMES = (f"1  {OPS}-op plan: plan_started after the Execute request, p50",
          "2  one-node plan over Execute (sim), time added to the call made directly, p50",
          "2  one-node plan over Execute (sim), time added to the call made directly, p99",
          "3  one-node plan over Execute (local MCP provider), time added to the provider's own call, p50",
-         "3  one-node plan over Execute (local MCP provider), time added to the provider's own call, p99")
+         "3  one-node plan over Execute (local MCP provider), time added to the provider's own call, p99",
+         "3  same, less a bare gRPC stream of its four events (what the executor adds beyond gRPC), p50")
 
 
 def figures(args, detail: list[str]) -> list[Figure]:
@@ -291,13 +358,15 @@ def figures(args, detail: list[str]) -> list[Figure]:
                   f"{added['execute'] * 1000:.2f} ms")
     detail.append(f"robonix: {over_mcp['pairs']} interleaved pairs; medians: the stand-in's echo called over MCP "
                   f"directly {over_mcp['raw'] * 1000:.2f} ms, a one-node plan calling it over Execute to "
-                  f"plan_complete {over_mcp['execute'] * 1000:.2f} ms")
+                  f"plan_complete {over_mcp['execute'] * 1000:.2f} ms, the same plan's Execute against a bare gRPC "
+                  f"stream of its four events {over_mcp['bare'] * 1000:.2f} ms")
     return [Figure("robonix", NAMES[0], ours_s=started["p50"], on="ours", bar=STARTED_BAR_S, note=NO_RAW),
             Figure("robonix", NAMES[1], ours_s=started["p99"], on="ours", note=NO_RAW),
             Figure("robonix", NAMES[2], ours_s=added["p50"], on="ours", note=NO_RAW),
             Figure("robonix", NAMES[3], ours_s=added["p99"], on="ours", note=NO_RAW),
             Figure("robonix", NAMES[4], ours_s=over_mcp["p50"], on="ours", bar=ADDED_MCP_BAR_S, note=NO_RAW),
-            Figure("robonix", NAMES[5], ours_s=over_mcp["p99"], on="ours", note=NO_RAW)]
+            Figure("robonix", NAMES[5], ours_s=over_mcp["p99"], on="ours", note=NO_RAW),
+            Figure("robonix", NAMES[6], ours_s=over_mcp["beyond_p50"], on="ours", note=NO_RAW)]
 
 
 def main(argv=None) -> int:
