@@ -6,7 +6,8 @@ Run from the repository root::
     python bench/bench_robonix.py --quick    # smoke run
 
 The executor side runs in this process: an Executor on the sim backend (every call answered at once), its
-``ControlApi`` and ``RobonixServer`` on 127.0.0.1. The client, as Pilot is, is a process of its own: the project's
+``ControlApi`` and ``RobonixServer`` on 127.0.0.1, then what is loaded frozen out of the collector's sight, as
+``bt-exec robonix`` does once it serves. The client, as Pilot is, is a process of its own: the project's
 stubs over a real gRPC channel (warmed up before anything is timed), told over a pipe what to call and when, and
 answering with the times it took; the pipe is outside every time taken. The stand-in MCP providers (figure 3) are
 a third process.
@@ -41,6 +42,7 @@ The table is ``benchlib``'s; exit 1 when a gated bar is missed.
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import pathlib
 import statistics
@@ -107,6 +109,7 @@ class Door:
         self.api = ControlApi(self.executor)
         self.server = RobonixServer(self.api, "bench-executor", "127.0.0.1:0")
         self.address = self.server.start()
+        gc.freeze()  # as bt-exec robonix does once it serves
 
     def close(self):
         self.server.stop(0)

@@ -7,6 +7,7 @@ its provider id come from the options or robonix-executor's own environment vari
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -94,6 +95,9 @@ def robonix_command(args: argparse.Namespace) -> int:
             robonix.executor.subscribe_batches(journal.write_batch)
         address = robonix.start()
         web = start_web(robonix.control, args)
+        # What is loaded by now lives as long as the process: out of the collector's sight, a full collection
+        # (which a large plan's objects can trigger) no longer walks it.
+        gc.freeze()
         print(f"bt-exec robonix: serving the executor's contracts at {address} as '{provider_id}'; Atlas at "
               f"{atlas_address}", file=sys.stderr, flush=True)
         _wait_for(stop)
