@@ -7,7 +7,7 @@ robonix-executor sends it (``system/executor/src/dispatch/``):
 1. The resolver gives the provider's MCP endpoint for the contract, and whether the contract is
    asynchronous (the provider declares both ``<id>/status`` and ``<id>/cancel``). Over Atlas that is
    Query (with a skill's activation) and ConnectCapability; the resolver is a seam of its own
-   (``Resolver``), released with ``release`` once the call has ended (DisconnectCapability).
+   (``Resolver``), released with ``release`` once the call's MCP sessions have closed (DisconnectCapability).
 2. An MCP session over streamable HTTP to the endpoint (``http://`` put before an endpoint without a
    scheme, ``/mcp`` after one whose text has no ``/mcp``), ``call_tool`` named after the contract id's
    last segment with the args. The output is the text contents joined by newlines (other contents
@@ -90,7 +90,7 @@ class Resolver(Protocol):
     not (unknown provider, a skill that would not activate, a contract with only one of
     ``/status`` and ``/cancel``, ConnectCapability refused): that call fails with the message. It may
     block (it runs on the backend's pool, never on the tick thread) but must bound its own time.
-    ``release(endpoint)`` is called once for every endpoint resolved, when its call has ended (also
+    ``release(endpoint)`` is called once for every endpoint resolved, when its call's work is over (also
     when it was cancelled meanwhile); it must not raise for an endpoint already gone.
     """
 
