@@ -5,6 +5,7 @@ runs as one: the entry points, Ctrl-C, a terminal on stdin or stdout, and ``run 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import pathlib
@@ -23,6 +24,7 @@ from terminal import run_on_terminal
 import bt_exec
 from bt_exec.cli import plan_commands
 from bt_exec.terminal.compiled import CALL_CHARS
+from bt_exec.terminal.run_view import EventLines
 from bt_exec.web.client import HttpApi
 
 SNAPSHOT = REPO / "examples" / "rtdl" / "snapshot_battery.json"
@@ -523,6 +525,22 @@ def test_run_bad_options_are_usage_errors(options, message):
     result = bt_exec_cli("run", SNAPSHOT, *options)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def test_run_prints_a_ticks_event_lines_in_one_write_with_their_newline():
+    """Written unbuffered into the pipe that stderr shares, a line printed in two writes (its text, then its
+    newline) let a log record from another thread land inside it."""
+    writes = []
+
+    class Recording(io.StringIO):
+        def write(self, text):
+            writes.append(text)
+            return super().write(text)
+
+    lines = EventLines(Recording())
+    lines([{"event": "plan_started", "plan_id": plan_id, "description": "a plan", "op_count": 1}
+           for plan_id in ("1", "2")])
+    assert writes == ["plan 1 started: a plan (1 ops)\nplan 2 started: a plan (1 ops)\n"]
 
 
 def test_run_unwritable_events_file_is_a_usage_error(tmp_path):

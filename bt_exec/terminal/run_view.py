@@ -24,7 +24,10 @@ class EventLines:
         if not lines:
             return
         try:
-            print("\n".join(lines), file=self._stream, flush=True)
+            # One write, its newline in it: another thread's line (a log record, into the same pipe when both
+            # streams go there unbuffered) then never lands inside one of these.
+            self._stream.write("\n".join(lines) + "\n")
+            self._stream.flush()
         except BrokenPipeError:  # the reader went away (`| head`): the run goes on, silently
             self._reader_gone = True
 
