@@ -110,8 +110,9 @@ class SimRobotNode(Node):
         """Count ``what`` happened and, with ``echo``, print it as one JSON line on stdout."""
         with self._lock:
             self.counts[what] += 1
-        if self.echo:
-            print(json.dumps({"sim_robot": what, **fields}), flush=True)
+        if self.echo:  # one write, its newline in it: the callbacks of several threads report at once
+            sys.stdout.write(json.dumps({"sim_robot": what, **fields}) + "\n")
+            sys.stdout.flush()
 
     def running_goals(self) -> list[dict]:
         """Goals whose execution is in progress."""
