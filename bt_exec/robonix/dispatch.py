@@ -428,8 +428,10 @@ class McpBackend:
                                                                                                   arguments=args))
                     result = await session.send_request(self._types.ClientRequest(request),
                                                         self._types.CallToolResult)
+                    texts = [item.text for item in result.content if getattr(item, "type", None) == "text"]
+                    reply = _Reply(bool(result.isError), "\n".join(texts), len(result.content) - len(texts))
                     if replied is not None:
-                        replied(_reply_of(result))
+                        replied(reply)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -439,7 +441,7 @@ class McpBackend:
             too_large = [leaf for leaf in leaves if isinstance(leaf, _TooLarge)]
             what = f"MCP call_tool {name!r} failed" if connected else f"MCP HTTP connect to {url!r} failed"
             raise ReplyError(f"{what}: {describe(too_large[0] if too_large else exc)}") from None
-        return _reply_of(result)
+        return reply
 
     # --- on the pool -------------------------------------------------------------------
 
@@ -530,11 +532,6 @@ class McpBackend:
 
     def _cut(self, text: str) -> str:
         return cut_text(text, self.max_output_bytes)
-
-
-def _reply_of(result) -> _Reply:
-    texts = [item.text for item in result.content if getattr(item, "type", None) == "text"]
-    return _Reply(bool(result.isError), "\n".join(texts), len(result.content) - len(texts))
 
 
 def provider_run_id(text: str) -> str:
