@@ -213,9 +213,11 @@ def test_the_replay_clock_seeks_back_and_forward_and_a_live_server_has_none(tmp_
     server = WebServer(api, port=0)
     server.start()
     try:
-        assert post(server.url + "api/replay/seek", {"event_index": len(events)})["ended"]
+        ended = post(server.url + "api/replay/seek", {"event_index": len(events)})
+        assert ended["ended"]
         clock = json.loads(urllib.request.urlopen(server.url + "api/replay", timeout=10).read())
         assert clock["position"] == clock["count"] == len(events) and not clock["playing"]
+        assert clock["revision"] > ended["revision"]  # a later state: a page keeps it over an earlier one
         assert clock["first_time"] == json.loads(events[0])["time"]
         assert clock["last_time"] == json.loads(events[-1])["time"]
         assert post(server.url + "api/replay/seek", {"event_index": 1})["position"] == 1

@@ -36,7 +36,8 @@ SEEK_WAIT_S = 60.0
 REPLAY_ROUTES: tuple[Route, ...] = (
     Route("get_replay", "GET", "/api/replay",
           "Where the replay is: position (events played), count (events in the run), first_time, last_time and "
-          "time (recorded times of the first, last and last played events), playing, speed, ended.",
+          "time (recorded times of the first, last and last played events), playing, speed, ended, and revision "
+          "(higher in a later state).",
           lambda replay: replay.clock(), tool=False),
     Route("play_replay", "POST", "/api/replay/play",
           f"Play the replay on from where it is, at speed (times as fast as recorded, {MIN_SPEED:g} to "
@@ -94,6 +95,7 @@ class ReplayApi:
         self._position = 0
         self._time: float | None = None
         self._ended = False
+        self._revision = 0  # of the clock's states handed out
         self._span: tuple[float | None, float | None] | None = None
         self._thread: threading.Thread | None = None
 
@@ -135,9 +137,12 @@ class ReplayApi:
             except OSError:
                 self._span = (None, None)
         with self._control:
+            # Numbered as taken, under the lock: a page that gets them out of order (an answer overtaken by the
+            # event stream) keeps the latest.
+            self._revision += 1
             return {"position": self._position, "count": self.run.events, "first_time": self._span[0],
                     "last_time": self._span[1], "time": self._time, "playing": self._playing, "speed": self.speed,
-                    "ended": self._ended, "error": self.error}
+                    "ended": self._ended, "error": self.error, "revision": self._revision}
 
     def play(self, speed: float | None = None) -> dict:
         """Play on from where the replay is, at ``speed`` (None: the speed it had); from the start once ended."""

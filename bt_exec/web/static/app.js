@@ -1919,6 +1919,8 @@
   }
 
   function showReplayClock(clockState) {
+    // An answer the event stream overtook (a play's, read at max speed after the run ended) is older: kept out.
+    if (st.replay.revision !== undefined && clockState.revision < st.replay.revision) return;
     Object.assign(st.replay, clockState);
     const replay = st.replay;
     const slider = $('#replay-slider');
